@@ -1,0 +1,157 @@
+#include "addons/addon.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "proxy/px_err.h"
+
+/* A bump allocator of chained blocks with a hard total cap. */
+typedef struct addon__block {
+    struct addon__block *next;
+    size_t used;
+    size_t cap;
+    char data[];
+} addon__block_t;
+
+struct addon_arena {
+    addon__block_t *head;
+    size_t total;
+};
+
+#define ADDON__BLOCK_MIN 4096
+
+void addon_req_reset(addon_req_t *req)
+{
+    if (req->arena != NULL) {
+        addon__block_t *b = req->arena->head;
+        while (b != NULL) {
+            addon__block_t *next = b->next;
+            free(b);
+            b = next;
+        }
+        free(req->arena);
+    }
+    addon_log_cb cb = req->log_cb;
+    void *data = req->log_data;
+    memset(req, 0, offsetof(addon_req_t, headers));
+    req->nheaders = 0;
+    req->arena = NULL;
+    req->annot[0] = '\0';
+    req->annot_len = 0;
+    req->log_cb = cb;
+    req->log_data = data;
+}
+
+char *addon_req_dup(addon_req_t *req, const char *s, size_t len)
+{
+    if (req->arena == NULL) {
+        req->arena = calloc(1, sizeof(*req->arena));
+        if (req->arena == NULL)
+            return NULL;
+    }
+    addon_arena_t *a = req->arena;
+    if (a->total + len + 1 > ADDON_ARENA_MAX)
+        return NULL;
+    addon__block_t *b = a->head;
+    if (b == NULL || b->cap - b->used < len + 1) {
+        size_t cap = len + 1 > ADDON__BLOCK_MIN ? len + 1 : ADDON__BLOCK_MIN;
+        b = malloc(sizeof(*b) + cap);
+        if (b == NULL)
+            return NULL;
+        b->cap = cap;
+        b->used = 0;
+        b->next = a->head;
+        a->head = b;
+    }
+    char *p = b->data + b->used;
+    if (len > 0)
+        memcpy(p, s, len);
+    p[len] = '\0';
+    b->used += len + 1;
+    a->total += len + 1;
+    return p;
+}
+
+int addon_req_find(const addon_req_t *req, const char *name, size_t from)
+{
+    size_t nlen = strlen(name);
+    for (size_t i = from; i < req->nheaders; i++) {
+        const addon_header_t *h = &req->headers[i];
+        if (!h->removed && h->name.len == nlen && strncasecmp(h->name.base, name, nlen) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+int addon_req_set_value(addon_req_t *req, size_t idx, const char *value, size_t len)
+{
+    char *copy = addon_req_dup(req, value, len);
+    if (copy == NULL)
+        return PX_ENOMEM;
+    req->headers[idx].value.base = copy;
+    req->headers[idx].value.len = len;
+    return 0;
+}
+
+void addon_req_remove_header(addon_req_t *req, size_t idx)
+{
+    if (idx < req->nheaders)
+        req->headers[idx].removed = 1;
+}
+
+int addon_req_add_header(addon_req_t *req, const char *name, size_t nlen, const char *value,
+                         size_t vlen)
+{
+    size_t cap = sizeof(req->headers) / sizeof(req->headers[0]);
+    if (req->nheaders >= cap)
+        return PX_ETOOBIG;
+    char *n = addon_req_dup(req, name, nlen);
+    char *v = addon_req_dup(req, value, vlen);
+    if (n == NULL || v == NULL)
+        return PX_ENOMEM;
+    addon_header_t *h = &req->headers[req->nheaders++];
+    h->name.base = n;
+    h->name.len = nlen;
+    h->value.base = v;
+    h->value.len = vlen;
+    h->removed = 0;
+    return 0;
+}
+
+void addon_req_annotate(addon_req_t *req, const char *fmt, ...)
+{
+    size_t room = sizeof(req->annot) - req->annot_len;
+    if (room < 4)
+        return;
+    char *p = req->annot + req->annot_len;
+    p[0] = ' ';
+    p[1] = '[';
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(p + 2, room - 3, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t w = (size_t)n < room - 4 ? (size_t)n : room - 4;
+    p[2 + w] = ']';
+    p[3 + w] = '\0';
+    req->annot_len += 3 + w;
+}
+
+void addon_req_log(addon_req_t *req, const char *fmt, ...)
+{
+    if (req->log_cb == NULL)
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+    req->log_cb(req->log_data, line, len);
+}
