@@ -1,0 +1,311 @@
+#include "proxy/px_engine.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "addons/addon_policy.h"
+#include "dns/dns_resolve.h"
+#include "dns/dns_server.h"
+#include "proxy/px_err.h"
+#include "proxy/px_int.h"
+#include "proxy/px_policy.h"
+
+addon_policy_t *px_engine_policy_ref(px_engine_t *eng)
+{
+    return addon_policy_ref(eng->policy);
+}
+
+void px_engine_conn_closed(px_engine_t *eng, px_conn_t *c)
+{
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else if (eng->conns == c)
+        eng->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    eng->nconns--;
+}
+
+/* Loads the allowlist. Missing file: everything blocked (said once on stderr). */
+static int px__load_policy(px_engine_t *eng, addon_policy_t **out, int startup)
+{
+    char err[512];
+    int rc = addon_policy_load_file(eng->cfg->allowlist_path, out, err, sizeof(err));
+    if (rc == PX_ENOENT) {
+        if (startup) {
+            px_diag(PX_DIAG_ERROR, "allowlist not found: %s; all requests will be blocked",
+                    eng->cfg->allowlist_path);
+            *out = addon_policy_new_empty(eng->cfg->allowlist_path);
+            return *out != NULL ? 0 : PX_ENOMEM;
+        }
+        px_diag(PX_DIAG_ERROR, "allowlist reload: %s not found; keeping the previous policy",
+                eng->cfg->allowlist_path);
+        return rc;
+    }
+    if (rc != 0) {
+        px_diag(PX_DIAG_ERROR, "%s%s", err,
+                startup ? "" : " (allowlist reload failed; keeping the previous policy)");
+        return rc;
+    }
+    return 0;
+}
+
+static void on_listener_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void on_dns_closed(void *data)
+{
+    (void)data;
+}
+
+static void px__engine_stop(px_engine_t *eng)
+{
+    if (eng->stopping)
+        return;
+    eng->stopping = 1;
+    px_diag(PX_DIAG_INFO, "shutting down");
+    for (int i = 0; i < eng->nlisteners; i++)
+        uv_close((uv_handle_t *)&eng->listeners[i].tcp, on_listener_closed);
+    if (eng->dns != NULL)
+        dns_server_close(eng->dns, on_dns_closed, NULL);
+    eng->dns = NULL;
+    for (px_conn_t *c = eng->conns; c != NULL;) {
+        px_conn_t *next = c->next;
+        if (c->req != NULL && c->req->method.len > 0 && !c->logged &&
+            c->state != PX_ST_READ_HEAD && c->state != PX_ST_UPGRADED)
+            px_conn_log_line(c, "ERROR", -1, "proxy shutting down");
+        px_conn_close(c);
+        c = next;
+    }
+    px_pool_close_all(eng);
+    if (eng->resolver != NULL)
+        dns_resolver_close(eng->resolver, NULL, NULL);
+    eng->resolver = NULL;
+    uv_close((uv_handle_t *)&eng->sig_term, NULL);
+    uv_close((uv_handle_t *)&eng->sig_int, NULL);
+    uv_close((uv_handle_t *)&eng->sig_hup, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    px_engine_t *eng = s->data;
+    if (signum == SIGHUP) {
+        addon_policy_t *p = NULL;
+        if (px__load_policy(eng, &p, 0) == 0) {
+            addon_policy_t *old = eng->policy;
+            eng->policy = p;
+            addon_policy_unref(old);
+            px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
+                    eng->cfg->allowlist_path, addon_policy_count(p, ADDON_POLICY_DOMAINS),
+                    addon_policy_count(p, ADDON_POLICY_URL_PREFIXES));
+        }
+        return;
+    }
+    px__engine_stop(eng);
+}
+
+static void on_accept(uv_stream_t *server, int status)
+{
+    px_listener_t *l = px_container_of(server, px_listener_t, tcp);
+    if (status < 0) {
+        px_diag(PX_DIAG_WARN, "accept failed: %s", uv_strerror(status));
+        return;
+    }
+    px_conn_accept(l);
+}
+
+static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind_t kind,
+                      const char *name, char *bound, size_t blen)
+{
+    px_listener_t *l = &eng->listeners[eng->nlisteners];
+    l->eng = eng;
+    l->kind = kind;
+    uv_tcp_init(eng->loop, &l->tcp);
+    int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&cfg->addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&l->tcp, 4096, on_accept);
+    if (rc < 0) {
+        px_diag(PX_DIAG_ERROR, "cannot listen for %s on %s: %s", name, cfg->text,
+                uv_strerror(rc));
+        uv_close((uv_handle_t *)&l->tcp, NULL);
+        return rc;
+    }
+    eng->nlisteners++;
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&ss, &len);
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ss.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        snprintf(bound, blen, "%s %s:%d", name, ip, port);
+    } else {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
+        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        snprintf(bound, blen, "%s [%s]:%d", name, ip, port);
+    }
+    return 0;
+}
+
+static void on_dns_log(void *data, const char *line, size_t len)
+{
+    px_engine_t *eng = data;
+    px_log_line(eng->log, line, len);
+}
+
+static void px__own_addresses(px_engine_t *eng)
+{
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) != 0)
+        return;
+    for (struct ifaddrs *i = ifa; i != NULL && eng->n_own < 64; i = i->ifa_next) {
+        if (i->ifa_addr == NULL)
+            continue;
+        px_cidr_t *c = &eng->own[eng->n_own];
+        if (i->ifa_addr->sa_family == AF_INET) {
+            c->family = AF_INET;
+            memcpy(c->addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+            c->prefix = 32;
+            eng->n_own++;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            c->family = AF_INET6;
+            memcpy(c->addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+            c->prefix = 128;
+            eng->n_own++;
+        }
+    }
+    freeifaddrs(ifa);
+}
+
+/* PROXY_IP unset: the DNS listener's address if specific, else the first non-loopback IPv4. */
+static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
+{
+    const px_config_t *cfg = eng->cfg;
+    if (cfg->proxy_ip[0] != '\0') {
+        eng->proxy_ip = cfg->proxy_ip4.s_addr;
+        snprintf(text, cap, "%s", cfg->proxy_ip);
+        return;
+    }
+    const struct sockaddr_in *d = (const struct sockaddr_in *)&cfg->listen_dns.addr;
+    if (cfg->listen_dns.enabled && d->sin_family == AF_INET && d->sin_addr.s_addr != 0) {
+        eng->proxy_ip = d->sin_addr.s_addr;
+    } else {
+        eng->proxy_ip = htonl(INADDR_LOOPBACK);
+        for (size_t i = 0; i < eng->n_own; i++) {
+            if (eng->own[i].family == AF_INET && eng->own[i].addr[0] != 127) {
+                memcpy(&eng->proxy_ip, eng->own[i].addr, 4);
+                break;
+            }
+        }
+    }
+    inet_ntop(AF_INET, &eng->proxy_ip, text, (socklen_t)cap);
+    px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
+}
+
+int px_engine_run(const px_config_t *cfg)
+{
+    px_engine_t *eng = calloc(1, sizeof(*eng));
+    if (eng == NULL)
+        return 1;
+    int exit_code = 1;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    eng->loop = &loop;
+    eng->cfg = cfg;
+    px_head_settings(&eng->req_settings, &eng->resp_settings);
+    signal(SIGPIPE, SIG_IGN);
+    char err[512];
+    char ready[512] = "";
+    size_t rlen = 0;
+    char bound[128];
+
+    if (px_log_open(cfg->log_path, cfg->log_create, &eng->log, err, sizeof(err)) != 0) {
+        px_diag(PX_DIAG_ERROR, "%s", err);
+        goto fail;
+    }
+    if (px__load_policy(eng, &eng->policy, 1) != 0)
+        goto fail;
+    px__own_addresses(eng);
+    char ipbuf[INET6_ADDRSTRLEN];
+    px__pick_proxy_ip(eng, ipbuf, sizeof(ipbuf));
+
+    if (dns_resolver_create(eng->loop, cfg->upstream_dns, &eng->resolver) != 0) {
+        px_diag(PX_DIAG_ERROR, "cannot use upstream DNS server %s", cfg->upstream_dns);
+        goto fail;
+    }
+    if (cfg->listen_dns.enabled) {
+        int rc = dns_server_start(eng->loop, (const struct sockaddr *)&cfg->listen_dns.addr,
+                                  ipbuf, on_dns_log, eng, &eng->dns);
+        if (rc != 0) {
+            px_diag(PX_DIAG_ERROR, "cannot listen for DNS on %s: %s", cfg->listen_dns.text,
+                    uv_strerror(rc));
+            goto fail;
+        }
+        struct sockaddr_storage ss;
+        dns_server_address(eng->dns, &ss);
+        char ip[INET6_ADDRSTRLEN] = "?";
+        int port;
+        if (ss.ss_family == AF_INET) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else {
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, " dns %s:%d", ip, port);
+    }
+    if (cfg->listen_http.enabled) {
+        if (px__listen(eng, &cfg->listen_http, PX_LISTEN_HTTP, "http", bound, sizeof(bound)) != 0)
+            goto fail;
+        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
+    }
+    uv_signal_init(eng->loop, &eng->sig_term);
+    uv_signal_init(eng->loop, &eng->sig_int);
+    uv_signal_init(eng->loop, &eng->sig_hup);
+    eng->sig_term.data = eng->sig_int.data = eng->sig_hup.data = eng;
+    uv_signal_start(&eng->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&eng->sig_int, on_signal, SIGINT);
+    uv_signal_start(&eng->sig_hup, on_signal, SIGHUP);
+
+    {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        char ts[32];
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        px_log_printf(eng->log, "=== TASK START %s ===", ts);
+    }
+    fprintf(stderr, "airlock %s: ready (proxy ip %s):%s\n", AIRLOCK_VERSION, ipbuf, ready);
+    fflush(stderr);
+    uv_run(eng->loop, UV_RUN_DEFAULT);
+    exit_code = 0;
+
+fail:
+    if (!eng->stopping) {
+        eng->stopping = 1;
+        for (int i = 0; i < eng->nlisteners; i++)
+            uv_close((uv_handle_t *)&eng->listeners[i].tcp, NULL);
+        if (eng->dns != NULL)
+            dns_server_close(eng->dns, NULL, NULL);
+        if (eng->resolver != NULL)
+            dns_resolver_close(eng->resolver, NULL, NULL);
+        uv_run(eng->loop, UV_RUN_DEFAULT);
+    }
+    uv_run(eng->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(eng->loop) != 0)
+        px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
+    if (eng->policy != NULL)
+        addon_policy_unref(eng->policy);
+    px_log_close(eng->log);
+    free(eng);
+    return exit_code;
+}

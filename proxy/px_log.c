@@ -1,0 +1,263 @@
+#include "proxy/px_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proxy/px_err.h"
+
+/* Pending lines are stored back to back, each followed by '\n'. The writer swaps the pending
+ * buffer with its own and writes line by line. */
+typedef struct px__logbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+} px__logbuf_t;
+
+struct px_log {
+    int fd;
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;   /* writer: work or stop */
+    pthread_cond_t idle;   /* producers: space freed / queue drained */
+    px__logbuf_t pending;
+    px__logbuf_t writing;
+    int busy;              /* the writer holds a batch */
+    int stop;
+    unsigned long lost;
+    int reported;
+};
+
+static int px__diag_level = PX_DIAG_WARN;
+
+void px_diag_set_level(int level)
+{
+    px__diag_level = level;
+}
+
+int px_diag_level(void)
+{
+    return px__diag_level;
+}
+
+void px_diag__emit(int level, const char *fmt, ...)
+{
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    char buf[2048];
+    int off = snprintf(buf, sizeof(buf), "airlock: %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + off, sizeof(buf) - (size_t)off - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    size_t len = (size_t)off + ((size_t)n < sizeof(buf) - (size_t)off - 1 ? (size_t)n : sizeof(buf) - (size_t)off - 2);
+    buf[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, buf, len);
+    (void)w;
+}
+
+static void px__write_batch(px_log_t *log, const px__logbuf_t *b)
+{
+    size_t off = 0;
+    while (off < b->len) {
+        const char *nl = memchr(b->data + off, '\n', b->len - off);
+        size_t n = (size_t)(nl - (b->data + off)) + 1;
+        const char *p = b->data + off;
+        size_t left = n;
+        while (left > 0) {
+            ssize_t w = write(log->fd, p, left);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                pthread_mutex_lock(&log->mu);
+                log->lost++;
+                int first = !log->reported;
+                log->reported = 1;
+                pthread_mutex_unlock(&log->mu);
+                if (first)
+                    px_diag(PX_DIAG_ERROR, "network log write failed: %s (lines are being lost)",
+                            strerror(w < 0 ? errno : EIO));
+                break;
+            }
+            p += w;
+            left -= (size_t)w;
+        }
+        off += n;
+    }
+}
+
+static void *px__writer_main(void *arg)
+{
+    px_log_t *log = arg;
+    pthread_mutex_lock(&log->mu);
+    for (;;) {
+        while (log->pending.len == 0 && !log->stop)
+            pthread_cond_wait(&log->wake, &log->mu);
+        if (log->pending.len == 0 && log->stop)
+            break;
+        px__logbuf_t tmp = log->writing;
+        log->writing = log->pending;
+        log->pending = tmp;
+        log->pending.len = 0;
+        log->busy = 1;
+        pthread_cond_broadcast(&log->idle);
+        pthread_mutex_unlock(&log->mu);
+        px__write_batch(log, &log->writing);
+        pthread_mutex_lock(&log->mu);
+        log->writing.len = 0;
+        log->busy = 0;
+        pthread_cond_broadcast(&log->idle);
+    }
+    pthread_mutex_unlock(&log->mu);
+    return NULL;
+}
+
+int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t errlen)
+{
+    px_log_t *log = calloc(1, sizeof(*log));
+    if (log == NULL)
+        return PX_ENOMEM;
+    log->fd = -1;
+    pthread_mutex_init(&log->mu, NULL);
+    pthread_cond_init(&log->wake, NULL);
+    pthread_cond_init(&log->idle, NULL);
+    int flags = O_WRONLY | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0);
+    int fd = open(path, flags, 0644);
+    if (fd < 0) {
+        if (errno == ENOENT && !create) {
+            *out = log; /* a no-op sink, as the reference: no file, no logging */
+            return 0;
+        }
+        snprintf(err, errlen, "cannot open network log %s: %s", path, strerror(errno));
+        px_log_close(log);
+        return PX_EIO;
+    }
+    log->fd = fd;
+    if (pthread_create(&log->thread, NULL, px__writer_main, log) != 0) {
+        snprintf(err, errlen, "cannot start the log writer thread");
+        px_log_close(log);
+        return PX_ENOMEM;
+    }
+    log->thread_started = 1;
+    *out = log;
+    return 0;
+}
+
+int px_log_enabled(const px_log_t *log)
+{
+    return log != NULL && log->fd >= 0;
+}
+
+static int px__buf_reserve(px__logbuf_t *b, size_t extra)
+{
+    if (b->cap - b->len >= extra)
+        return 0;
+    size_t cap = b->cap ? b->cap : 16384;
+    while (cap - b->len < extra)
+        cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (d == NULL)
+        return PX_ENOMEM;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+void px_log_line(px_log_t *log, const char *line, size_t len)
+{
+    if (!px_log_enabled(log))
+        return;
+    static const char cut[] = " ...(truncated)";
+    int truncated = 0;
+    if (len > PX_LOG_LINE_MAX) {
+        len = PX_LOG_LINE_MAX;
+        truncated = 1;
+    }
+    size_t need = len + 1 + (truncated ? sizeof(cut) - 1 : 0);
+    pthread_mutex_lock(&log->mu);
+    while (log->pending.len + need > PX_LOG_QUEUE_MAX && !log->stop)
+        pthread_cond_wait(&log->idle, &log->mu);
+    if (px__buf_reserve(&log->pending, need) != 0) {
+        log->lost++;
+        pthread_mutex_unlock(&log->mu);
+        return;
+    }
+    char *dst = log->pending.data + log->pending.len;
+    for (size_t i = 0; i < len; i++) {
+        char c = line[i];
+        dst[i] = (c == '\n' || c == '\r') ? ' ' : c;
+    }
+    size_t off = len;
+    if (truncated) {
+        memcpy(dst + off, cut, sizeof(cut) - 1);
+        off += sizeof(cut) - 1;
+    }
+    dst[off++] = '\n';
+    log->pending.len += off;
+    pthread_cond_signal(&log->wake);
+    pthread_mutex_unlock(&log->mu);
+}
+
+void px_log_printf(px_log_t *log, const char *fmt, ...)
+{
+    if (!px_log_enabled(log))
+        return;
+    char buf[PX_LOG_LINE_MAX + 1];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    px_log_line(log, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf));
+}
+
+void px_log_flush(px_log_t *log)
+{
+    if (!px_log_enabled(log))
+        return;
+    pthread_mutex_lock(&log->mu);
+    while (log->pending.len > 0 || log->busy)
+        pthread_cond_wait(&log->idle, &log->mu);
+    pthread_mutex_unlock(&log->mu);
+}
+
+unsigned long px_log_lost(px_log_t *log)
+{
+    if (log == NULL)
+        return 0;
+    pthread_mutex_lock(&log->mu);
+    unsigned long n = log->lost;
+    pthread_mutex_unlock(&log->mu);
+    return n;
+}
+
+void px_log_close(px_log_t *log)
+{
+    if (log == NULL)
+        return;
+    if (log->thread_started) {
+        pthread_mutex_lock(&log->mu);
+        log->stop = 1;
+        pthread_cond_signal(&log->wake);
+        pthread_mutex_unlock(&log->mu);
+        pthread_join(log->thread, NULL);
+    }
+    if (log->fd >= 0)
+        close(log->fd);
+    pthread_mutex_destroy(&log->mu);
+    pthread_cond_destroy(&log->wake);
+    pthread_cond_destroy(&log->idle);
+    free(log->pending.data);
+    free(log->writing.data);
+    free(log);
+}

@@ -1,0 +1,51 @@
+/* The network log (DESIGN.md §6) and stderr diagnostics.
+ *
+ * Lines are queued by the loop thread and written by one writer thread, each line with one
+ * write() on an O_APPEND descriptor, so concurrent writers never interleave and a slow disk
+ * never stalls the loop (unless PX_LOG_QUEUE_MAX bytes are pending). px_log_close() drains
+ * the queue, so no line is lost at shutdown. */
+#ifndef PX_LOG_H
+#define PX_LOG_H
+
+#include <stddef.h>
+
+#define PX_LOG_LINE_MAX 8192            /* one line; longer lines are cut and marked */
+#define PX_LOG_QUEUE_MAX (8 * 1024 * 1024) /* pending bytes before the writer blocks */
+
+typedef struct px_log px_log_t;
+
+/* Opens path for appending. When the file does not exist and create is 0, the log is a no-op
+ * sink (returns 0). Returns 0 with *out set, or a negative code with a reason in err. */
+int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t errlen);
+
+/* Queues one line (len bytes, no newline; CR/LF inside are replaced). Never fails: on a write
+ * error the writer reports once on stderr and counts the line as lost. */
+void px_log_line(px_log_t *log, const char *line, size_t len);
+
+/* printf-style px_log_line(). */
+void px_log_printf(px_log_t *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 1 when lines go to a file. */
+int px_log_enabled(const px_log_t *log);
+
+/* Blocks until every queued line was written (or failed). */
+void px_log_flush(px_log_t *log);
+
+/* Number of lines that could not be written. */
+unsigned long px_log_lost(px_log_t *log);
+
+/* Drains the queue, stops the writer thread, closes the file and frees log. NULL is a no-op. */
+void px_log_close(px_log_t *log);
+
+/* Diagnostics on stderr (never the network log; never secrets). */
+enum { PX_DIAG_ERROR = 0, PX_DIAG_WARN = 1, PX_DIAG_INFO = 2, PX_DIAG_DEBUG = 3 };
+void px_diag_set_level(int level);
+int px_diag_level(void);
+void px_diag__emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define px_diag(level, ...)                                                                    \
+    do {                                                                                       \
+        if ((level) <= px_diag_level())                                                        \
+            px_diag__emit((level), __VA_ARGS__);                                               \
+    } while (0)
+
+#endif

@@ -1,0 +1,535 @@
+/* The upstream side: resolve through c-ares (dns_resolve), refuse forbidden destinations,
+ * connect with a timeout, keep idle connections in a pool keyed by host:port:scheme. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dns/dns_resolve.h"
+#include "proxy/px_err.h"
+#include "proxy/px_int.h"
+#include "proxy/px_upstream.h"
+
+typedef struct px__uwreq {
+    uv_write_t req;
+    px_upstream_t *up;
+    char *owned;
+    char data[];
+} px__uwreq_t;
+
+/* Connect attempts: the addresses that passed the destination check. */
+typedef struct px__dial {
+    struct sockaddr_storage addrs[DNS_RESOLVE_ADDRS_MAX];
+    size_t n;
+    size_t next;
+} px__dial_t;
+
+static void px__key(char *out, size_t cap, const px_conn_t *c)
+{
+    snprintf(out, cap, "%s:%u:%s", c->host, c->port, c->tls ? "https" : "http");
+}
+
+static unsigned px__hash(const char *s)
+{
+    unsigned h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h % PX_POOL_BUCKETS;
+}
+
+/* ---- destination check ------------------------------------------------------------------ */
+
+int px_upstream_addr_forbidden(const px_engine_t *eng, const struct sockaddr *sa, char *why,
+                               size_t cap)
+{
+    const px_config_t *cfg = eng->cfg;
+    for (size_t i = 0; i < cfg->n_allow_cidrs; i++)
+        if (px_cidr_contains(&cfg->allow_cidrs[i], sa))
+            return 0;
+    uint8_t v4[4];
+    int is_v4 = 0;
+    const char *kind = NULL;
+    if (sa->sa_family == AF_INET) {
+        memcpy(v4, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        is_v4 = 1;
+    } else if (sa->sa_family == AF_INET6) {
+        const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        static const uint8_t zero[16] = {0};
+        if (memcmp(b, mapped, 12) == 0) {
+            memcpy(v4, b + 12, 4);
+            is_v4 = 1;
+        } else if (memcmp(b, zero, 15) == 0 && b[15] == 1) {
+            kind = "loopback";
+        } else if (memcmp(b, zero, 16) == 0) {
+            kind = "unspecified";
+        } else if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) {
+            kind = "link-local";
+        } else if (b[0] == 0xff) {
+            kind = "multicast";
+        } else if (memcmp(b, zero, 12) == 0) {
+            kind = "IPv4-compatible";
+        }
+    } else {
+        kind = "unsupported address family";
+    }
+    if (is_v4) {
+        if (v4[0] == 127)
+            kind = "loopback";
+        else if (v4[0] == 0)
+            kind = "unspecified";
+        else if (v4[0] == 169 && v4[1] == 254)
+            kind = "link-local";
+        else if (v4[0] >= 224 && v4[0] <= 239)
+            kind = "multicast";
+        else if (v4[0] == 255 && v4[1] == 255 && v4[2] == 255 && v4[3] == 255)
+            kind = "broadcast";
+        else if (memcmp(v4, &eng->proxy_ip, 4) == 0)
+            kind = "the proxy's own address";
+        for (size_t i = 0; kind == NULL && i < eng->n_own; i++)
+            if (eng->own[i].family == AF_INET && memcmp(eng->own[i].addr, v4, 4) == 0)
+                kind = "the proxy's own address";
+    } else if (kind == NULL && sa->sa_family == AF_INET6) {
+        const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+        for (size_t i = 0; kind == NULL && i < eng->n_own; i++)
+            if (eng->own[i].family == AF_INET6 && memcmp(eng->own[i].addr, b, 16) == 0)
+                kind = "the proxy's own address";
+    }
+    if (kind == NULL)
+        return 0;
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (is_v4)
+        inet_ntop(AF_INET, v4, text, sizeof(text));
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, text, sizeof(text));
+    snprintf(why, cap, "destination %s is not allowed (%s)", text, kind);
+    return 1;
+}
+
+/* ---- closing ---------------------------------------------------------------------------- */
+
+static void px__pool_remove(px_upstream_t *u)
+{
+    if (!u->in_pool)
+        return;
+    px_pool_t *p = &u->eng->pool;
+    if (u->pool_prev != NULL)
+        u->pool_prev->pool_next = u->pool_next;
+    else
+        p->buckets[u->bucket] = u->pool_next;
+    if (u->pool_next != NULL)
+        u->pool_next->pool_prev = u->pool_prev;
+    u->pool_next = u->pool_prev = NULL;
+    u->in_pool = 0;
+    p->idle--;
+}
+
+static void on_up_handle_closed(uv_handle_t *h)
+{
+    px_upstream_t *u = h->data;
+    if (--u->handles_open == 0) {
+        free(u->dial);
+        free(u);
+    }
+}
+
+void px_upstream_close(px_upstream_t *u)
+{
+    if (u->closing)
+        return;
+    u->closing = 1;
+    px__pool_remove(u);
+    u->conn = NULL;
+    uv_timer_stop(&u->timer);
+    uv_close((uv_handle_t *)&u->tcp, on_up_handle_closed);
+    uv_close((uv_handle_t *)&u->timer, on_up_handle_closed);
+}
+
+void px_upstream_cancel(px_conn_t *c)
+{
+    if (c->resolve_req != NULL) {
+        dns_resolve_cancel(c->resolve_req);
+        c->resolve_req = NULL;
+    }
+}
+
+static void on_up_shutdown(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    free(req);
+}
+
+void px_upstream_shutdown(px_upstream_t *u)
+{
+    uv_shutdown_t *req = malloc(sizeof(*req));
+    if (req == NULL || uv_shutdown(req, (uv_stream_t *)&u->tcp, on_up_shutdown) != 0)
+        free(req);
+}
+
+/* ---- writing ---------------------------------------------------------------------------- */
+
+static void on_up_write(uv_write_t *req, int status)
+{
+    px__uwreq_t *w = px_container_of(req, px__uwreq_t, req);
+    px_upstream_t *u = w->up;
+    free(w->owned);
+    free(w);
+    if (u->closing)
+        return;
+    px_conn_t *c = u->conn;
+    if (status < 0) {
+        if (c != NULL) {
+            char why[128];
+            snprintf(why, sizeof(why), "Connection failed: %s", uv_strerror(status));
+            px_conn_upstream_failed(c, why);
+        } else {
+            px_upstream_close(u);
+        }
+        return;
+    }
+    if (c != NULL && u->tcp.write_queue_size < PX_WQ_LOW)
+        px_conn_upstream_drained(c);
+}
+
+static void px__send(px_upstream_t *u, const char *data, size_t len, char *owned)
+{
+    if (u->closing) {
+        free(owned);
+        return;
+    }
+    px__uwreq_t *w = malloc(sizeof(*w) + (owned != NULL ? 0 : len));
+    if (w == NULL) {
+        free(owned);
+        if (u->conn != NULL)
+            px_conn_upstream_failed(u->conn, "out of memory");
+        return;
+    }
+    w->up = u;
+    w->owned = owned;
+    uv_buf_t b;
+    if (owned != NULL) {
+        b = uv_buf_init(owned, (unsigned)len);
+    } else {
+        memcpy(w->data, data, len);
+        b = uv_buf_init(w->data, (unsigned)len);
+    }
+    int rc = uv_write(&w->req, (uv_stream_t *)&u->tcp, &b, 1, on_up_write);
+    if (rc < 0) {
+        free(w->owned);
+        free(w);
+        if (u->conn != NULL) {
+            char why[128];
+            snprintf(why, sizeof(why), "Connection failed: %s", uv_strerror(rc));
+            px_conn_upstream_failed(u->conn, why);
+        }
+    }
+}
+
+void px_upstream_send(px_upstream_t *u, const char *data, size_t len)
+{
+    px__send(u, data, len, NULL);
+}
+
+void px_upstream_send_take(px_upstream_t *u, char *buf, size_t len)
+{
+    px__send(u, buf, len, buf);
+}
+
+size_t px_upstream_queued(px_upstream_t *u)
+{
+    return u->tcp.write_queue_size;
+}
+
+/* ---- reading ---------------------------------------------------------------------------- */
+
+static void on_up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)h;
+    (void)hint;
+    buf->base = malloc(PX_READ_BUF);
+    buf->len = buf->base != NULL ? PX_READ_BUF : 0;
+}
+
+static void on_up_timer(uv_timer_t *t);
+
+static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    px_upstream_t *u = s->data;
+    px_conn_t *c = u->conn;
+    if (nread == 0) {
+        free(buf->base);
+        return;
+    }
+    if (c == NULL) {
+        /* idle in the pool: any byte or EOF means the connection is done */
+        free(buf->base);
+        px_upstream_close(u);
+        return;
+    }
+    if (nread < 0) {
+        free(buf->base);
+        if (u->reused && !u->got_bytes && c->state == PX_ST_RELAY_BODY && c->req_done &&
+            !c->resp_started && c->rq.len == c->rq.head_end) {
+            /* a pooled connection the server had closed: retry once on a fresh one */
+            c->up = NULL;
+            u->conn = NULL;
+            px_upstream_close(u);
+            px_upstream_retry(c);
+            return;
+        }
+        px_conn_upstream_eof(c, (int)nread);
+        return;
+    }
+    u->got_bytes = 1;
+    if (c->state != PX_ST_UPGRADED)
+        uv_timer_start(&u->timer, on_up_timer, c->eng->cfg->upstream_first_byte_ms, 0);
+    px_conn_upstream_data(c, buf->base, (size_t)nread);
+    free(buf->base);
+}
+
+void px_upstream_read_start(px_upstream_t *u)
+{
+    if (u->reading || u->closing)
+        return;
+    if (uv_read_start((uv_stream_t *)&u->tcp, on_up_alloc, on_up_read) == 0)
+        u->reading = 1;
+}
+
+void px_upstream_read_stop(px_upstream_t *u)
+{
+    if (!u->reading)
+        return;
+    uv_read_stop((uv_stream_t *)&u->tcp);
+    u->reading = 0;
+}
+
+static void on_up_timer(uv_timer_t *t)
+{
+    px_upstream_t *u = t->data;
+    px_conn_t *c = u->conn;
+    if (c == NULL) {
+        px_upstream_close(u); /* idle too long in the pool */
+        return;
+    }
+    if (!u->connected)
+        px_conn_upstream_failed(c, "Connection failed: connect timed out");
+    else if (!c->resp_started)
+        px_conn_upstream_failed(c, "Upstream did not answer in time");
+    else
+        px_conn_upstream_failed(c, "Upstream stalled during the response");
+}
+
+void px_upstream_first_byte_timer(px_upstream_t *u, uint64_t ms)
+{
+    uv_timer_start(&u->timer, on_up_timer, ms, 0);
+}
+
+/* ---- pool ------------------------------------------------------------------------------- */
+
+static px_upstream_t *px__pool_take(px_engine_t *eng, const char *key)
+{
+    unsigned b = px__hash(key);
+    for (px_upstream_t *u = eng->pool.buckets[b]; u != NULL; u = u->pool_next) {
+        if (strcmp(u->key, key) == 0) {
+            px__pool_remove(u);
+            return u;
+        }
+    }
+    return NULL;
+}
+
+void px_upstream_release(px_upstream_t *u, int reusable)
+{
+    px_engine_t *eng = u->eng;
+    u->conn = NULL;
+    if (!reusable || eng->stopping || u->closing) {
+        px_upstream_close(u);
+        return;
+    }
+    px_pool_t *p = &eng->pool;
+    size_t same = 0;
+    for (px_upstream_t *x = p->buckets[u->bucket]; x != NULL; x = x->pool_next)
+        if (strcmp(x->key, u->key) == 0)
+            same++;
+    if (same >= PX_POOL_PER_KEY_MAX || p->idle >= PX_POOL_IDLE_MAX) {
+        px_upstream_close(u);
+        return;
+    }
+    u->in_pool = 1;
+    u->pool_prev = NULL;
+    u->pool_next = p->buckets[u->bucket];
+    if (u->pool_next != NULL)
+        u->pool_next->pool_prev = u;
+    p->buckets[u->bucket] = u;
+    p->idle++;
+    px_upstream_read_start(u);
+    uv_timer_start(&u->timer, on_up_timer, PX_POOL_IDLE_MS, 0);
+}
+
+void px_pool_close_all(px_engine_t *eng)
+{
+    for (size_t b = 0; b < PX_POOL_BUCKETS; b++)
+        while (eng->pool.buckets[b] != NULL)
+            px_upstream_close(eng->pool.buckets[b]);
+}
+
+/* ---- connecting ------------------------------------------------------------------------- */
+
+static void px__dial_next(px_upstream_t *u, const char *last_err);
+
+static void on_up_connect(uv_connect_t *req, int status)
+{
+    px_upstream_t *u = px_container_of(req, px_upstream_t, connect_req);
+    if (u->closing)
+        return;
+    px_conn_t *c = u->conn;
+    if (c == NULL) {
+        px_upstream_close(u);
+        return;
+    }
+    if (status < 0) {
+        if (status == UV_ECANCELED)
+            return;
+        px__dial_next(u, uv_strerror(status));
+        return;
+    }
+    u->connected = 1;
+    uv_timer_stop(&u->timer);
+    uv_tcp_nodelay(&u->tcp, 1);
+    px_conn_upstream_ready(c);
+}
+
+static void px__dial_next(px_upstream_t *u, const char *last_err)
+{
+    px_conn_t *c = u->conn;
+    px__dial_t *d = u->dial;
+    if (d->next >= d->n) {
+        char why[200];
+        snprintf(why, sizeof(why), "Connection failed: %s", last_err);
+        px_conn_upstream_failed(c, why);
+        return;
+    }
+    if (d->next > 0) {
+        /* a fresh socket for the next address */
+        px_upstream_t *nu = px_upstream_new(c->eng, u->key);
+        if (nu == NULL) {
+            px_conn_upstream_failed(c, "out of memory");
+            return;
+        }
+        nu->dial = d;
+        u->dial = NULL;
+        c->up = nu;
+        nu->conn = c;
+        u->conn = NULL;
+        px_upstream_close(u);
+        u = nu;
+    }
+    const struct sockaddr *sa = (const struct sockaddr *)&d->addrs[d->next++];
+    int rc = uv_tcp_connect(&u->connect_req, &u->tcp, sa, on_up_connect);
+    if (rc < 0) {
+        px__dial_next(u, uv_strerror(rc));
+        return;
+    }
+    uv_timer_start(&u->timer, on_up_timer, c->eng->cfg->connect_ms, 0);
+}
+
+px_upstream_t *px_upstream_new(px_engine_t *eng, const char *key)
+{
+    px_upstream_t *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return NULL;
+    u->eng = eng;
+    uv_tcp_init(eng->loop, &u->tcp);
+    uv_timer_init(eng->loop, &u->timer);
+    u->tcp.data = u;
+    u->timer.data = u;
+    u->handles_open = 2;
+    snprintf(u->key, sizeof(u->key), "%s", key);
+    u->bucket = px__hash(u->key);
+    return u;
+}
+
+static void on_resolved(int status, const struct sockaddr_storage *addrs, size_t naddrs,
+                        const char *err, void *data)
+{
+    px_conn_t *c = data;
+    c->resolve_req = NULL;
+    if (c->closing)
+        return;
+    if (status != 0) {
+        char why[200];
+        snprintf(why, sizeof(why), "Connection failed: %s", err != NULL ? err : "lookup failed");
+        px_conn_upstream_failed(c, why);
+        return;
+    }
+    px__dial_t *d = calloc(1, sizeof(*d));
+    if (d == NULL) {
+        px_conn_upstream_failed(c, "out of memory");
+        return;
+    }
+    char why[200] = "";
+    for (size_t i = 0; i < naddrs && d->n < DNS_RESOLVE_ADDRS_MAX; i++) {
+        if (px_upstream_addr_forbidden(c->eng, (const struct sockaddr *)&addrs[i], why,
+                                       sizeof(why)))
+            continue;
+        d->addrs[d->n++] = addrs[i];
+    }
+    if (d->n == 0) {
+        free(d);
+        char msg[260];
+        snprintf(msg, sizeof(msg), "Connection failed: %s",
+                 why[0] ? why : "no usable address");
+        px_conn_upstream_failed(c, msg);
+        return;
+    }
+    char key[PX_HOST_MAX + 16];
+    px__key(key, sizeof(key), c);
+    px_upstream_t *u = px_upstream_new(c->eng, key);
+    if (u == NULL) {
+        free(d);
+        px_conn_upstream_failed(c, "out of memory");
+        return;
+    }
+    u->dial = d;
+    u->conn = c;
+    c->up = u;
+    c->state = PX_ST_CONNECT;
+    px__dial_next(u, "no address");
+}
+
+static void px__resolve(px_conn_t *c)
+{
+    dns_resolve_req_t *req = NULL;
+    int rc = dns_resolve(c->eng->resolver, c->host, c->port, on_resolved, c, &req);
+    if (rc < 0) {
+        char why[160];
+        snprintf(why, sizeof(why), "Connection failed: %s",
+                 rc == UV_EBUSY ? "too many lookups in flight" : "invalid host name");
+        px_conn_upstream_failed(c, why);
+        return;
+    }
+    c->resolve_req = req;
+}
+
+void px_upstream_start(px_conn_t *c)
+{
+    char key[PX_HOST_MAX + 16];
+    px__key(key, sizeof(key), c);
+    px_upstream_t *u = px__pool_take(c->eng, key);
+    if (u != NULL) {
+        uv_timer_stop(&u->timer);
+        px_upstream_read_stop(u);
+        u->conn = c;
+        u->reused = 1;
+        u->got_bytes = 0;
+        c->up = u;
+        px_conn_upstream_ready(c);
+        return;
+    }
+    px__resolve(c);
+}
+
+void px_upstream_retry(px_conn_t *c)
+{
+    px__resolve(c);
+}
