@@ -1,0 +1,156 @@
+# Shared helpers for the integration tests (sourced by test_*.sh; bash).
+#
+# Every test runs in network and mount namespaces of its own (`unshare --net --mount`), so it
+# may bind ports 53/80/443 on its private loopback and point /etc/resolv.conf at airlock
+# without touching the machine. Upstreams live on 127.0.0.2 (nginx, Python), the test
+# resolver for *.test on 127.0.0.53 (dnsmasq), airlock on 127.0.0.1. Everything started is
+# stopped by the EXIT trap.
+set -u
+
+: "${AIRLOCK:?AIRLOCK must name the airlock binary}"
+: "${AIRLOCK_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+PY=/usr/bin/python3
+T_FAILS=0
+T_PASSES=0
+T_PIDS=()
+
+# Re-executes the calling script inside fresh namespaces (once).
+t_enter_netns() {
+    if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
+        if ! unshare --net --mount true 2>/dev/null; then
+            echo "SKIP: cannot create network namespaces here (need root and unshare)" >&2
+            exit 77
+        fi
+        export AIRLOCK_IN_NETNS=1
+        exec unshare --net --mount --propagation private bash "$0" "$@"
+    fi
+    ip link set lo up
+    ip addr add 127.0.0.2/8 dev lo 2>/dev/null || true
+    T_DIR=$(mktemp -d /tmp/airlock-test.XXXXXX)
+    chmod 755 "$T_DIR"
+    trap t_cleanup EXIT
+    printf 'nameserver 127.0.0.1\noptions timeout:2 attempts:1\n' > "$T_DIR/resolv.conf"
+    mount --bind "$T_DIR/resolv.conf" /etc/resolv.conf
+}
+
+t_cleanup() {
+    local p
+    for p in "${T_PIDS[@]}"; do
+        kill "$p" 2>/dev/null
+    done
+    for p in "${T_PIDS[@]}"; do
+        wait "$p" 2>/dev/null
+    done
+    [ -f "$T_DIR/nginx.pid" ] && kill "$(cat "$T_DIR/nginx.pid")" 2>/dev/null
+    if [ -n "${KEEP_TEST_DIR:-}" ]; then echo "kept $T_DIR"; else rm -rf "$T_DIR"; fi
+}
+
+t_ok() { T_PASSES=$((T_PASSES + 1)); echo "ok - $*"; }
+t_fail() { T_FAILS=$((T_FAILS + 1)); echo "FAIL - $*"; }
+t_check() { # t_check "description" command...
+    local d=$1; shift
+    if "$@"; then t_ok "$d"; else t_fail "$d"; fi
+}
+t_eq() { # t_eq "description" expected actual
+    if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1: expected [$2] got [$3]"; fi
+}
+t_contains() { # t_contains "description" haystack needle
+    case "$2" in *"$3"*) t_ok "$1" ;; *) t_fail "$1: [$3] not in [$2]" ;; esac
+}
+t_done() {
+    echo "$T_PASSES passed, $T_FAILS failed"
+    [ "$T_FAILS" -eq 0 ]
+}
+
+# Waits until a TCP port answers (host port [seconds]).
+t_wait_port() {
+    local i
+    for i in $(seq 1 $((${3:-5} * 20))); do
+        if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    echo "port $1:$2 never opened" >&2
+    return 1
+}
+
+# A resolver for *.test on 127.0.0.53: every *.test name -> 127.0.0.2; extra args are
+# passed to dnsmasq (e.g. --address=/down.test/ for NXDOMAIN).
+t_start_resolver() {
+    dnsmasq --keep-in-foreground --no-resolv --no-hosts --conf-file=/dev/null \
+        --listen-address=127.0.0.53 --bind-interfaces --port=53 \
+        --address=/test/127.0.0.2 --log-facility=- -q "$@" > "$T_DIR/dnsmasq.log" 2>&1 &
+    T_PIDS+=($!)
+    t_wait_udp53 127.0.0.53
+}
+
+t_wait_udp53() {
+    local i
+    for i in $(seq 1 100); do
+        if dig +short +time=1 +tries=1 @"$1" probe.test A >/dev/null 2>&1; then return 0; fi
+        sleep 0.05
+    done
+    echo "resolver on $1 not answering" >&2
+    return 1
+}
+
+# nginx on 127.0.0.2:80 serving $T_DIR/www; extra server config in $1 (optional).
+t_start_nginx() {
+    mkdir -p "$T_DIR/www" "$T_DIR/nginx"
+    cat > "$T_DIR/nginx.conf" <<NGINX
+worker_processes 1;
+pid $T_DIR/nginx.pid;
+error_log $T_DIR/nginx/error.log;
+events { worker_connections 1024; }
+http {
+    access_log $T_DIR/nginx/access.log;
+    client_body_temp_path $T_DIR/nginx/body;
+    proxy_temp_path $T_DIR/nginx/proxy;
+    fastcgi_temp_path $T_DIR/nginx/fastcgi;
+    uwsgi_temp_path $T_DIR/nginx/uwsgi;
+    scgi_temp_path $T_DIR/nginx/scgi;
+    keepalive_requests 100000;
+    server {
+        listen 127.0.0.2:80;
+        root $T_DIR/www;
+        location /echo { return 200 "method=\$request_method uri=\$request_uri host=\$host\n"; }
+        ${1:-}
+    }
+}
+NGINX
+    nginx -c "$T_DIR/nginx.conf" -g 'daemon on;' || return 1
+    t_wait_port 127.0.0.2 80
+}
+
+# airlock on 127.0.0.1 (:53 DNS, :80 HTTP, :443 HTTPS) with the allowlist file $1; further
+# args go to `airlock run`. The log is $T_DIR/net.log, stderr $T_DIR/airlock.err.
+t_start_airlock() {
+    local allow=$1; shift
+    : > "$T_DIR/net.log"
+    "$AIRLOCK" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 \
+        --allowlist "$allow" --log "$T_DIR/net.log" --confdir "$T_DIR/confdir" \
+        --listen-dns 127.0.0.1:53 --listen-http 127.0.0.1:80 --listen-https 127.0.0.1:443 \
+        --allow-upstream-cidr 127.0.0.2/32 "$@" 2> "$T_DIR/airlock.err" &
+    AIRLOCK_PID=$!
+    T_PIDS+=($AIRLOCK_PID)
+    local i
+    for i in $(seq 1 100); do
+        if grep -q "ready" "$T_DIR/airlock.err" 2>/dev/null; then return 0; fi
+        if ! kill -0 "$AIRLOCK_PID" 2>/dev/null; then
+            echo "airlock exited:" >&2; cat "$T_DIR/airlock.err" >&2; return 1
+        fi
+        sleep 0.05
+    done
+    echo "airlock not ready:" >&2; cat "$T_DIR/airlock.err" >&2
+    return 1
+}
+
+t_stop_airlock() {
+    kill -TERM "$AIRLOCK_PID" 2>/dev/null
+    wait "$AIRLOCK_PID" 2>/dev/null
+    local rc=$?
+    return $rc
+}
+
+# Resident set size of a pid in KiB.
+t_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+t_fds() { ls "/proc/$1/fd" | wc -l; }

