@@ -1,0 +1,122 @@
+/* The network allowlist (DESIGN.md §4): loading, the per-request decision, and descriptions.
+ *
+ * A loaded policy is an immutable snapshot with a reference count: SIGHUP loads a new one and
+ * swaps the proxy's pointer, while each request keeps (ref) the snapshot it started with and
+ * unrefs it when done. Deciding never allocates. */
+#ifndef ADDON_POLICY_H
+#define ADDON_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addons/addon.h"
+
+/* Hard caps. */
+#define ADDON_POLICY_PATH_MAX (64 * 1024) /* raw path+query bytes; as the proxy's head cap */
+#define ADDON_POLICY_DEFAULT_PATH "/network-allowlist.json"
+
+/* The "message" of the 403 body when the host/path (or port) is not allowed, pre-checks too. */
+#define ADDON_POLICY_MSG_HOST_PATH                                                             \
+    "This host/path is not in the network allowlist. To request access, add the host/path "    \
+    "to the network allowlist (network-allowlist.yaml) and ask the user to approve the change."
+
+/* The same when host and path would pass but the method would not; %s is the method. */
+#define ADDON_POLICY_MSG_METHOD_FMT                                                            \
+    "Method %s is not allowed for this URL. To request access, add the method to the "        \
+    "entry's 'methods' list in the network allowlist (network-allowlist.yaml) and ask the "   \
+    "user to approve the change."
+
+typedef struct addon_policy addon_policy_t;
+
+typedef enum addon_policy_kind {
+    ADDON_POLICY_NONE = 0,     /* no entry involved */
+    ADDON_POLICY_DOMAINS,      /* domains[index] */
+    ADDON_POLICY_URL_PREFIXES, /* url_prefixes[index] */
+} addon_policy_kind_t;
+
+typedef enum addon_policy_verdict {
+    ADDON_POLICY_ALLOW = 0,
+    ADDON_POLICY_BLOCK_PRECHECK, /* the decoded path failed a pre-check */
+    ADDON_POLICY_BLOCK_METHOD,   /* an entry matches host, path and port, none the method */
+    ADDON_POLICY_BLOCK_PORT,     /* an entry matches host and path, none the port */
+    ADDON_POLICY_BLOCK_PATH,     /* an entry matches the host, none the path */
+    ADDON_POLICY_BLOCK_HOST,     /* no entry matches the host */
+} addon_policy_verdict_t;
+
+typedef enum addon_policy_precheck {
+    ADDON_POLICY_PRECHECK_NONE = 0,
+    ADDON_POLICY_PRECHECK_NUL,             /* decoded path contains a NUL byte */
+    ADDON_POLICY_PRECHECK_BACKSLASH,       /* ... a backslash */
+    ADDON_POLICY_PRECHECK_DOTDOT,          /* ... "/../" */
+    ADDON_POLICY_PRECHECK_TRAILING_DOTDOT, /* ... ends with "/.." */
+    ADDON_POLICY_PRECHECK_TOO_LONG,        /* raw path longer than ADDON_POLICY_PATH_MAX */
+} addon_policy_precheck_t;
+
+/* One request as the policy sees it. All views are borrowed for the call. */
+typedef struct addon_policy_query {
+    addon_str_t method; /* as sent; compared case-insensitively */
+    addon_str_t host;   /* Host header host without port; any case, one trailing dot and
+                           IPv6 brackets allowed */
+    addon_str_t path;   /* raw path + query as sent (percent-encoded) */
+    uint16_t port;      /* destination port */
+    int tls;            /* 1 on TLS: the default port is then 443 instead of 80 */
+} addon_policy_query_t;
+
+typedef struct addon_policy_decision {
+    int allowed;                     /* 1 allowed, 0 blocked */
+    addon_policy_verdict_t verdict;  /* why */
+    int method_message;              /* blocked: 1 → ADDON_POLICY_MSG_METHOD_FMT, 0 → HOST_PATH */
+    addon_policy_precheck_t precheck; /* for ADDON_POLICY_BLOCK_PRECHECK */
+    addon_policy_kind_t kind;        /* the entry that allowed, or came closest when blocked */
+    size_t index;                    /* its index in domains or url_prefixes */
+    addon_str_t host_pattern;        /* its host pattern (borrowed from the policy) */
+    addon_str_t path_pattern;        /* its path pattern, empty = any (borrowed) */
+    int passthrough;                 /* allowed by an entry with tls: passthrough */
+} addon_policy_decision_t;
+
+/* Parses an allowlist (YAML or JSON) from data[0..len) (borrowed); name (copied) is used in
+ * messages. 0 and *out with one reference; or PX_EPARSE/PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM with
+ * "name:line:col: message" in err. Empty input or an empty document is an empty policy. */
+int addon_policy_load_buffer(const char *name, const char *data, size_t len,
+                             addon_policy_t **out, char *err, size_t errlen);
+
+/* Reads the allowlist file at path; as addon_policy_load_buffer, plus PX_ENOENT when the file
+ * does not exist (the caller then uses addon_policy_new_empty: everything is blocked). */
+int addon_policy_load_file(const char *path, addon_policy_t **out, char *err, size_t errlen);
+
+/* A new empty policy (blocks everything) with one reference, or NULL when out of memory. */
+addon_policy_t *addon_policy_new_empty(const char *name);
+
+/* Adds a reference and returns p. */
+addon_policy_t *addon_policy_ref(addon_policy_t *p);
+
+/* Drops a reference; the last one frees the policy. NULL is allowed. */
+void addon_policy_unref(addon_policy_t *p);
+
+/* Entries of one kind (domains or url_prefixes). */
+size_t addon_policy_count(const addon_policy_t *p, addon_policy_kind_t kind);
+
+/* Decides one request into *d. p may be NULL (= empty policy). Borrows everything; never
+ * allocates. The decision's patterns stay valid while the caller holds p. */
+void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
+                         addon_policy_decision_t *d);
+
+/* 1 when some entry (domains first, then url_prefixes) matches host and allows port, whatever
+ * the path and method (CONNECT and SNI-time checks); else 0. *passthrough (may be NULL) gets
+ * whether the first such entry asks for tls: passthrough. host is borrowed. */
+int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t port, int tls,
+                          int *passthrough);
+
+/* A short name for a pre-check ("path contains /../"). Static storage. */
+const char *addon_policy_precheck_name(addon_policy_precheck_t c);
+
+/* Writes the `airlock check` summary: a count line, then one line per entry, each ending with
+ * '\n'. snprintf-style: returns the full length, writes at most len-1 bytes plus a NUL. */
+size_t addon_policy_describe(const addon_policy_t *p, char *buf, size_t len);
+
+/* Writes the one-line `airlock explain` text for decision d of query q (both borrowed), e.g.
+ * "blocked: method POST not allowed (url_prefixes[0] matches host and path)". snprintf-style. */
+size_t addon_policy_explain(const addon_policy_t *p, const addon_policy_query_t *q,
+                            const addon_policy_decision_t *d, char *buf, size_t len);
+
+#endif

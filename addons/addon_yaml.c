@@ -1,0 +1,878 @@
+#include "addons/addon_yaml.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "proxy/px_err.h"
+
+#define ADDON__YAML_BLOCK_MIN (16 * 1024) /* arena block size */
+#define ADDON__YAML_QUOTE_MAX 64          /* bytes of a key quoted in a message */
+#define ADDON__YAML_TAG_STR "tag:yaml.org,2002:str"
+#define ADDON__YAML_TAG_SEQ "tag:yaml.org,2002:seq"
+#define ADDON__YAML_TAG_MAP "tag:yaml.org,2002:map"
+
+struct addon_yaml_node {
+    const addon_yaml_doc_t *doc;
+    addon_yaml_type_t type;
+    int quoted;
+    unsigned line;
+    unsigned col;
+    const char *text; /* scalars; "" for collections */
+    size_t len;
+    const addon_yaml_node_t **kids; /* sequence items, or key, value, key, value... */
+    size_t count;                   /* items, or pairs */
+};
+
+/* Nodes, texts and child arrays live in one chain of blocks freed with the document. */
+typedef struct addon__yaml_block {
+    struct addon__yaml_block *next;
+    size_t used;
+    size_t cap;
+    max_align_t data[];
+} addon__yaml_block_t;
+
+struct addon_yaml_doc {
+    char *name;
+    const addon_yaml_node_t *root;
+    addon__yaml_block_t *blocks;
+    size_t nodes;
+};
+
+/* An open collection: its node, and where its children start on the pending stack. */
+typedef struct addon__yaml_frame {
+    addon_yaml_node_t *node;
+    size_t base;
+} addon__yaml_frame_t;
+
+typedef struct addon__yaml_builder {
+    addon_yaml_doc_t *doc;
+    const char *data;
+    size_t len;
+    const addon_yaml_node_t **pending; /* finished children of the open collections */
+    size_t npending;
+    size_t cap;
+    addon__yaml_frame_t frames[ADDON_YAML_MAX_DEPTH];
+    size_t depth;
+    int docs;
+    char *err;
+    size_t errlen;
+} addon__yaml_builder_t;
+
+static void *yaml_alloc(addon_yaml_doc_t *doc, size_t size)
+{
+    size_t align = sizeof(max_align_t);
+    size = (size + align - 1) / align * align;
+    addon__yaml_block_t *b = doc->blocks;
+    if (b == NULL || b->cap - b->used < size) {
+        size_t cap = size > ADDON__YAML_BLOCK_MIN ? size : ADDON__YAML_BLOCK_MIN;
+        b = malloc(sizeof(*b) + cap);
+        if (b == NULL)
+            return NULL;
+        b->cap = cap;
+        b->used = 0;
+        b->next = doc->blocks;
+        doc->blocks = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += size;
+    return p;
+}
+
+/* Writes s as 'text' with non-printable bytes as \xHH, cut at ADDON__YAML_QUOTE_MAX bytes. */
+static void yaml_quote(const char *s, size_t len, char *out, size_t outlen)
+{
+    size_t o = 0;
+    if (outlen < 8)
+        return;
+    out[o++] = '\'';
+    for (size_t i = 0; i < len && i < ADDON__YAML_QUOTE_MAX && o + 6 < outlen; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\'') {
+            out[o++] = (char)c;
+        } else {
+            int n = snprintf(out + o, outlen - o, "\\x%02x", c);
+            if (n > 0)
+                o += (size_t)n;
+        }
+    }
+    if (len > ADDON__YAML_QUOTE_MAX && o + 5 < outlen) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o++] = '\'';
+    out[o] = '\0';
+}
+
+static int yaml_vreport(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
+                        const char *fmt, va_list ap)
+{
+    if (err == NULL || errlen == 0)
+        return 0;
+    int n = snprintf(err, errlen, "%s:%u:%u: ", name, line, col);
+    if (n < 0 || (size_t)n >= errlen)
+        return 0;
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    return 0;
+}
+
+static int yaml_report(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
+                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int yaml_report(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
+                       const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    yaml_vreport(err, errlen, name, line, col, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static unsigned yaml_u(size_t v)
+{
+    return v >= 0xFFFFFFFFu ? 0xFFFFFFFFu : (unsigned)v + 1;
+}
+
+/* The 1-based line and column of byte offset off in the input (libyaml gives no mark for
+ * reader errors, only an offset). */
+static void yaml_offset_pos(const char *data, size_t len, size_t off, unsigned *line,
+                            unsigned *col)
+{
+    size_t l = 0;
+    size_t c = 0;
+    if (off > len)
+        off = len;
+    for (size_t i = 0; i < off; i++) {
+        if (data[i] == '\n') {
+            l++;
+            c = 0;
+        } else {
+            c++;
+        }
+    }
+    *line = yaml_u(l);
+    *col = yaml_u(c);
+}
+
+static int yaml_parser_failure(addon__yaml_builder_t *b, const yaml_parser_t *ps)
+{
+    const char *name = b->doc->name;
+    const char *problem = ps->problem != NULL ? ps->problem : "unknown error";
+    if (ps->error == YAML_MEMORY_ERROR) {
+        yaml_report(b->err, b->errlen, name, 1, 1, "out of memory");
+        return PX_ENOMEM;
+    }
+    if (ps->error == YAML_READER_ERROR) {
+        unsigned line;
+        unsigned col;
+        yaml_offset_pos(b->data, b->len, ps->problem_offset, &line, &col);
+        if (ps->problem_value != -1) {
+            yaml_report(b->err, b->errlen, name, line, col, "%s (byte 0x%02x)", problem,
+                        (unsigned)ps->problem_value & 0xFFu);
+        } else {
+            yaml_report(b->err, b->errlen, name, line, col, "%s", problem);
+        }
+        return PX_EPARSE;
+    }
+    unsigned line = yaml_u(ps->problem_mark.line);
+    unsigned col = yaml_u(ps->problem_mark.column);
+    if (ps->context != NULL) {
+        yaml_report(b->err, b->errlen, name, line, col, "%s (%s at line %u, column %u)", problem,
+                    ps->context, yaml_u(ps->context_mark.line), yaml_u(ps->context_mark.column));
+    } else {
+        yaml_report(b->err, b->errlen, name, line, col, "%s", problem);
+    }
+    return PX_EPARSE;
+}
+
+static int yaml_text_is(const char *s, size_t len, const char *word)
+{
+    size_t n = strlen(word);
+    return len == n && memcmp(s, word, n) == 0;
+}
+
+static int yaml_is_digits(const char *s, size_t len, int base)
+{
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int ok = base == 16 ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+                               (c >= 'A' && c <= 'F'))
+                            : (c >= '0' && c < '0' + base);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int yaml_is_int(const char *s, size_t len)
+{
+    if (len > 2 && s[0] == '0' && s[1] == 'x')
+        return yaml_is_digits(s + 2, len - 2, 16);
+    if (len > 2 && s[0] == '0' && s[1] == 'o')
+        return yaml_is_digits(s + 2, len - 2, 8);
+    if (len > 0 && (s[0] == '-' || s[0] == '+'))
+        return yaml_is_digits(s + 1, len - 1, 10);
+    return yaml_is_digits(s, len, 10);
+}
+
+/* [-+]? ( \.[0-9]+ | [0-9]+ ( \.[0-9]* )? ) ( [eE] [-+]? [0-9]+ )?, plus .inf and .nan. */
+static int yaml_is_float(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && (s[i] == '-' || s[i] == '+'))
+        i++;
+    const char *rest = s + i;
+    size_t rlen = len - i;
+    if (yaml_text_is(rest, rlen, ".inf") || yaml_text_is(rest, rlen, ".Inf") ||
+        yaml_text_is(rest, rlen, ".INF"))
+        return 1;
+    if (yaml_text_is(s, len, ".nan") || yaml_text_is(s, len, ".NaN") ||
+        yaml_text_is(s, len, ".NAN"))
+        return 1;
+    size_t digits = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        i++;
+        digits++;
+    }
+    if (i < len && s[i] == '.') {
+        i++;
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            i++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return 0;
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '-' || s[i] == '+'))
+            i++;
+        size_t exp = 0;
+        while (i < len && s[i] >= '0' && s[i] <= '9') {
+            i++;
+            exp++;
+        }
+        if (exp == 0)
+            return 0;
+    }
+    return i == len;
+}
+
+/* The YAML 1.2 core schema for untagged plain scalars. */
+static addon_yaml_type_t yaml_resolve_plain(const char *s, size_t len)
+{
+    if (len == 0 || yaml_text_is(s, len, "~") || yaml_text_is(s, len, "null") ||
+        yaml_text_is(s, len, "Null") || yaml_text_is(s, len, "NULL"))
+        return ADDON_YAML_NULL;
+    if (yaml_text_is(s, len, "true") || yaml_text_is(s, len, "True") ||
+        yaml_text_is(s, len, "TRUE") || yaml_text_is(s, len, "false") ||
+        yaml_text_is(s, len, "False") || yaml_text_is(s, len, "FALSE"))
+        return ADDON_YAML_BOOL;
+    if (yaml_is_int(s, len))
+        return ADDON_YAML_INT;
+    if (yaml_is_float(s, len))
+        return ADDON_YAML_FLOAT;
+    return ADDON_YAML_STRING;
+}
+
+static addon_yaml_node_t *yaml_node_new(addon__yaml_builder_t *b, const yaml_event_t *ev,
+                                        addon_yaml_type_t type, int *rc)
+{
+    unsigned line = yaml_u(ev->start_mark.line);
+    unsigned col = yaml_u(ev->start_mark.column);
+    if (b->doc->nodes >= ADDON_YAML_MAX_NODES) {
+        yaml_report(b->err, b->errlen, b->doc->name, line, col, "more than %d nodes",
+                    ADDON_YAML_MAX_NODES);
+        *rc = PX_ETOOBIG;
+        return NULL;
+    }
+    addon_yaml_node_t *n = yaml_alloc(b->doc, sizeof(*n));
+    if (n == NULL) {
+        yaml_report(b->err, b->errlen, b->doc->name, line, col, "out of memory");
+        *rc = PX_ENOMEM;
+        return NULL;
+    }
+    b->doc->nodes++;
+    memset(n, 0, sizeof(*n));
+    n->doc = b->doc;
+    n->type = type;
+    n->line = line;
+    n->col = col;
+    n->text = "";
+    return n;
+}
+
+/* Hands a finished node to its parent, or makes it the root. */
+static int yaml_emit(addon__yaml_builder_t *b, const addon_yaml_node_t *n)
+{
+    if (b->depth == 0) {
+        b->doc->root = n;
+        return 0;
+    }
+    if (b->npending == b->cap) {
+        size_t cap = b->cap == 0 ? 64 : b->cap * 2;
+        const addon_yaml_node_t **p = realloc(b->pending, cap * sizeof(*p));
+        if (p == NULL) {
+            yaml_report(b->err, b->errlen, b->doc->name, n->line, n->col, "out of memory");
+            return PX_ENOMEM;
+        }
+        b->pending = p;
+        b->cap = cap;
+    }
+    b->pending[b->npending++] = n;
+    return 0;
+}
+
+static int yaml_key_cmp(const void *a, const void *b)
+{
+    const addon_yaml_node_t *x = *(const addon_yaml_node_t *const *)a;
+    const addon_yaml_node_t *y = *(const addon_yaml_node_t *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n > 0 ? memcmp(x->text, y->text, n) : 0;
+    if (c != 0)
+        return c;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    if (x->col != y->col)
+        return x->col < y->col ? -1 : 1;
+    return 0;
+}
+
+/* Keys must be scalars and unique (a duplicate would silently shadow a policy setting). */
+static int yaml_check_map(addon__yaml_builder_t *b, const addon_yaml_node_t *map)
+{
+    for (size_t i = 0; i < map->count; i++) {
+        const addon_yaml_node_t *k = map->kids[2 * i];
+        if (k->type == ADDON_YAML_SEQ || k->type == ADDON_YAML_MAP) {
+            yaml_report(b->err, b->errlen, b->doc->name, k->line, k->col,
+                        "mapping keys must be scalars, got %s", addon_yaml_type_name(k->type));
+            return PX_EPARSE;
+        }
+    }
+    if (map->count < 2)
+        return 0;
+    const addon_yaml_node_t **keys = malloc(map->count * sizeof(*keys));
+    if (keys == NULL) {
+        yaml_report(b->err, b->errlen, b->doc->name, map->line, map->col, "out of memory");
+        return PX_ENOMEM;
+    }
+    for (size_t i = 0; i < map->count; i++)
+        keys[i] = map->kids[2 * i];
+    qsort(keys, map->count, sizeof(*keys), yaml_key_cmp);
+    int rc = 0;
+    for (size_t i = 1; i < map->count; i++) {
+        const addon_yaml_node_t *x = keys[i - 1];
+        const addon_yaml_node_t *y = keys[i];
+        if (x->len == y->len && (x->len == 0 || memcmp(x->text, y->text, x->len) == 0)) {
+            char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
+            yaml_quote(y->text, y->len, q, sizeof(q));
+            yaml_report(b->err, b->errlen, b->doc->name, y->line, y->col,
+                        "duplicate key %s (first at line %u, column %u)", q, x->line, x->col);
+            rc = PX_EPARSE;
+            break;
+        }
+    }
+    free(keys);
+    return rc;
+}
+
+static int yaml_on_end(addon__yaml_builder_t *b)
+{
+    addon__yaml_frame_t *f = &b->frames[--b->depth];
+    addon_yaml_node_t *n = f->node;
+    size_t nkids = b->npending - f->base;
+    if (nkids > 0) {
+        n->kids = yaml_alloc(b->doc, nkids * sizeof(*n->kids));
+        if (n->kids == NULL) {
+            yaml_report(b->err, b->errlen, b->doc->name, n->line, n->col, "out of memory");
+            return PX_ENOMEM;
+        }
+        memcpy(n->kids, b->pending + f->base, nkids * sizeof(*n->kids));
+    }
+    b->npending = f->base;
+    n->count = n->type == ADDON_YAML_MAP ? nkids / 2 : nkids;
+    if (n->type == ADDON_YAML_MAP) {
+        int rc = yaml_check_map(b, n);
+        if (rc != 0)
+            return rc;
+    }
+    return yaml_emit(b, n);
+}
+
+static int yaml_bad_tag(addon__yaml_builder_t *b, const yaml_event_t *ev, const char *tag)
+{
+    char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
+    yaml_quote(tag, strlen(tag), q, sizeof(q));
+    yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                yaml_u(ev->start_mark.column), "unsupported tag %s", q);
+    return PX_EPARSE;
+}
+
+static int yaml_on_scalar(addon__yaml_builder_t *b, const yaml_event_t *ev)
+{
+    const char *text = (const char *)ev->data.scalar.value;
+    size_t len = ev->data.scalar.length;
+    const char *tag = (const char *)ev->data.scalar.tag;
+    int quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+    addon_yaml_type_t type;
+    if (tag != NULL) {
+        if (strcmp(tag, ADDON__YAML_TAG_STR) != 0)
+            return yaml_bad_tag(b, ev, tag);
+        type = ADDON_YAML_STRING;
+    } else {
+        type = quoted ? ADDON_YAML_STRING : yaml_resolve_plain(text, len);
+    }
+    int rc = 0;
+    addon_yaml_node_t *n = yaml_node_new(b, ev, type, &rc);
+    if (n == NULL)
+        return rc;
+    char *copy = yaml_alloc(b->doc, len + 1);
+    if (copy == NULL) {
+        yaml_report(b->err, b->errlen, b->doc->name, n->line, n->col, "out of memory");
+        return PX_ENOMEM;
+    }
+    if (len > 0)
+        memcpy(copy, text, len);
+    copy[len] = '\0';
+    n->text = copy;
+    n->len = len;
+    n->quoted = quoted;
+    return yaml_emit(b, n);
+}
+
+static int yaml_on_start(addon__yaml_builder_t *b, const yaml_event_t *ev, addon_yaml_type_t type)
+{
+    const char *tag = (const char *)(type == ADDON_YAML_SEQ ? ev->data.sequence_start.tag
+                                                             : ev->data.mapping_start.tag);
+    const char *want = type == ADDON_YAML_SEQ ? ADDON__YAML_TAG_SEQ : ADDON__YAML_TAG_MAP;
+    if (tag != NULL && strcmp(tag, want) != 0)
+        return yaml_bad_tag(b, ev, tag);
+    if (b->depth >= ADDON_YAML_MAX_DEPTH) {
+        yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                    yaml_u(ev->start_mark.column), "nested deeper than %d levels",
+                    ADDON_YAML_MAX_DEPTH);
+        return PX_ETOOBIG;
+    }
+    int rc = 0;
+    addon_yaml_node_t *n = yaml_node_new(b, ev, type, &rc);
+    if (n == NULL)
+        return rc;
+    b->frames[b->depth].node = n;
+    b->frames[b->depth].base = b->npending;
+    b->depth++;
+    return 0;
+}
+
+static int yaml_on_event(addon__yaml_builder_t *b, const yaml_event_t *ev)
+{
+    switch (ev->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        if (b->docs++ > 0) {
+            yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                        yaml_u(ev->start_mark.column), "only one document is allowed");
+            return PX_EPARSE;
+        }
+        return 0;
+    case YAML_ALIAS_EVENT:
+        yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                    yaml_u(ev->start_mark.column), "aliases are not supported");
+        return PX_EPARSE;
+    case YAML_SCALAR_EVENT:
+        return yaml_on_scalar(b, ev);
+    case YAML_SEQUENCE_START_EVENT:
+        return yaml_on_start(b, ev, ADDON_YAML_SEQ);
+    case YAML_MAPPING_START_EVENT:
+        return yaml_on_start(b, ev, ADDON_YAML_MAP);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        if (b->depth == 0)
+            return 0;
+        return yaml_on_end(b);
+    default:
+        return 0;
+    }
+}
+
+int addon_yaml_load_buffer(const char *name, const char *data, size_t len, addon_yaml_doc_t **out,
+                           char *err, size_t errlen)
+{
+    *out = NULL;
+    if (err != NULL && errlen > 0)
+        err[0] = '\0';
+    if (name == NULL)
+        name = "<buffer>";
+    if (len > ADDON_YAML_MAX_FILE) {
+        yaml_report(err, errlen, name, 1, 1, "larger than %d bytes", ADDON_YAML_MAX_FILE);
+        return PX_ETOOBIG;
+    }
+    addon_yaml_doc_t *doc = calloc(1, sizeof(*doc));
+    if (doc == NULL)
+        return PX_ENOMEM;
+    doc->name = strdup(name);
+    if (doc->name == NULL) {
+        free(doc);
+        return PX_ENOMEM;
+    }
+    addon__yaml_builder_t b;
+    memset(&b, 0, sizeof(b));
+    b.doc = doc;
+    b.data = data;
+    b.len = len;
+    b.err = err;
+    b.errlen = errlen;
+
+    yaml_parser_t ps;
+    if (!yaml_parser_initialize(&ps)) {
+        addon_yaml_free(doc);
+        return PX_ENOMEM;
+    }
+    yaml_parser_set_input_string(&ps, (const unsigned char *)(len > 0 ? data : ""), len);
+    int rc = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&ps, &ev)) {
+            rc = yaml_parser_failure(&b, &ps);
+            break;
+        }
+        rc = yaml_on_event(&b, &ev);
+        yaml_event_type_t type = ev.type;
+        yaml_event_delete(&ev);
+        if (rc != 0 || type == YAML_STREAM_END_EVENT)
+            break;
+    }
+    yaml_parser_delete(&ps);
+    free(b.pending);
+    if (rc != 0) {
+        addon_yaml_free(doc);
+        return rc;
+    }
+    *out = doc;
+    return 0;
+}
+
+/* Reads the whole file at path into a malloc'd buffer; 0, or a negative code with "path: why". */
+static int yaml_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? PX_ENOENT : PX_EIO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a readable file", path);
+        close(fd);
+        return PX_EIO;
+    }
+    size_t cap = 4096;
+    size_t len = 0;
+    char *buf = malloc(cap);
+    int rc = buf == NULL ? PX_ENOMEM : 0;
+    while (rc == 0) {
+        if (len == cap) {
+            char *nb = cap > ADDON_YAML_MAX_FILE ? NULL : realloc(buf, cap * 2);
+            if (nb == NULL) {
+                rc = cap > ADDON_YAML_MAX_FILE ? PX_ETOOBIG : PX_ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = PX_EIO;
+        else if (n == 0)
+            break;
+        else
+            len += (size_t)n;
+    }
+    int e = errno;
+    close(fd);
+    if (rc != 0) {
+        if (rc == PX_ETOOBIG)
+            snprintf(err, errlen, "%s: larger than %d bytes", path, ADDON_YAML_MAX_FILE);
+        else if (rc == PX_ENOMEM)
+            snprintf(err, errlen, "%s: out of memory", path);
+        else
+            snprintf(err, errlen, "%s: %s", path, strerror(e));
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+int addon_yaml_load_file(const char *path, addon_yaml_doc_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    char dummy[1];
+    if (err == NULL || errlen == 0) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    int rc = yaml_read_file(path, &buf, &len, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = addon_yaml_load_buffer(path, buf, len, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+void addon_yaml_free(addon_yaml_doc_t *doc)
+{
+    if (doc == NULL)
+        return;
+    addon__yaml_block_t *b = doc->blocks;
+    while (b != NULL) {
+        addon__yaml_block_t *next = b->next;
+        free(b);
+        b = next;
+    }
+    free(doc->name);
+    free(doc);
+}
+
+const char *addon_yaml_name(const addon_yaml_doc_t *doc)
+{
+    return doc->name;
+}
+
+const addon_yaml_node_t *addon_yaml_root(const addon_yaml_doc_t *doc)
+{
+    return doc->root;
+}
+
+addon_yaml_type_t addon_yaml_type(const addon_yaml_node_t *n)
+{
+    return n->type;
+}
+
+const char *addon_yaml_type_name(addon_yaml_type_t type)
+{
+    switch (type) {
+    case ADDON_YAML_NULL:
+        return "null";
+    case ADDON_YAML_BOOL:
+        return "a boolean";
+    case ADDON_YAML_INT:
+        return "an integer";
+    case ADDON_YAML_FLOAT:
+        return "a float";
+    case ADDON_YAML_STRING:
+        return "a string";
+    case ADDON_YAML_SEQ:
+        return "a sequence";
+    case ADDON_YAML_MAP:
+        return "a mapping";
+    }
+    return "an unknown type";
+}
+
+unsigned addon_yaml_line(const addon_yaml_node_t *n)
+{
+    return n->line;
+}
+
+unsigned addon_yaml_col(const addon_yaml_node_t *n)
+{
+    return n->col;
+}
+
+int addon_yaml_quoted(const addon_yaml_node_t *n)
+{
+    return n->quoted;
+}
+
+const char *addon_yaml_text(const addon_yaml_node_t *n, size_t *len)
+{
+    if (len != NULL)
+        *len = n->len;
+    return n->text;
+}
+
+size_t addon_yaml_count(const addon_yaml_node_t *n)
+{
+    return n->count;
+}
+
+const addon_yaml_node_t *addon_yaml_item(const addon_yaml_node_t *n, size_t i)
+{
+    if (n->type != ADDON_YAML_SEQ || i >= n->count)
+        return NULL;
+    return n->kids[i];
+}
+
+const addon_yaml_node_t *addon_yaml_key(const addon_yaml_node_t *n, size_t i)
+{
+    if (n->type != ADDON_YAML_MAP || i >= n->count)
+        return NULL;
+    return n->kids[2 * i];
+}
+
+const addon_yaml_node_t *addon_yaml_value(const addon_yaml_node_t *n, size_t i)
+{
+    if (n->type != ADDON_YAML_MAP || i >= n->count)
+        return NULL;
+    return n->kids[2 * i + 1];
+}
+
+const addon_yaml_node_t *addon_yaml_get(const addon_yaml_node_t *n, const char *key)
+{
+    if (n == NULL || n->type != ADDON_YAML_MAP)
+        return NULL;
+    size_t klen = strlen(key);
+    for (size_t i = 0; i < n->count; i++) {
+        const addon_yaml_node_t *k = n->kids[2 * i];
+        if (k->len == klen && memcmp(k->text, key, klen) == 0)
+            return n->kids[2 * i + 1];
+    }
+    return NULL;
+}
+
+int addon_yaml_errorf(const addon_yaml_node_t *n, char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (n != NULL) {
+        yaml_vreport(err, errlen, n->doc->name, n->line, n->col, fmt, ap);
+    } else if (err != NULL && errlen > 0) {
+        vsnprintf(err, errlen, fmt, ap);
+    }
+    va_end(ap);
+    return PX_ECONFIG;
+}
+
+static int yaml_type_error(const addon_yaml_node_t *n, const char *want, const char *what,
+                           char *err, size_t errlen)
+{
+    return addon_yaml_errorf(n, err, errlen, "%s%sexpected %s, got %s", what ? what : "",
+                             what ? ": " : "", want, addon_yaml_type_name(n->type));
+}
+
+int addon_yaml_expect(const addon_yaml_node_t *n, addon_yaml_type_t type, const char *what,
+                      char *err, size_t errlen)
+{
+    if (n->type == type)
+        return 0;
+    return yaml_type_error(n, addon_yaml_type_name(type), what, err, errlen);
+}
+
+int addon_yaml_get_string(const addon_yaml_node_t *n, const char *what, const char **s,
+                          size_t *len, char *err, size_t errlen)
+{
+    if (n->type != ADDON_YAML_STRING)
+        return yaml_type_error(n, "a string", what, err, errlen);
+    *s = n->text;
+    if (len != NULL)
+        *len = n->len;
+    return 0;
+}
+
+int addon_yaml_get_bool(const addon_yaml_node_t *n, const char *what, int *out, char *err,
+                        size_t errlen)
+{
+    if (n->type != ADDON_YAML_BOOL)
+        return yaml_type_error(n, "a boolean", what, err, errlen);
+    *out = n->text[0] == 't' || n->text[0] == 'T';
+    return 0;
+}
+
+/* Parses an integer scalar the resolver accepted; 0, or -1 when it does not fit in int64. */
+static int yaml_parse_int(const char *s, size_t len, int64_t *out)
+{
+    int neg = 0;
+    unsigned base = 10;
+    size_t i = 0;
+    if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+        base = s[1] == 'x' ? 16 : 8;
+        i = 2;
+    } else if (len > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t v = 0;
+    for (; i < len; i++) {
+        char c = s[i];
+        unsigned d;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else
+            d = (unsigned)(c - 'A' + 10);
+        if (v > (limit - d) / base)
+            return -1;
+        v = v * base + d;
+    }
+    if (neg)
+        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
+    else
+        *out = (int64_t)v;
+    return 0;
+}
+
+int addon_yaml_get_int(const addon_yaml_node_t *n, const char *what, int64_t min, int64_t max,
+                       int64_t *out, char *err, size_t errlen)
+{
+    if (n->type != ADDON_YAML_INT)
+        return yaml_type_error(n, "an integer", what, err, errlen);
+    int64_t v;
+    if (yaml_parse_int(n->text, n->len, &v) != 0 || v < min || v > max) {
+        return addon_yaml_errorf(n, err, errlen,
+                                 "%s%smust be between %lld and %lld, got %.40s", what ? what : "",
+                                 what ? ": " : "", (long long)min, (long long)max, n->text);
+    }
+    *out = v;
+    return 0;
+}
+
+int addon_yaml_check_keys(const addon_yaml_node_t *n, const char *const *allowed,
+                          const char *what, char *err, size_t errlen)
+{
+    if (n->type != ADDON_YAML_MAP)
+        return yaml_type_error(n, "a mapping", what, err, errlen);
+    for (size_t i = 0; i < n->count; i++) {
+        const addon_yaml_node_t *k = n->kids[2 * i];
+        int known = 0;
+        for (size_t a = 0; allowed[a] != NULL && !known; a++) {
+            size_t alen = strlen(allowed[a]);
+            known = k->len == alen && memcmp(k->text, allowed[a], alen) == 0;
+        }
+        if (known)
+            continue;
+        char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
+        yaml_quote(k->text, k->len, q, sizeof(q));
+        char list[256];
+        size_t o = 0;
+        list[0] = '\0';
+        for (size_t a = 0; allowed[a] != NULL; a++) {
+            const char *sep = a == 0 ? "" : allowed[a + 1] == NULL ? " or " : ", ";
+            int w = snprintf(list + o, sizeof(list) - o, "%s%s", sep, allowed[a]);
+            if (w < 0 || (size_t)w >= sizeof(list) - o)
+                break;
+            o += (size_t)w;
+        }
+        return addon_yaml_errorf(k, err, errlen, "%s%sunknown key %s (expected %s)",
+                                 what ? what : "", what ? ": " : "", q, list);
+    }
+    return 0;
+}
