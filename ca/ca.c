@@ -320,6 +320,18 @@ static int publish(const char *tmp, const char *dir, const char *file, int norep
     return 0;
 }
 
+/* Makes the new directory entries durable: a CA lost to a crash would be regenerated, and
+ * every client trusting the old one would break. Best effort. */
+static void sync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
 /* Writes a PEM of (key if non-NULL, then) cert into dir/file atomically. */
 static int write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
                           int noreplace, char *err, size_t errlen)
@@ -355,7 +367,9 @@ static int write_cert_files(const char *dir, X509 *cert, char *err, size_t errle
     if (rc < 0) {
         return rc;
     }
-    return write_pem_file(dir, CA_FILE_CERT_CER, NULL, cert, CA__CERT_MODE, 0, err, errlen);
+    rc = write_pem_file(dir, CA_FILE_CERT_CER, NULL, cert, CA__CERT_MODE, 0, err, errlen);
+    sync_dir(dir);
+    return rc;
 }
 
 /* ---- generation ---- */

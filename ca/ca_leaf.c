@@ -200,6 +200,21 @@ static X509_EXTENSION *ext_authority_key_id(const ASN1_OCTET_STRING *ski)
     return ext;
 }
 
+/* An EC key holding only the P-256 group: the template d2i_PublicKey() needs. */
+static EVP_PKEY *p256_params(void)
+{
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    EVP_PKEY *params = NULL;
+
+    if (ctx == NULL || EVP_PKEY_paramgen_init(ctx) != 1 ||
+        EVP_PKEY_CTX_set_group_name(ctx, "P-256") != 1 || EVP_PKEY_paramgen(ctx, &params) != 1) {
+        EVP_PKEY_free(params);
+        params = NULL;
+    }
+    EVP_PKEY_CTX_free(ctx);
+    return params;
+}
+
 /* X509_set_pubkey() of a provider-backed key runs an encoder and a decoder (~170 us with
  * OpenSSL 3.0); of a key with a legacy ASN.1 method it is a plain encode (~4 us). So the
  * certificates get a public-only copy of the leaf key made by d2i_PublicKey(), which yields
@@ -208,7 +223,7 @@ static X509_EXTENSION *ext_authority_key_id(const ASN1_OCTET_STRING *ski)
 static EVP_PKEY *public_for_encoding(EVP_PKEY *key)
 {
     unsigned char *point = NULL;
-    EVP_PKEY *pub = EVP_PKEY_dup(key);
+    EVP_PKEY *pub = p256_params();
     int len = i2d_PublicKey(key, &point);
 
     if (pub != NULL && len > 0) {
@@ -305,10 +320,12 @@ int ca__serial_set_random(X509 *x)
     if (RAND_bytes(buf, sizeof(buf)) != 1) {
         return PX_ECRYPTO;
     }
-    buf[0] &= 0x7f;               /* positive */
-    buf[sizeof(buf) - 1] |= 0x01; /* non-zero */
-    while (buf[skip] == 0) {
+    buf[0] &= 0x7f; /* positive */
+    while (skip < sizeof(buf) - 1 && buf[skip] == 0) {
         skip++; /* DER integers carry no leading zero bytes */
+    }
+    if (buf[skip] == 0) {
+        buf[skip] = 1; /* non-zero (odds 2^-127) */
     }
     if (ASN1_STRING_set(X509_get_serialNumber(x), buf + skip, (int)(sizeof(buf) - skip)) != 1) {
         return PX_ENOMEM;
