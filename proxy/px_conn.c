@@ -1,6 +1,7 @@
 /* The client side of a connection: read a request head, run the pre-checks and the policy,
  * answer or hand the request to the upstream side, stream the request body, relay the
  * response, log exactly one line, then loop for keep-alive (DESIGN.md §3). */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 #include "proxy/px_err.h"
 #include "proxy/px_int.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_tls.h"
+#include "ca/ca.h"
 #include "proxy/px_upstream.h"
 
 typedef struct px__wreq {
@@ -45,6 +48,7 @@ static void on_conn_handle_closed(uv_handle_t *h)
         free(c->req);
     }
     px_policy_unref(c->policy);
+    px_tls_free(c->tls_state);
     free(c);
 }
 
@@ -91,7 +95,41 @@ static void on_client_write(uv_write_t *req, int status)
         px_conn_close(c);
 }
 
+static void px__send_raw(px_conn_t *c, const char *data, size_t len, char *owned);
+
+/* Encrypts (on TLS) and queues. owned, when not NULL, is taken. */
 static void px__send(px_conn_t *c, const char *data, size_t len, char *owned)
+{
+    if (c->closing) {
+        free(owned);
+        return;
+    }
+    if (c->tls_state == NULL) {
+        px__send_raw(c, data, len, owned);
+        return;
+    }
+    int rc = px_tls_write(c->tls_state, data, len);
+    free(owned);
+    if (rc != 0) {
+        px_conn_close(c);
+        return;
+    }
+    size_t n;
+    char *out = px_tls_take_output(c->tls_state, &n);
+    if (out != NULL)
+        px__send_raw(c, out, n, out);
+}
+
+/* Sends whatever OpenSSL wants to write (handshake records, alerts, tickets). */
+static void px__tls_flush(px_conn_t *c)
+{
+    size_t n;
+    char *out = px_tls_take_output(c->tls_state, &n);
+    if (out != NULL)
+        px__send_raw(c, out, n, out);
+}
+
+static void px__send_raw(px_conn_t *c, const char *data, size_t len, char *owned)
 {
     if (c->closing) {
         free(owned);
@@ -214,6 +252,78 @@ static void on_client_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 }
 
 static void px__client_data(px_conn_t *c, char *data, size_t len, char *owned);
+static void on_client_timer(uv_timer_t *t);
+static void px__client_eof(px_conn_t *c, int err);
+
+static void px__client_eof(px_conn_t *c, int err)
+{
+    if (c->state == PX_ST_UPGRADED && c->up != NULL && err == UV_EOF) {
+        px__client_read_stop(c);
+        px_upstream_shutdown(c->up);
+        return;
+    }
+    if (c->req != NULL && !c->logged && c->state != PX_ST_READ_HEAD &&
+        c->state != PX_ST_TLS_HANDSHAKE)
+        px_conn_log_line(c, "ERROR", -1,
+                         c->req_done ? "Client disconnected."
+                                     : "Client disconnected before the request ended.");
+    px_conn_close(c);
+}
+
+/* Moves decrypted bytes to the request logic while the connection wants them; what is not
+ * wanted yet stays inside OpenSSL until reading restarts. */
+static void px__tls_pump(px_conn_t *c)
+{
+    if (c->in_pump) {
+        c->pump_again = 1;
+        return;
+    }
+    c->in_pump = 1;
+    do {
+        c->pump_again = 0;
+        while (!c->closing && c->reading) {
+            char *plain = malloc(PX_TLS_READ_CHUNK);
+            if (plain == NULL) {
+                px_conn_close(c);
+                break;
+            }
+            int n = px_tls_read(c->tls_state, plain, PX_TLS_READ_CHUNK);
+            if (n <= 0) {
+                free(plain);
+                px__tls_flush(c);
+                if (n < 0)
+                    px__client_eof(c, n == UV_EOF ? UV_EOF : UV_EPROTO);
+                break;
+            }
+            if (c->state == PX_ST_READ_HEAD)
+                uv_timer_again(&c->timer);
+            px__client_data(c, plain, (size_t)n, plain);
+        }
+    } while (c->pump_again && !c->closing);
+    c->in_pump = 0;
+    if (!c->closing)
+        px__tls_flush(c);
+}
+
+/* The first bytes of a connection: TLS (port 443, or a ClientHello on port 80) or not. */
+static int px__sniff(px_conn_t *c, const char *data, size_t len)
+{
+    c->sniffed = 1;
+    int is_tls = px_tls_sniff(data, len);
+    if (c->kind == PX_LISTEN_HTTPS && !is_tls)
+        return PX_EPARSE; /* not TLS on the TLS port: close without a word */
+    if (!is_tls)
+        return 0;
+    if (c->eng->tls_server == NULL)
+        return PX_EUNSUPPORTED;
+    c->tls_state = px_tls_new(c->eng->tls_server, 1, c);
+    if (c->tls_state == NULL)
+        return PX_ENOMEM;
+    c->tls = 1;
+    px__conn_set_state(c, PX_ST_TLS_HANDSHAKE);
+    uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->handshake_ms, 0);
+    return 0;
+}
 
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
@@ -224,21 +334,43 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread < 0) {
         free(buf->base);
-        if (c->state == PX_ST_UPGRADED && c->up != NULL && nread == UV_EOF) {
-            px__client_read_stop(c);
-            px_upstream_shutdown(c->up);
-            return;
-        }
-        if (c->req != NULL && !c->logged && c->state != PX_ST_READ_HEAD)
-            px_conn_log_line(c, "ERROR", -1,
-                             c->req_done ? "Client disconnected." : "Client disconnected "
-                                                                    "before the request ended.");
+        px__client_eof(c, (int)nread);
+        return;
+    }
+    if (!c->sniffed && px__sniff(c, buf->base, (size_t)nread) != 0) {
+        free(buf->base);
         px_conn_close(c);
         return;
     }
-    if (c->state == PX_ST_READ_HEAD)
-        uv_timer_again(&c->timer);
-    px__client_data(c, buf->base, (size_t)nread, buf->base);
+    if (c->tls_state == NULL) {
+        if (c->state == PX_ST_READ_HEAD)
+            uv_timer_again(&c->timer);
+        px__client_data(c, buf->base, (size_t)nread, buf->base);
+        return;
+    }
+    int rc = px_tls_feed(c->tls_state, buf->base, (size_t)nread);
+    free(buf->base);
+    if (rc != 0) {
+        px_conn_close(c);
+        return;
+    }
+    if (!c->tls_done) {
+        char err[256];
+        rc = px_tls_handshake(c->tls_state, err, sizeof(err));
+        px__tls_flush(c);
+        if (rc < 0) {
+            px_diag(PX_DIAG_INFO, "client TLS handshake failed: %s", err);
+            px__close_when_flushed(c);
+            return;
+        }
+        if (rc == 0)
+            return;
+        c->tls_done = 1;
+        px__conn_set_state(c, PX_ST_READ_HEAD);
+        uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->client_idle_ms,
+                       c->eng->cfg->client_idle_ms);
+    }
+    px__tls_pump(c);
 }
 
 static void px__client_read_start(px_conn_t *c)
@@ -247,6 +379,9 @@ static void px__client_read_start(px_conn_t *c)
         return;
     if (uv_read_start((uv_stream_t *)&c->tcp, on_client_alloc, on_client_read) == 0)
         c->reading = 1;
+    /* plaintext may already wait inside OpenSSL */
+    if (c->reading && c->tls_state != NULL && c->tls_done)
+        px__tls_pump(c);
 }
 
 static void px__client_read_stop(px_conn_t *c)
@@ -514,6 +649,29 @@ static const char px__mismatch_msg[] =
     "Host mismatch: the Host header and the request's destination disagree. This request has "
     "been blocked to prevent an allowlist bypass.";
 
+static void px__mismatch(px_conn_t *c, const char *host, size_t hlen, const char *other,
+                         size_t olen, const char *key)
+{
+    char tail[600];
+    snprintf(tail, sizeof(tail), " (host mismatch: header=%.*s, %s=%.*s)", (int)hlen, host,
+             key, (int)olen, other);
+    px_conn_log_line(c, "BLOCKED", 403, tail);
+    char json[2048];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
+    px_sbuf_json_str(&b, host, hlen);
+    px_sbuf_printf(&b, ", \"%s\": ", strcmp(key, "sni") == 0 ? "sni" : "url_host");
+    px_sbuf_json_str(&b, other, olen);
+    px_sbuf_adds(&b, ", \"method\": ");
+    px_sbuf_json_str(&b, c->method, strlen(c->method));
+    px_sbuf_adds(&b, ", \"message\": ");
+    px_sbuf_json_str(&b, px__mismatch_msg, sizeof(px__mismatch_msg) - 1);
+    px_sbuf_adds(&b, "}");
+    px__answer(c, 403, json, b.len, !c->req_done && c->req_expect_continue);
+    px__after_answer(c);
+}
+
 static void px__build_url(px_conn_t *c, const char *host, size_t hlen, int bracketed,
                           uint16_t port, const char *path, size_t plen)
 {
@@ -646,24 +804,7 @@ static void px__request_head_done(px_conn_t *c)
         uint16_t ueff = uport ? uport : (slen == 8 ? 443 : 80);
         if (l1 != l2 || memcmp(a1, a2, l1) != 0 || ueff != port) {
             px__build_url(c, host, hlen, bracketed, port, plen ? path : "/", plen ? plen : 1);
-            char tail[600];
-            snprintf(tail, sizeof(tail), " (host mismatch: header=%.*s, url=%.*s)", (int)hlen,
-                     host, (int)uhlen, uhost);
-            px_conn_log_line(c, "BLOCKED", 403, tail);
-            char json[2048];
-            px_sbuf_t b;
-            px_sbuf_init(&b, json, sizeof(json));
-            px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
-            px_sbuf_json_str(&b, host, hlen);
-            px_sbuf_adds(&b, ", \"url_host\": ");
-            px_sbuf_json_str(&b, uhost, uhlen);
-            px_sbuf_adds(&b, ", \"method\": ");
-            px_sbuf_json_str(&b, c->method, strlen(c->method));
-            px_sbuf_adds(&b, ", \"message\": ");
-            px_sbuf_json_str(&b, px__mismatch_msg, sizeof(px__mismatch_msg) - 1);
-            px_sbuf_adds(&b, "}");
-            px__answer(c, 403, json, b.len, !c->req_done && c->req_expect_continue);
-            px__after_answer(c);
+            px__mismatch(c, host, hlen, uhost, uhlen, "url");
             return;
         }
         if (plen == 0 || path[0] != '/') {
@@ -675,6 +816,16 @@ static void px__request_head_done(px_conn_t *c)
         }
     }
     px__build_url(c, host, hlen, bracketed, port, plen ? path : "/", plen ? plen : 1);
+
+    /* on TLS, the Host must name what the ClientHello named (port and case aside) */
+    if (c->tls && c->has_sni) {
+        char hn[PX_HOST_MAX + 1];
+        size_t hnl = px__norm_host(hn, host, hlen);
+        if (hnl != strlen(c->sni) || memcmp(hn, c->sni, hnl) != 0) {
+            px__mismatch(c, host, hlen, c->sni, strlen(c->sni), "sni");
+            return;
+        }
+    }
 
     /* the view handed to the addons */
     if (c->req == NULL) {
@@ -1129,6 +1280,41 @@ static void px__process_pending(px_conn_t *c)
                        c->eng->cfg->client_idle_ms);
         px__client_read_start(c);
     }
+}
+
+/* OpenSSL asks for the certificate once the ClientHello is read: mint (or take from the
+ * cache) a leaf for the SNI, or for the proxy IP when there is none. */
+static int on_tls_cert(SSL *ssl, void *arg)
+{
+    (void)arg;
+    px_conn_t *c = SSL_get_app_data(ssl);
+    px_engine_t *eng = c->eng;
+    const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    char ipbuf[64];
+    if (name != NULL && name[0] != '\0') {
+        char norm[CA_NAME_MAX + 1];
+        if (ca_name_normalize(name, strlen(name), norm, sizeof(norm), NULL) != 0)
+            return 0; /* a name no certificate can carry: fail the handshake */
+        snprintf(c->sni, sizeof(c->sni), "%s", norm);
+        c->has_sni = 1;
+        name = norm;
+    } else {
+        inet_ntop(AF_INET, &eng->proxy_ip, ipbuf, sizeof(ipbuf));
+        name = ipbuf;
+    }
+    ca_leaf_t *leaf = NULL;
+    if (ca_leaf_acquire(eng->ca, name, strlen(name), &leaf) != 0)
+        return 0;
+    int ok = SSL_use_certificate(ssl, ca_leaf_get_cert(leaf)) == 1 &&
+             SSL_use_PrivateKey(ssl, ca_leaf_get_key(leaf)) == 1 &&
+             SSL_set1_chain(ssl, ca_leaf_get_chain(leaf)) == 1;
+    ca_leaf_release(leaf);
+    return ok ? 1 : 0;
+}
+
+int px_conn_tls_cert_cb(SSL *ssl, void *arg)
+{
+    return on_tls_cert(ssl, arg);
 }
 
 static void on_accept_failed_closed(uv_handle_t *h)

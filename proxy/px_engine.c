@@ -14,6 +14,8 @@
 #include "proxy/px_err.h"
 #include "proxy/px_int.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_tls.h"
+#include "ca/ca.h"
 
 addon_policy_t *px_engine_policy_ref(px_engine_t *eng)
 {
@@ -238,6 +240,21 @@ int px_engine_run(const px_config_t *cfg)
     char ipbuf[INET6_ADDRSTRLEN];
     px__pick_proxy_ip(eng, ipbuf, sizeof(ipbuf));
 
+    if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled) {
+        if (ca_load(&eng->ca, cfg->confdir, CA_CREATE, 0, err, sizeof(err)) != 0) {
+            px_diag(PX_DIAG_ERROR, "CA: %s", err);
+            goto fail;
+        }
+        if (px_tls_server_ctx_new(px_conn_tls_cert_cb, eng, &eng->tls_server, err,
+                                  sizeof(err)) != 0) {
+            px_diag(PX_DIAG_ERROR, "%s", err);
+            goto fail;
+        }
+    }
+    if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->tls_client, err, sizeof(err)) != 0) {
+        px_diag(PX_DIAG_ERROR, "%s", err);
+        goto fail;
+    }
     if (dns_resolver_create(eng->loop, cfg->upstream_dns, &eng->resolver) != 0) {
         px_diag(PX_DIAG_ERROR, "cannot use upstream DNS server %s", cfg->upstream_dns);
         goto fail;
@@ -265,6 +282,12 @@ int px_engine_run(const px_config_t *cfg)
     }
     if (cfg->listen_http.enabled) {
         if (px__listen(eng, &cfg->listen_http, PX_LISTEN_HTTP, "http", bound, sizeof(bound)) != 0)
+            goto fail;
+        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
+    }
+    if (cfg->listen_https.enabled) {
+        if (px__listen(eng, &cfg->listen_https, PX_LISTEN_HTTPS, "https", bound,
+                       sizeof(bound)) != 0)
             goto fail;
         rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
     }
@@ -305,6 +328,9 @@ fail:
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     if (eng->policy != NULL)
         addon_policy_unref(eng->policy);
+    SSL_CTX_free(eng->tls_server);
+    SSL_CTX_free(eng->tls_client);
+    ca_free(eng->ca);
     px_log_close(eng->log);
     free(eng);
     return exit_code;

@@ -99,6 +99,15 @@ struct px_conn {
     int paused_by_upstream;   /* reads stopped for backpressure */
     uint64_t id;
 
+    /* TLS toward the client */
+    struct px_tls *tls_state; /* NULL on plain HTTP */
+    int sniffed;              /* the first bytes were looked at */
+    int tls_done;             /* handshake complete */
+    int in_pump;              /* inside the plaintext loop (re-entrancy guard) */
+    int pump_again;
+    int has_sni;
+    char sni[PX_HOST_MAX + 1];/* normalized SNI */
+
     /* request */
     llhttp_t req_parser;
     px_head_t rq;
@@ -146,6 +155,10 @@ struct px_upstream {
     int got_bytes;           /* any response byte since it was (re)used */
     int reused;
     void *dial;              /* addresses still to try while connecting */
+    struct px_tls *tls;      /* NULL for plain HTTP upstreams */
+    int tls_done;
+    int in_pump;
+    int pump_again;
 };
 
 typedef struct px_pool {
@@ -154,6 +167,9 @@ typedef struct px_pool {
 } px_pool_t;
 
 typedef struct dns_server dns_server_t;
+typedef struct ca ca_t;
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_st SSL;
 typedef struct dns_resolver dns_resolver_t;
 
 struct px_engine {
@@ -175,6 +191,9 @@ struct px_engine {
     uint32_t proxy_ip;             /* network order */
     px_cidr_t own[64];             /* the machine's own addresses (refused upstream) */
     size_t n_own;
+    ca_t *ca;
+    SSL_CTX *tls_server;          /* client side: airlock is the server */
+    SSL_CTX *tls_client;          /* upstream side */
     llhttp_settings_t req_settings;
     llhttp_settings_t resp_settings;
 };
@@ -201,6 +220,8 @@ void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len);
 void px_conn_upstream_eof(px_conn_t *c, int err);
 void px_conn_upstream_drained(px_conn_t *c);
 void px_conn_log_line(px_conn_t *c, const char *verdict, int status, const char *tail);
+/* The client-side SSL_CTX's certificate callback (SNI → minted leaf). */
+int px_conn_tls_cert_cb(SSL *ssl, void *arg);
 
 /* px_upstream.c */
 /* Starts resolve+connect (or takes a pooled connection) for c->host:c->port. */

@@ -9,6 +9,7 @@
 #include "proxy/px_err.h"
 #include "proxy/px_int.h"
 #include "proxy/px_upstream.h"
+#include "proxy/px_tls.h"
 
 typedef struct px__uwreq {
     uv_write_t req;
@@ -129,6 +130,7 @@ static void on_up_handle_closed(uv_handle_t *h)
     px_upstream_t *u = h->data;
     if (--u->handles_open == 0) {
         free(u->dial);
+        px_tls_free(u->tls);
         free(u);
     }
 }
@@ -191,7 +193,38 @@ static void on_up_write(uv_write_t *req, int status)
         px_conn_upstream_drained(c);
 }
 
+static void px__send_raw(px_upstream_t *u, const char *data, size_t len, char *owned);
+
+static void px__tls_flush(px_upstream_t *u)
+{
+    size_t n;
+    char *out = px_tls_take_output(u->tls, &n);
+    if (out != NULL)
+        px__send_raw(u, out, n, out);
+}
+
+/* Encrypts (for https upstreams) and queues; owned, when not NULL, is taken. */
 static void px__send(px_upstream_t *u, const char *data, size_t len, char *owned)
+{
+    if (u->closing) {
+        free(owned);
+        return;
+    }
+    if (u->tls == NULL) {
+        px__send_raw(u, data, len, owned);
+        return;
+    }
+    int rc = px_tls_write(u->tls, data, len);
+    free(owned);
+    if (rc != 0) {
+        if (u->conn != NULL)
+            px_conn_upstream_failed(u->conn, "TLS write to upstream failed");
+        return;
+    }
+    px__tls_flush(u);
+}
+
+static void px__send_raw(px_upstream_t *u, const char *data, size_t len, char *owned)
 {
     if (u->closing) {
         free(owned);
@@ -252,6 +285,62 @@ static void on_up_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 
 static void on_up_timer(uv_timer_t *t);
 
+static void px__up_eof(px_upstream_t *u, int err)
+{
+    px_conn_t *c = u->conn;
+    if (c == NULL) {
+        px_upstream_close(u);
+        return;
+    }
+    if (u->reused && !u->got_bytes && c->state == PX_ST_RELAY_BODY && c->req_done &&
+        !c->resp_started && c->rq.len == c->rq.head_end) {
+        /* a pooled connection the server had closed: retry once on a fresh one */
+        c->up = NULL;
+        u->conn = NULL;
+        px_upstream_close(u);
+        px_upstream_retry(c);
+        return;
+    }
+    px_conn_upstream_eof(c, err);
+}
+
+static void px__up_data(px_upstream_t *u, const char *data, size_t len)
+{
+    px_conn_t *c = u->conn;
+    u->got_bytes = 1;
+    if (c->state != PX_ST_UPGRADED)
+        uv_timer_start(&u->timer, on_up_timer, c->eng->cfg->upstream_first_byte_ms, 0);
+    px_conn_upstream_data(c, data, len);
+}
+
+/* Decrypted bytes go to the connection while reading is wanted; the rest waits in OpenSSL. */
+static void px__tls_pump(px_upstream_t *u)
+{
+    if (u->in_pump) {
+        u->pump_again = 1;
+        return;
+    }
+    u->in_pump = 1;
+    char *plain = malloc(PX_TLS_READ_CHUNK);
+    do {
+        u->pump_again = 0;
+        while (plain != NULL && !u->closing && u->reading && u->conn != NULL) {
+            int n = px_tls_read(u->tls, plain, PX_TLS_READ_CHUNK);
+            if (n == 0)
+                break;
+            if (n < 0) {
+                px__up_eof(u, n == UV_EOF ? UV_EOF : UV_EPROTO);
+                break;
+            }
+            px__up_data(u, plain, (size_t)n);
+        }
+    } while (u->pump_again && !u->closing);
+    free(plain);
+    u->in_pump = 0;
+    if (!u->closing)
+        px__tls_flush(u);
+}
+
 static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     px_upstream_t *u = s->data;
@@ -268,23 +357,43 @@ static void on_up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread < 0) {
         free(buf->base);
-        if (u->reused && !u->got_bytes && c->state == PX_ST_RELAY_BODY && c->req_done &&
-            !c->resp_started && c->rq.len == c->rq.head_end) {
-            /* a pooled connection the server had closed: retry once on a fresh one */
-            c->up = NULL;
-            u->conn = NULL;
-            px_upstream_close(u);
-            px_upstream_retry(c);
+        if (u->tls != NULL && !u->tls_done) {
+            px_conn_upstream_failed(c, "TLS handshake with upstream failed: connection closed");
             return;
         }
-        px_conn_upstream_eof(c, (int)nread);
+        px__up_eof(u, (int)nread);
         return;
     }
-    u->got_bytes = 1;
-    if (c->state != PX_ST_UPGRADED)
-        uv_timer_start(&u->timer, on_up_timer, c->eng->cfg->upstream_first_byte_ms, 0);
-    px_conn_upstream_data(c, buf->base, (size_t)nread);
+    if (u->tls == NULL) {
+        px__up_data(u, buf->base, (size_t)nread);
+        free(buf->base);
+        return;
+    }
+    int rc = px_tls_feed(u->tls, buf->base, (size_t)nread);
     free(buf->base);
+    if (rc != 0) {
+        px_conn_upstream_failed(c, "out of memory");
+        return;
+    }
+    if (!u->tls_done) {
+        char err[256];
+        rc = px_tls_handshake(u->tls, err, sizeof(err));
+        px__tls_flush(u);
+        if (rc < 0) {
+            char why[320];
+            snprintf(why, sizeof(why), "Connection failed: %s", err);
+            px_conn_upstream_failed(c, why);
+            return;
+        }
+        if (rc == 0)
+            return;
+        u->tls_done = 1;
+        uv_timer_stop(&u->timer);
+        px_upstream_read_stop(u);
+        px_conn_upstream_ready(c); /* restarts reading, which pumps what is buffered */
+        return;
+    }
+    px__tls_pump(u);
 }
 
 void px_upstream_read_start(px_upstream_t *u)
@@ -293,6 +402,8 @@ void px_upstream_read_start(px_upstream_t *u)
         return;
     if (uv_read_start((uv_stream_t *)&u->tcp, on_up_alloc, on_up_read) == 0)
         u->reading = 1;
+    if (u->reading && u->tls != NULL && u->tls_done && u->conn != NULL)
+        px__tls_pump(u);
 }
 
 void px_upstream_read_stop(px_upstream_t *u)
@@ -313,6 +424,8 @@ static void on_up_timer(uv_timer_t *t)
     }
     if (!u->connected)
         px_conn_upstream_failed(c, "Connection failed: connect timed out");
+    else if (u->tls != NULL && !u->tls_done)
+        px_conn_upstream_failed(c, "Connection failed: TLS handshake with upstream timed out");
     else if (!c->resp_started)
         px_conn_upstream_failed(c, "Upstream did not answer in time");
     else
@@ -396,7 +509,28 @@ static void on_up_connect(uv_connect_t *req, int status)
     u->connected = 1;
     uv_timer_stop(&u->timer);
     uv_tcp_nodelay(&u->tcp, 1);
-    px_conn_upstream_ready(c);
+    if (!c->tls) {
+        px_conn_upstream_ready(c);
+        return;
+    }
+    /* https upstream: SNI = host, chain and name verified */
+    u->tls = px_tls_new(c->eng->tls_client, 0, u);
+    if (u->tls == NULL || px_tls_set_upstream_host(u->tls, c->host) != 0) {
+        px_conn_upstream_failed(c, "Connection failed: cannot set up TLS");
+        return;
+    }
+    c->state = PX_ST_UPSTREAM_TLS;
+    char err[256];
+    int rc = px_tls_handshake(u->tls, err, sizeof(err));
+    px__tls_flush(u);
+    if (rc < 0) {
+        char why[320];
+        snprintf(why, sizeof(why), "Connection failed: %s", err);
+        px_conn_upstream_failed(c, why);
+        return;
+    }
+    uv_timer_start(&u->timer, on_up_timer, c->eng->cfg->connect_ms, 0);
+    px_upstream_read_start(u);
 }
 
 static void px__dial_next(px_upstream_t *u, const char *last_err)

@@ -154,3 +154,27 @@ t_stop_airlock() {
 # Resident set size of a pid in KiB.
 t_rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 t_fds() { ls "/proc/$1/fd" | wc -l; }
+
+# A test CA for upstream servers ($T_DIR/upca.pem) and a server certificate for the names
+# given (ECDSA P-256): t_upstream_cert NAME FILE-PREFIX [CA-PREFIX]. With CA-PREFIX "self"
+# the certificate is self-signed (an untrusted upstream).
+t_upstream_ca() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+        -subj "/CN=airlock test upstream CA" -keyout "$T_DIR/upca.key" -out "$T_DIR/upca.pem" \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+        >/dev/null 2>&1
+}
+t_upstream_cert() { # t_upstream_cert "DNS:a.test,DNS:b.test" prefix [self]
+    local san=$1 out=$2
+    if [ "${3:-}" = self ]; then
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+            -subj "/CN=self" -addext "subjectAltName=$san" -keyout "$out.key" -out "$out.pem" \
+            >/dev/null 2>&1
+        return
+    fi
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=upstream" \
+        -keyout "$out.key" -out "$out.csr" >/dev/null 2>&1
+    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" > "$out.ext"
+    openssl x509 -req -in "$out.csr" -CA "$T_DIR/upca.pem" -CAkey "$T_DIR/upca.key" \
+        -CAcreateserial -days 30 -extfile "$out.ext" -out "$out.pem" >/dev/null 2>&1
+}

@@ -1,0 +1,59 @@
+/* TLS on libuv: an SSL object between two memory BIOs (net→SSL, SSL→net). The owner feeds
+ * received ciphertext in, drives the handshake, reads plaintext out, and after every call
+ * takes the ciphertext to write with px_tls_take_output(). Contexts are long-lived and
+ * shared: one for the client side (airlock as server), one for upstream (airlock as client). */
+#ifndef PX_TLS_H
+#define PX_TLS_H
+
+#include <openssl/ssl.h>
+#include <stddef.h>
+
+#define PX_TLS_READ_CHUNK 16384 /* plaintext bytes per px_tls_read() call */
+
+typedef struct px_tls px_tls_t;
+
+/* The client-facing context: TLS 1.2-1.3, ALPN http/1.1 only (never h2), session tickets, and
+ * cert_cb choosing the certificate once the ClientHello (SNI) is known. Returns 0 or
+ * PX_ETLS with a reason in err. */
+int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out,
+                          char *err, size_t errlen);
+
+/* The upstream context: TLS 1.2+, peer verification against ca_file (PEM bundle) or, when
+ * NULL, the system's default store; ALPN http/1.1; client session cache. */
+int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t errlen);
+
+/* A TLS state for one connection. server: 1 for the client side. app is stored as the SSL's
+ * app data. Returns NULL when out of memory. */
+px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app);
+
+/* Sets SNI and hostname (or IP) verification for an upstream connection to host. */
+int px_tls_set_upstream_host(px_tls_t *t, const char *host);
+
+void px_tls_free(px_tls_t *t);
+SSL *px_tls_ssl(px_tls_t *t);
+
+/* Hands received ciphertext to OpenSSL (copied). Returns 0 or PX_ENOMEM. */
+int px_tls_feed(px_tls_t *t, const char *data, size_t len);
+
+/* Drives the handshake. Returns 1 when complete, 0 when more input is needed, or PX_ETLS with
+ * a reason in err (e.g. "certificate verify failed: unable to get local issuer
+ * certificate"). */
+int px_tls_handshake(px_tls_t *t, char *err, size_t errlen);
+
+/* Decrypts into buf. Returns bytes (>0), 0 when no more plaintext is available now, UV_EOF
+ * after the peer's close_notify, or PX_ETLS. */
+int px_tls_read(px_tls_t *t, char *buf, size_t cap);
+
+/* Encrypts len bytes. Returns 0 or PX_ETLS. */
+int px_tls_write(px_tls_t *t, const char *data, size_t len);
+
+/* Queues a close_notify alert. */
+void px_tls_shutdown(px_tls_t *t);
+
+/* Ciphertext waiting to be sent, as a malloc'd buffer the caller takes, or NULL. */
+char *px_tls_take_output(px_tls_t *t, size_t *len);
+
+/* 1 when data looks like the start of a TLS handshake record. */
+int px_tls_sniff(const char *data, size_t len);
+
+#endif
