@@ -20,7 +20,7 @@ static size_t hex(const char *s, uint8_t *out, size_t cap)
     int hi = -1;
 
     for (; *s != '\0'; s++) {
-        int v;
+        int v = 0;
 
         if (*s == ' ')
             continue;
