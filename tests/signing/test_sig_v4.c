@@ -7,7 +7,7 @@
  * Every case re-signs the signed request with the same credentials through the high-level API
  * (sig_auth_parse_* + sig_resign_*), so the identity "re-signed == original" must hold, and
  * sig_verify() must accept the original signature. */
-#include "tests/signing/sig_test_util.h"
+#include "tests/signing/sig_test_resign.h"
 
 #include "proxy/px_err.h"
 #include "signing/sig_auth.h"
@@ -17,90 +17,6 @@
 #define V4_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 #define S3_AKID "AKIAIOSFODNN7EXAMPLE"
 #define S3_SECRET "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-#define OUT_MAX 8192
-
-/* Outputs of one re-signing run. */
-typedef struct run {
-    sig_buf_t creq;
-    sig_buf_t sts;
-    char out[OUT_MAX];
-    size_t out_len;
-    sig_result_t res;
-    int rc;
-} run_t;
-
-static void run_init(run_t *r)
-{
-    memset(r, 0, sizeof(*r));
-    sig_buf_init(&r->creq, NULL, 0, SIG_CANON_MAX);
-    sig_buf_init(&r->sts, NULL, 0, SIG_CANON_MAX);
-}
-
-static void run_free(run_t *r)
-{
-    sig_buf_free(&r->creq);
-    sig_buf_free(&r->sts);
-}
-
-/* Re-signs req (Authorization header or presigned query) with creds; fills r. */
-static void resign(tu_req_t *req, int query, const sig_creds_t *creds, sig_uri_mode_t mode,
-                   const char *payload, unsigned flags, sig_auth_t *auth, run_t *r, int verify_rc)
-{
-    sig_request_t sr;
-    sig_opts_t opts;
-    unsigned detected = 99;
-    int idx;
-
-    run_init(r);
-    memset(&opts, 0, sizeof(opts));
-    opts.uri_mode = mode;
-    opts.flags = flags;
-    opts.creq = &r->creq;
-    opts.sts = &r->sts;
-    if (payload != NULL) {
-        opts.payload_hash = tu_s(payload);
-    }
-    if (!query) {
-        idx = tu_find(req, "authorization");
-        assert_true(idx >= 0);
-        assert_int_equal(
-            sig_auth_parse_header(req->headers[idx].value.base, req->headers[idx].value.len, auth),
-            0);
-        tu_remove(req, idx);
-    } else {
-        sig_str_t p;
-        sig_str_t q;
-
-        sig_target_split(req->target, &p, &q);
-        assert_int_equal(sig_auth_parse_query(q.base, q.len, auth), 0);
-    }
-    sr.method = req->method;
-    sr.target = req->target;
-    sr.headers = req->headers;
-    sr.nheaders = req->nheaders;
-    if (query) {
-        r->rc =
-            sig_resign_query(&sr, auth, creds, &opts, r->out, sizeof(r->out), &r->out_len, &r->res);
-    } else {
-        r->rc = sig_resign_header(&sr, auth, creds, &opts, r->out, sizeof(r->out), &r->out_len,
-                                  &r->res);
-    }
-    assert_int_equal(r->rc, 0);
-    /* the client's own signature verifies with the same credentials */
-    opts.creq = NULL;
-    opts.sts = NULL;
-    opts.flags = 0;
-    assert_int_equal(sig_verify(&sr, auth, creds, &opts, &detected), verify_rc);
-    if (verify_rc == 0) {
-        assert_int_equal(detected, flags);
-    }
-}
-
-static void body_hash(const tu_req_t *req, char hex[65])
-{
-    assert_int_equal(sig_sha256_hex(req->body.base, req->body.len, hex), 0);
-    hex[64] = '\0';
-}
 
 /* ------------------------------------------------------------------ v4/ */
 
