@@ -29,6 +29,7 @@ void addon_req_reset(addon_req_t *req)
         addon__block_t *b = req->arena->head;
         while (b != NULL) {
             addon__block_t *next = b->next;
+            explicit_bzero(b->data, b->used); /* real credentials may have lived here */
             free(b);
             b = next;
         }
@@ -43,6 +44,13 @@ void addon_req_reset(addon_req_t *req)
     req->annot_len = 0;
     req->log_cb = cb;
     req->log_data = data;
+    req->config = NULL;
+    req->url = NULL;
+    req->credentials_done = 0;
+    req->body_mode = ADDON_BODY_PASS;
+    req->body_cap = 0;
+    req->state = NULL;
+    req->state_owner = NULL;
 }
 
 char *addon_req_dup(addon_req_t *req, const char *s, size_t len)

@@ -29,6 +29,23 @@ typedef struct addon_header {
 
 typedef struct addon_arena addon_arena_t;
 
+struct addon_policy;
+struct addon_replacements;
+
+/* The configuration a request is decided under: one immutable, refcounted snapshot per
+ * (re)load, kept by the request from its head to its end (SIGHUP swaps the proxy's pointer). */
+typedef struct addon_config {
+    struct addon_policy *policy;             /* never NULL (an empty policy blocks all) */
+    struct addon_replacements *replacements; /* NULL: no credentials to swap */
+} addon_config_t;
+
+/* How the proxy moves the request body. */
+typedef enum addon_body_mode {
+    ADDON_BODY_PASS = 0, /* relayed untouched (the fast path) */
+    ADDON_BODY_STREAM,   /* each piece goes through on_request_body before it is relayed */
+    ADDON_BODY_BUFFER,   /* gathered whole (up to body_cap) before the head is sent */
+} addon_body_mode_t;
+
 /* Writes one line (without newline) to the network log; used for STRIPPED/COLLAPSED/WARNING. */
 typedef void (*addon_log_cb)(void *data, const char *line, size_t len);
 
@@ -46,6 +63,13 @@ typedef struct addon_req {
     size_t annot_len;
     addon_log_cb log_cb; /* may be NULL */
     void *log_data;
+    const addon_config_t *config; /* the snapshot this request is decided under */
+    const char *url;      /* the log line's URL: scheme://host[:port]path?query, as sent */
+    int credentials_done; /* one credential mechanism per request: set by the one that ran */
+    addon_body_mode_t body_mode;
+    uint64_t body_cap;    /* ADDON_BODY_BUFFER: more than this is answered 413 */
+    void *state;          /* the credential addon's per-request state (freed by on_end) */
+    const struct addon *state_owner;
 } addon_req_t;
 
 /* Clears the view for reuse and frees the arena. */
@@ -74,12 +98,48 @@ void addon_req_annotate(addon_req_t *req, const char *fmt, ...)
 /* Writes a network-log line through req->log_cb (printf-style). */
 void addon_req_log(addon_req_t *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* An answer an addon makes itself instead of forwarding (403 JSON and friends). */
+/* An answer an addon makes itself instead of forwarding. The proxy writes the JSON body
+ * {"error": error, ["host", "path", "method" when with_request,] "message": message} and the
+ * log line "<verdict> METHOD URL -> status<annotations><log_tail>". */
 typedef struct addon_answer {
-    int status;       /* HTTP status; 0 = no answer */
-    char *body;       /* JSON body, malloc'd; taken by the proxy */
-    size_t body_len;
-    char log_tail[160]; /* appended after "-> 403" on the access line, e.g. " (host mismatch: …)" */
+    int status;           /* HTTP status */
+    const char *error;    /* static text, e.g. "blocked_by_network_allowlist" */
+    int with_request;     /* add the request's host, path and method to the body */
+    char message[512];
+    const char *verdict;  /* "BLOCKED" or "ERROR" (static) */
+    char log_tail[200];   /* e.g. " (signing failed: ...)"; may be empty */
 } addon_answer_t;
+
+/* Where a body-rewriting addon writes its output. write returns 0 or a negative code. */
+typedef struct addon_sink {
+    int (*write)(void *data, const char *buf, size_t len);
+    void *data;
+} addon_sink_t;
+
+typedef enum addon_result {
+    ADDON_NEXT = 0,   /* go on with the next addon / forward */
+    ADDON_ANSWER = 1, /* ans is filled: answer it, forward nothing */
+} addon_result_t;
+
+/* One addon. Hooks may be NULL. Negative returns mean an internal failure (the proxy then
+ * answers 502 and logs an ERROR line; nothing is forwarded). */
+typedef struct addon {
+    const char *name;
+    /* The request head passed the proxy's pre-checks (Host, CONNECT, mismatches). May rewrite
+     * headers, set body_mode/body_cap, keep per-request state in req->state. */
+    int (*on_request_head)(const struct addon *self, addon_req_t *req, addon_answer_t *ans);
+    /* ADDON_BODY_STREAM: body bytes (HTTP framing removed); the output goes to out. For
+     * ADDON_BODY_BUFFER the whole body arrives in one call. data is borrowed. */
+    int (*on_request_body)(const struct addon *self, addon_req_t *req, const char *data,
+                           size_t len, const addon_sink_t *out);
+    /* The body ended (also for empty bodies). In ADDON_BODY_BUFFER mode the head has not been
+     * sent yet and may still be rewritten; an answer is still possible then. */
+    int (*on_request_body_end)(const struct addon *self, addon_req_t *req,
+                               const addon_sink_t *out, addon_answer_t *ans);
+    /* The response head arrived (status as sent by upstream). */
+    void (*on_response_head)(const struct addon *self, addon_req_t *req, int status);
+    /* The request is over (answered, relayed or failed): free req->state here. */
+    void (*on_request_end)(const struct addon *self, addon_req_t *req);
+} addon_t;
 
 #endif

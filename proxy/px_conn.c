@@ -34,6 +34,16 @@ static void px__exchange_done(px_conn_t *c);
 
 /* ---- closing ---------------------------------------------------------------------------- */
 
+/* Lets every addon release its per-request state. */
+static void px__addons_end(px_conn_t *c)
+{
+    if (c->req == NULL || c->req->method.len == 0)
+        return;
+    for (const addon_t *const *a = px_addons(); *a != NULL; a++)
+        if ((*a)->on_request_end != NULL)
+            (*a)->on_request_end(*a, c->req);
+}
+
 static void on_conn_handle_closed(uv_handle_t *h)
 {
     px_conn_t *c = h->data;
@@ -44,10 +54,11 @@ static void on_conn_handle_closed(uv_handle_t *h)
     px_head_free(&c->rs);
     free(c->pending);
     if (c->req != NULL) {
+        px__addons_end(c);
         addon_req_reset(c->req);
         free(c->req);
     }
-    px_policy_unref(c->policy);
+    px_snapshot_unref(c->snap);
     px_tls_free(c->tls_state);
     free(c);
 }
@@ -595,34 +606,6 @@ static size_t px__norm_host(char *out, const char *h, size_t len)
     return len;
 }
 
-static void px__blocked_json(px_conn_t *c, const char *host, size_t hlen, const char *path,
-                             size_t plen, const char *method, size_t mlen, const char *message)
-{
-    char json[PX_ANSWER_MAX / 2];
-    px_sbuf_t b;
-    px_sbuf_init(&b, json, sizeof(json));
-    px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
-    px_sbuf_json_str(&b, host, hlen);
-    if (path != NULL) {
-        px_sbuf_adds(&b, ", \"path\": ");
-        px_sbuf_json_str(&b, path, plen);
-    }
-    px_sbuf_adds(&b, ", \"method\": ");
-    px_sbuf_json_str(&b, method, mlen);
-    px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, message, strlen(message));
-    px_sbuf_adds(&b, "}");
-    if (b.overflow) {
-        /* an enormous path: answer without echoing it */
-        px_sbuf_init(&b, json, sizeof(json));
-        px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"message\": ");
-        px_sbuf_json_str(&b, message, strlen(message));
-        px_sbuf_adds(&b, "}");
-    }
-    int close = !c->req_done && c->req_expect_continue;
-    px__answer(c, 403, json, b.len, close);
-}
-
 /* After an answer of our own: drop the rest of the request body, then go on. */
 static void px__after_answer(px_conn_t *c)
 {
@@ -640,6 +623,40 @@ static void px__after_answer(px_conn_t *c)
         return;
     }
     px__client_read_start(c);
+}
+
+/* An answer an addon made: JSON body, log line, then on to the next request. */
+static void px__addon_answer(px_conn_t *c, const addon_answer_t *ans)
+{
+    addon_req_t *r = c->req;
+    char json[PX_ANSWER_MAX / 2];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": ");
+    px_sbuf_json_str(&b, ans->error, strlen(ans->error));
+    if (ans->with_request) {
+        px_sbuf_adds(&b, ", \"host\": ");
+        px_sbuf_json_str(&b, r->host.base, r->host.len);
+        px_sbuf_adds(&b, ", \"path\": ");
+        px_sbuf_json_str(&b, r->path.base, r->path.len);
+        px_sbuf_adds(&b, ", \"method\": ");
+        px_sbuf_json_str(&b, r->method.base, r->method.len);
+    }
+    px_sbuf_adds(&b, ", \"message\": ");
+    px_sbuf_json_str(&b, ans->message, strlen(ans->message));
+    px_sbuf_adds(&b, "}");
+    if (b.overflow) {
+        px_sbuf_init(&b, json, sizeof(json));
+        px_sbuf_adds(&b, "{\"error\": ");
+        px_sbuf_json_str(&b, ans->error, strlen(ans->error));
+        px_sbuf_adds(&b, ", \"message\": ");
+        px_sbuf_json_str(&b, ans->message, strlen(ans->message));
+        px_sbuf_adds(&b, "}");
+    }
+    px_conn_log_line(c, ans->verdict != NULL ? ans->verdict : "BLOCKED", ans->status,
+                     ans->log_tail[0] ? ans->log_tail : NULL);
+    px__answer(c, ans->status, json, b.len, !c->req_done && c->req_expect_continue);
+    px__after_answer(c);
 }
 
 static const char px__connect_msg[] =
@@ -860,20 +877,28 @@ static void px__request_head_done(px_conn_t *c)
     c->port = port;
     px__norm_host(c->host, host, hlen);
 
-    /* 3. policy, under the snapshot this request started with */
-    px_policy_unref(c->policy);
-    c->policy = px_engine_policy_ref(c->eng);
-    px_verdict_t v;
-    px_policy_decide(c->policy, r, &v);
-    if (!v.allowed) {
-        px_conn_log_line(c, "BLOCKED", 403, NULL);
-        px__blocked_json(c, host, hlen, r->path.base, r->path.len, c->method, strlen(c->method),
-                         v.message);
-        px__after_answer(c);
-        return;
+    /* 3. the addons (policy, then credentials), under the snapshot this request started with */
+    px_snapshot_unref(c->snap);
+    c->snap = px_engine_snapshot_ref(c->eng);
+    r->config = &c->snap->cfg;
+    r->url = c->url;
+    for (const addon_t *const *a = px_addons(); *a != NULL; a++) {
+        if ((*a)->on_request_head == NULL)
+            continue;
+        addon_answer_t ans;
+        memset(&ans, 0, sizeof(ans));
+        int rc = (*a)->on_request_head(*a, r, &ans);
+        if (rc == ADDON_ANSWER) {
+            px__addon_answer(c, &ans);
+            return;
+        }
+        if (rc < 0) {
+            px_conn_log_line(c, "ERROR", -1, "internal error in an addon");
+            px__answer_error(c, 502, "internal_error", "airlock failed to process this request");
+            px__close_when_flushed(c);
+            return;
+        }
     }
-
-    /* 4. credential addons (later issues) run here, on allowed requests only */
 
     /* 5. upstream */
     px__conn_set_state(c, PX_ST_RESOLVE);
@@ -1227,10 +1252,12 @@ static void px__exchange_done(px_conn_t *c)
     }
     int close = !c->req_keepalive || c->resp_close || c->eng->stopping;
     /* reset for the next request */
-    if (c->req != NULL)
+    if (c->req != NULL) {
+        px__addons_end(c);
         addon_req_reset(c->req);
-    px_policy_unref(c->policy);
-    c->policy = NULL;
+    }
+    px_snapshot_unref(c->snap);
+    c->snap = NULL;
     px_head_reset(&c->rq);
     c->rq.len = 0;
     if (c->rq.cap > 16384) {

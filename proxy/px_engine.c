@@ -17,9 +17,9 @@
 #include "proxy/px_tls.h"
 #include "ca/ca.h"
 
-addon_policy_t *px_engine_policy_ref(px_engine_t *eng)
+px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng)
 {
-    return addon_policy_ref(eng->policy);
+    return px_snapshot_ref(eng->snap);
 }
 
 void px_engine_conn_closed(px_engine_t *eng, px_conn_t *c)
@@ -32,30 +32,6 @@ void px_engine_conn_closed(px_engine_t *eng, px_conn_t *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     eng->nconns--;
-}
-
-/* Loads the allowlist. Missing file: everything blocked (said once on stderr). */
-static int px__load_policy(px_engine_t *eng, addon_policy_t **out, int startup)
-{
-    char err[512];
-    int rc = addon_policy_load_file(eng->cfg->allowlist_path, out, err, sizeof(err));
-    if (rc == PX_ENOENT) {
-        if (startup) {
-            px_diag(PX_DIAG_ERROR, "allowlist not found: %s; all requests will be blocked",
-                    eng->cfg->allowlist_path);
-            *out = addon_policy_new_empty(eng->cfg->allowlist_path);
-            return *out != NULL ? 0 : PX_ENOMEM;
-        }
-        px_diag(PX_DIAG_ERROR, "allowlist reload: %s not found; keeping the previous policy",
-                eng->cfg->allowlist_path);
-        return rc;
-    }
-    if (rc != 0) {
-        px_diag(PX_DIAG_ERROR, "%s%s", err,
-                startup ? "" : " (allowlist reload failed; keeping the previous policy)");
-        return rc;
-    }
-    return 0;
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -100,14 +76,15 @@ static void on_signal(uv_signal_t *s, int signum)
 {
     px_engine_t *eng = s->data;
     if (signum == SIGHUP) {
-        addon_policy_t *p = NULL;
-        if (px__load_policy(eng, &p, 0) == 0) {
-            addon_policy_t *old = eng->policy;
-            eng->policy = p;
-            addon_policy_unref(old);
+        px_snapshot_t *n = NULL;
+        if (px_snapshot_load(eng->cfg, 0, &n) == 0) {
+            px_snapshot_t *old = eng->snap;
+            eng->snap = n;
+            px_snapshot_unref(old);
             px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
-                    eng->cfg->allowlist_path, addon_policy_count(p, ADDON_POLICY_DOMAINS),
-                    addon_policy_count(p, ADDON_POLICY_URL_PREFIXES));
+                    eng->cfg->allowlist_path,
+                    addon_policy_count(n->cfg.policy, ADDON_POLICY_DOMAINS),
+                    addon_policy_count(n->cfg.policy, ADDON_POLICY_URL_PREFIXES));
         }
         return;
     }
@@ -234,7 +211,7 @@ int px_engine_run(const px_config_t *cfg)
         px_diag(PX_DIAG_ERROR, "%s", err);
         goto fail;
     }
-    if (px__load_policy(eng, &eng->policy, 1) != 0)
+    if (px_snapshot_load(cfg, 1, &eng->snap) != 0)
         goto fail;
     px__own_addresses(eng);
     char ipbuf[INET6_ADDRSTRLEN];
@@ -326,8 +303,7 @@ fail:
     uv_run(eng->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(eng->loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
-    if (eng->policy != NULL)
-        addon_policy_unref(eng->policy);
+    px_snapshot_unref(eng->snap);
     SSL_CTX_free(eng->tls_server);
     SSL_CTX_free(eng->tls_client);
     ca_free(eng->ca);

@@ -29,7 +29,7 @@
 typedef struct px_engine px_engine_t;
 typedef struct px_conn px_conn_t;
 typedef struct px_upstream px_upstream_t;
-typedef struct addon_policy addon_policy_t;
+typedef struct px_snapshot px_snapshot_t;
 
 /* A span of a head buffer, as offsets (the buffer may move while it grows). */
 typedef struct px_span {
@@ -112,7 +112,7 @@ struct px_conn {
     llhttp_t req_parser;
     px_head_t rq;
     addon_req_t *req;         /* the view handed to addons, valid from POLICY to the end */
-    addon_policy_t *policy;   /* the snapshot this request started with (a reference) */
+    px_snapshot_t *snap;      /* the configuration this request started with (a reference) */
     char *pending;            /* client bytes read but not yet parsed (pipelining) */
     size_t pending_len;
     int req_done;             /* request message complete */
@@ -176,7 +176,7 @@ struct px_engine {
     uv_loop_t *loop;
     const px_config_t *cfg;
     px_log_t *log;
-    addon_policy_t *policy;        /* current snapshot (a reference) */
+    px_snapshot_t *snap;           /* current configuration (a reference) */
     px_listener_t listeners[4];
     int nlisteners;
     uv_signal_t sig_term, sig_int, sig_hup;
@@ -238,7 +238,7 @@ void px_upstream_first_byte_timer(px_upstream_t *u, uint64_t ms);
 void px_pool_close_all(px_engine_t *eng);
 
 /* px_engine.c */
-addon_policy_t *px_engine_policy_ref(px_engine_t *eng);
+px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng);
 void px_engine_conn_closed(px_engine_t *eng, px_conn_t *c);
 
 #endif

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "addons/addon_policy.h"
+#include "addons/addon_replacements.h"
 #include "ca/ca.h"
 #include "proxy/px_config.h"
 #include "proxy/px_engine.h"
@@ -16,7 +17,8 @@ static const char px__usage[] =
     "\n"
     "usage:\n"
     "  airlock run [options]            run the DNS responder and the proxy\n"
-    "  airlock check --allowlist PATH   validate an allowlist (exit 1 with file:line:col)\n"
+    "  airlock check --allowlist PATH [--replacements PATH]\n"
+    "                                   validate the files (exit 1 with file:line:col)\n"
     "  airlock explain --allowlist PATH METHOD URL\n"
     "                                   tell whether a request would be allowed, and why\n"
     "  airlock ca init --confdir DIR    create the CA in DIR unless one is there\n"
@@ -86,11 +88,35 @@ static int px__cmd_check(int argc, char **argv)
         fprintf(stderr, "airlock check: unexpected argument '%s'\n", argv[i]);
         return 2;
     }
-    if (bad || path == NULL) {
-        fprintf(stderr, "airlock check: usage: airlock check --allowlist PATH\n");
+    if (bad || (path == NULL && repl == NULL)) {
+        fprintf(stderr,
+                "airlock check: usage: airlock check --allowlist PATH [--replacements PATH]\n");
         return 2;
     }
-    (void)repl;
+    int failed = 0;
+    if (repl != NULL) {
+        addon_replacements_t *r = NULL;
+        char rerr[1024];
+        int rrc = addon_replacements_load_file(repl, &r, rerr, sizeof(rerr));
+        if (rrc == PX_ENOENT) {
+            fprintf(stderr, "%s: file not found\n", repl);
+            failed = 1;
+        } else if (rrc != 0) {
+            fprintf(stderr, "%s\n", rerr);
+            failed = 1;
+        } else {
+            size_t need = addon_replacements_describe(r, NULL, 0);
+            char *buf = malloc(need + 1);
+            if (buf != NULL) {
+                addon_replacements_describe(r, buf, need + 1);
+                printf("%s: ok\n%s", repl, buf);
+                free(buf);
+            }
+            addon_replacements_unref(r);
+        }
+    }
+    if (path == NULL)
+        return failed;
     addon_policy_t *p = NULL;
     char err[1024];
     int rc = addon_policy_load_file(path, &p, err, sizeof(err));
@@ -110,7 +136,7 @@ static int px__cmd_check(int argc, char **argv)
         free(buf);
     }
     addon_policy_unref(p);
-    return 0;
+    return failed;
 }
 
 static int px__cmd_explain(int argc, char **argv)

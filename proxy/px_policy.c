@@ -1,32 +1,82 @@
 #include "proxy/px_policy.h"
 
-#include <stdio.h>
+#include <stdlib.h>
 
-void px_policy_decide(const addon_policy_t *p, const addon_req_t *r, px_verdict_t *v)
+#include "addons/addon_allowlist.h"
+#include "addons/addon_masking.h"
+#include "addons/addon_policy.h"
+#include "addons/addon_replacements.h"
+#include "proxy/px_err.h"
+#include "proxy/px_log.h"
+
+int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
 {
-    addon_policy_query_t q = {
-        .method = r->method,
-        .host = r->host,
-        .path = r->path,
-        .port = r->port,
-        .tls = r->tls,
-    };
-    addon_policy_decide(p, &q, &v->d);
-    v->allowed = v->d.allowed;
-    if (v->allowed) {
-        v->message[0] = '\0';
-    } else if (v->d.method_message) {
-        char m[32];
-        snprintf(m, sizeof(m), "%.*s", r->method.len < 31 ? (int)r->method.len : 31,
-                 r->method.base);
-        snprintf(v->message, sizeof(v->message), ADDON_POLICY_MSG_METHOD_FMT, m);
-    } else {
-        snprintf(v->message, sizeof(v->message), "%s", ADDON_POLICY_MSG_HOST_PATH);
+    char err[1024];
+    const char *why = startup ? "" : " (reload failed; keeping the previous configuration)";
+    addon_policy_t *p = NULL;
+    addon_replacements_t *r = NULL;
+    int rc = addon_policy_load_file(cfg->allowlist_path, &p, err, sizeof(err));
+    if (rc == PX_ENOENT && startup) {
+        px_diag(PX_DIAG_ERROR, "allowlist not found: %s; all requests will be blocked",
+                cfg->allowlist_path);
+        p = addon_policy_new_empty(cfg->allowlist_path);
+        if (p == NULL)
+            return PX_ENOMEM;
+    } else if (rc == PX_ENOENT) {
+        px_diag(PX_DIAG_ERROR, "allowlist %s not found%s", cfg->allowlist_path, why);
+        return rc;
+    } else if (rc != 0) {
+        px_diag(PX_DIAG_ERROR, "%s%s", err, why);
+        return rc;
     }
+    rc = addon_replacements_load_file(cfg->replacements_path, &r, err, sizeof(err));
+    if (rc == PX_ENOENT) {
+        if (startup)
+            px_diag(PX_DIAG_INFO, "no replacements file at %s: credential masking is off",
+                    cfg->replacements_path);
+        r = NULL;
+    } else if (rc != 0) {
+        px_diag(PX_DIAG_ERROR, "%s%s", err, why);
+        addon_policy_unref(p);
+        return rc;
+    }
+    px_snapshot_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        addon_policy_unref(p);
+        if (r != NULL)
+            addon_replacements_unref(r);
+        return PX_ENOMEM;
+    }
+    s->refs = 1;
+    s->cfg.policy = p;
+    s->cfg.replacements = r;
+    *out = s;
+    return 0;
 }
 
-void px_policy_unref(addon_policy_t *p)
+px_snapshot_t *px_snapshot_ref(px_snapshot_t *s)
 {
-    if (p != NULL)
-        addon_policy_unref(p);
+    s->refs++;
+    return s;
+}
+
+void px_snapshot_unref(px_snapshot_t *s)
+{
+    if (s == NULL || --s->refs > 0)
+        return;
+    addon_policy_unref(s->cfg.policy);
+    if (s->cfg.replacements != NULL)
+        addon_replacements_unref(s->cfg.replacements);
+    free(s);
+}
+
+const addon_t *const *px_addons(void)
+{
+    static const addon_t *list[4];
+    if (list[0] == NULL) {
+        list[0] = addon_allowlist();
+        list[1] = addon_masking(); /* the AWS re-signer goes before it */
+        list[2] = NULL;
+    }
+    return list;
 }

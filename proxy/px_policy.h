@@ -1,20 +1,28 @@
-/* The proxy's view of the allowlist addon: one decision per request head. */
+/* The configuration snapshot (allowlist + replacements) and the addon chain. SIGHUP loads a
+ * new snapshot and swaps the engine's pointer; a request keeps the one it started with. */
 #ifndef PX_POLICY_H
 #define PX_POLICY_H
 
 #include "addons/addon.h"
-#include "addons/addon_policy.h"
+#include "proxy/px_config.h"
 
-typedef struct px_verdict {
-    int allowed;
-    addon_policy_decision_t d;
-    char message[512]; /* the 403 body's message when blocked */
-} px_verdict_t;
+typedef struct px_snapshot {
+    int refs;
+    addon_config_t cfg;
+} px_snapshot_t;
 
-/* Decides request r under snapshot p (borrowed) into *v. */
-void px_policy_decide(const addon_policy_t *p, const addon_req_t *r, px_verdict_t *v);
+/* Loads the allowlist and replacements named in cfg. At startup a missing allowlist blocks
+ * everything (said once on stderr) and a missing replacements file means no masking; an
+ * invalid file is an error. On reload (startup 0) any problem keeps the old snapshot: returns
+ * a negative code after saying why on stderr. */
+int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out);
 
-/* Drops a snapshot reference; NULL is a no-op. */
-void px_policy_unref(addon_policy_t *p);
+px_snapshot_t *px_snapshot_ref(px_snapshot_t *s);
+
+/* Drops a reference; NULL is a no-op. */
+void px_snapshot_unref(px_snapshot_t *s);
+
+/* The addons every request goes through, in order (NULL-terminated). */
+const addon_t *const *px_addons(void);
 
 #endif

@@ -1,0 +1,11 @@
+/* The allowlist addon: decides each request head under req->config->policy (DESIGN.md §4)
+ * and answers 403 for what is blocked. */
+#ifndef ADDON_ALLOWLIST_H
+#define ADDON_ALLOWLIST_H
+
+#include "addons/addon.h"
+
+/* The addon (static storage). */
+const addon_t *addon_allowlist(void);
+
+#endif
