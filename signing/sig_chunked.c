@@ -340,19 +340,19 @@ static int sig__on_chunk_end(sig_chunked_t *c)
     return rc;
 }
 
-/* The trailer signature line: sign the canonical trailers and emit the new line. */
-static int sig__on_trailer_sig(sig_chunked_t *c, const char *v, size_t vlen)
+/* The trailer signature line: sign the canonical trailers and emit the line with the new
+ * signature in place of the old one (name, colon and whitespace as the client sent them). */
+static int sig__on_trailer_sig(sig_chunked_t *c, size_t vb, size_t ve)
 {
     char stack[SIG_TRAILER_MAX + 64];
     char hex[SIG_SHA256_HEX_LEN];
-    char outl[sizeof(SIG__TRAILER_SIG_KEY) + SIG_SIG_MAX + 2];
+    char sig[SIG_SIG_MAX];
     sig_names_t names;
     sig_buf_t canon;
     size_t i;
-    size_t n;
     int rc;
 
-    rc = sig__check_sig(c, v, vlen);
+    rc = sig__check_sig(c, c->line + vb, ve - vb);
     if (rc != 0) {
         return sig__fail(c, rc);
     }
@@ -367,21 +367,22 @@ static int sig__on_trailer_sig(sig_chunked_t *c, const char *v, size_t vlen)
     if (rc == 0) {
         rc = sig_sha256_hex(canon.base, canon.len, hex);
     }
-    n = sizeof(SIG__TRAILER_SIG_KEY) - 1;
-    memcpy(outl, SIG__TRAILER_SIG_KEY ":", n + 1);
-    n++;
     if (rc == 0) {
         rc = sig__sign(c, c->alg == SIG_ALG_V4 ? SIG_LABEL_V4_TRAILER : SIG_LABEL_V4A_TRAILER, 0,
-                       hex, outl + n);
+                       hex, sig);
     }
     if (rc != 0) {
-        return sig__fail(c, rc == PX_ETOOBIG ? PX_ETOOBIG : rc);
+        return sig__fail(c, rc);
     }
-    n += c->sig_width;
-    outl[n++] = '\r';
-    outl[n++] = '\n';
     c->state = SIG__ST_TRAILER_END;
-    return sig__emit(c, outl, n);
+    rc = sig__emit(c, c->line, vb);
+    if (rc == 0) {
+        rc = sig__emit(c, sig, c->sig_width);
+    }
+    if (rc == 0) {
+        rc = sig__emit(c, c->line + ve, c->line_len - ve);
+    }
+    return rc == 0 ? sig__emit(c, "\r\n", 2) : rc;
 }
 
 /* One complete line in trailer mode, after the final chunk. */
@@ -416,13 +417,15 @@ static int sig__on_trailer_line(sig_chunked_t *c)
     }
     vb = nlen + 1;
     if (sig_str_ieq(l, nlen, SIG__TRAILER_SIG_KEY)) {
-        while (vb < len && (l[vb] == ' ' || l[vb] == '\t')) {
+        size_t ve = len;
+
+        while (vb < ve && (l[vb] == ' ' || l[vb] == '\t')) {
             vb++;
         }
-        while (len > vb && (l[len - 1] == ' ' || l[len - 1] == '\t')) {
-            len--;
+        while (ve > vb && (l[ve - 1] == ' ' || l[ve - 1] == '\t')) {
+            ve--;
         }
-        return sig__on_trailer_sig(c, l + vb, len - vb);
+        return sig__on_trailer_sig(c, vb, ve);
     }
     if (c->ntrailers == SIG_TRAILERS_MAX || len + 2 > sizeof(c->tbuf) - c->tbuf_len) {
         return sig__fail(c, PX_ETOOBIG);
