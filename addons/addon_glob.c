@@ -144,6 +144,17 @@ static int glob_elem(const unsigned char *p, size_t plen, size_t pi, uint32_t c,
     return lit == c;
 }
 
+/* The next subject code point, folded; ASCII without a call. */
+static inline uint32_t glob_subject(const unsigned char *s, size_t slen, size_t *i, int icase)
+{
+    if (s[*i] < 0x80) {
+        uint32_t c = s[*i];
+        (*i)++;
+        return glob_fold(c, icase);
+    }
+    return glob_fold(glob_next(s, slen, i), icase);
+}
+
 /* The classic two-pointer wildcard matcher: every element other than '*' consumes exactly one
  * code point, so on a mismatch it is enough to let the most recent '*' absorb one more code
  * point and retry from just after it. Earlier stars never need revisiting, which bounds the
@@ -167,9 +178,16 @@ static int glob_run(const unsigned char *p, size_t plen, const unsigned char *s,
         }
         if (pi < plen) {
             size_t snext = si;
-            uint32_t c = glob_fold(glob_next(s, slen, &snext), icase);
+            uint32_t c = glob_subject(s, slen, &snext, icase);
             size_t pnext;
-            if (glob_elem(p, plen, pi, c, icase, &pnext)) {
+            int ok;
+            if (p[pi] < 0x80 && p[pi] != '?' && p[pi] != '[') {
+                ok = glob_fold(p[pi], icase) == c;
+                pnext = pi + 1;
+            } else {
+                ok = glob_elem(p, plen, pi, c, icase, &pnext);
+            }
+            if (ok) {
                 pi = pnext;
                 si = snext;
                 continue;
@@ -177,13 +195,39 @@ static int glob_run(const unsigned char *p, size_t plen, const unsigned char *s,
         }
         if (star_p == ADDON__GLOB_NO_STAR)
             return 0;
-        (void)glob_next(s, slen, &star_s);
+        (void)glob_subject(s, slen, &star_s, icase);
         pi = star_p;
         si = star_s;
     }
     while (pi < plen && p[pi] == '*')
         pi++;
     return pi == plen;
+}
+
+/* Most patterns end in a literal ASCII tail after their last '*' ("*.github.com"): compare it
+ * with the end of the subject first and match the rest against what precedes it. An ASCII byte
+ * is always a character of its own in the subject, so splitting there changes nothing. A tail
+ * without ']' also proves that the '*' is not inside a class such as "[*]". */
+static int glob_match(const unsigned char *p, size_t plen, const unsigned char *s, size_t slen,
+                      int icase)
+{
+    size_t star = plen;
+    while (star > 0 && p[star - 1] != '*')
+        star--;
+    if (star == 0)
+        return glob_run(p, plen, s, slen, icase);
+    size_t tail = plen - star;
+    for (size_t i = star; i < plen; i++) {
+        if (p[i] >= 0x80 || p[i] == '?' || p[i] == '[' || p[i] == ']')
+            return glob_run(p, plen, s, slen, icase);
+    }
+    if (tail > slen)
+        return 0;
+    for (size_t i = 0; i < tail; i++) {
+        if (glob_fold(p[star + i], icase) != glob_fold(s[slen - tail + i], icase))
+            return 0;
+    }
+    return glob_run(p, star, s, slen - tail, icase);
 }
 
 static int glob_equal_icase(const unsigned char *a, const unsigned char *b, size_t len)
@@ -208,7 +252,7 @@ int addon_glob_match(const char *pat, size_t plen, const char *s, size_t slen)
 {
     if (!addon_glob_is_glob(pat, plen))
         return plen == slen && (plen == 0 || memcmp(pat, s, plen) == 0);
-    return glob_run((const unsigned char *)pat, plen, (const unsigned char *)s, slen, 0);
+    return glob_match((const unsigned char *)pat, plen, (const unsigned char *)s, slen, 0);
 }
 
 int addon_glob_match_icase(const char *pat, size_t plen, const char *s, size_t slen)
@@ -217,5 +261,11 @@ int addon_glob_match_icase(const char *pat, size_t plen, const char *s, size_t s
         return plen == slen &&
                glob_equal_icase((const unsigned char *)pat, (const unsigned char *)s, plen);
     }
-    return glob_run((const unsigned char *)pat, plen, (const unsigned char *)s, slen, 1);
+    return glob_match((const unsigned char *)pat, plen, (const unsigned char *)s, slen, 1);
+}
+
+int addon_glob_fnmatch(const char *pat, size_t plen, const char *s, size_t slen, int icase)
+{
+    return glob_match((const unsigned char *)pat, plen, (const unsigned char *)s, slen,
+                      icase != 0);
 }

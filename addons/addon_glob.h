@@ -22,4 +22,8 @@ int addon_glob_match(const char *pat, size_t plen, const char *s, size_t slen);
  * names), class ranges included: [A-Z] is [a-z]. Both borrowed. */
 int addon_glob_match_icase(const char *pat, size_t plen, const char *s, size_t slen);
 
+/* Glob rules whatever the pattern holds (the caller has applied addon_glob_is_glob once, e.g.
+ * at load); icase folds ASCII letters on both sides. 1 on a match. Both borrowed. */
+int addon_glob_fnmatch(const char *pat, size_t plen, const char *s, size_t slen, int icase);
+
 #endif

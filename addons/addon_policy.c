@@ -18,6 +18,8 @@
 typedef struct addon__policy_entry {
     addon_str_t host;     /* lowercased; a non-glob one without trailing dot or brackets */
     addon_str_t path;     /* empty = any path */
+    int host_glob;        /* addon_glob_is_glob(host), computed once */
+    int path_glob;
     addon_str_t *methods; /* as written; none = any method */
     size_t nmethods;
     uint16_t *ports; /* allowed besides the scheme's default port */
@@ -97,8 +99,8 @@ static char *policy_dup(const char *s, size_t len, int lower)
 
 /* Host patterns are compared like request hosts: lowercased, and a plain (non-glob) pattern
  * loses one trailing dot and IPv6 brackets. A glob keeps them: "[" starts a class there. */
-static int policy_host(const addon_yaml_node_t *n, const char *what, addon_str_t *out, char *err,
-                       size_t errlen)
+static int policy_host(const addon_yaml_node_t *n, const char *what, addon_str_t *out, int *glob,
+                       char *err, size_t errlen)
 {
     const char *s;
     size_t len;
@@ -152,6 +154,7 @@ static int policy_host(const addon_yaml_node_t *n, const char *what, addon_str_t
         return policy_nomem(err, errlen);
     out->base = d;
     out->len = end - start;
+    *glob = addon_glob_is_glob(d, end - start);
     return 0;
 }
 
@@ -256,7 +259,7 @@ static int policy_url_entry(const addon_yaml_node_t *n, size_t idx, addon__polic
     if (host == NULL)
         return addon_yaml_errorf(n, err, errlen, "%s: missing required key 'host'", what);
     snprintf(sub, sizeof(sub), "%s.host", what);
-    rc = policy_host(host, sub, &e->host, err, errlen);
+    rc = policy_host(host, sub, &e->host, &e->host_glob, err, errlen);
     if (rc != 0)
         return rc;
 
@@ -273,6 +276,7 @@ static int policy_url_entry(const addon_yaml_node_t *n, size_t idx, addon__polic
             return policy_nomem(err, errlen);
         e->path.base = d;
         e->path.len = len;
+        e->path_glob = addon_glob_is_glob(d, len);
     }
     const addon_yaml_node_t *methods = addon_yaml_get(n, "methods");
     if (methods != NULL && addon_yaml_type(methods) != ADDON_YAML_NULL) {
@@ -326,7 +330,8 @@ static int policy_domains(addon_policy_t *p, const addon_yaml_node_t *n, char *e
         char what[ADDON__POLICY_WHAT_MAX];
         snprintf(what, sizeof(what), "domains[%zu]", i);
         p->ndomains = i + 1;
-        rc = policy_host(addon_yaml_item(n, i), what, &p->domains[i].host, err, errlen);
+        rc = policy_host(addon_yaml_item(n, i), what, &p->domains[i].host,
+                         &p->domains[i].host_glob, err, errlen);
         if (rc != 0)
             return rc;
     }
@@ -510,9 +515,30 @@ static addon_str_t policy_norm_host(addon_str_t h)
     return h;
 }
 
+/* Host patterns are stored lowercased, so equality only folds the request's side. */
 static int policy_host_ok(const addon__policy_entry_t *e, addon_str_t host)
 {
-    return addon_glob_match_icase(e->host.base, e->host.len, host.base, host.len);
+    if (e->host_glob)
+        return addon_glob_fnmatch(e->host.base, e->host.len, host.base, host.len, 1);
+    if (e->host.len != host.len)
+        return 0;
+    for (size_t i = 0; i < host.len; i++) {
+        char c = host.base[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c + ('a' - 'A'));
+        if (c != e->host.base[i])
+            return 0;
+    }
+    return 1;
+}
+
+static int policy_path_ok(const addon__policy_entry_t *e, const char *path, size_t len)
+{
+    if (e->path.len == 0)
+        return 1;
+    if (e->path_glob)
+        return addon_glob_fnmatch(e->path.base, e->path.len, path, len, 0);
+    return e->path.len == len && memcmp(e->path.base, path, len) == 0;
 }
 
 static int policy_port_ok(const addon__policy_entry_t *e, uint16_t port, int tls)
@@ -577,7 +603,7 @@ static void policy_decide_path(const addon_policy_t *p, const addon_policy_query
         const addon__policy_entry_t *e = &p->urls[i];
         if (!policy_host_ok(e, host))
             continue;
-        if (e->path.len > 0 && !addon_glob_match(e->path.base, e->path.len, path, plen)) {
+        if (!policy_path_ok(e, path, plen)) {
             policy_note(d, ADDON_POLICY_BLOCK_PATH, ADDON_POLICY_URL_PREFIXES, i, e);
             continue;
         }

@@ -125,6 +125,12 @@ static const glob_case_t glob_cases[] = {
     {"[\\]*", "\\", CS, 1}, /* backslash is an ordinary member */
     {"[*]", "*", CS, 1},
     {"[*]", "x", CS, 0},
+    {"[*-b]", "-", CS, 1}, /* a range from * to b; the last * is inside a class */
+    {"[*-b]", "a", CS, 1},
+    {"[]Ab*]", "A", CS, 1},
+    {"?[!*]", "x-", CS, 1},
+    {"?[!*]", "x*", CS, 0},
+    {"*.com]", "a.com]", CS, 1},
     {"[?]", "?", CS, 1},
     {"a[[]*", "a[", CS, 1},
     {"[a-z]*", "/", CS, 0},
