@@ -53,6 +53,8 @@ static void on_conn_handle_closed(uv_handle_t *h)
     px_head_free(&c->rq);
     px_head_free(&c->rs);
     free(c->pending);
+    free(c->bodybuf);
+    free(c->outbody);
     if (c->req != NULL) {
         px__addons_end(c);
         addon_req_reset(c->req);
@@ -264,6 +266,7 @@ static void on_client_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 
 static void px__client_data(px_conn_t *c, char *data, size_t len, char *owned);
 static void on_client_timer(uv_timer_t *t);
+static void px__addon_answer(px_conn_t *c, const addon_answer_t *ans);
 static void px__client_eof(px_conn_t *c, int err);
 
 static void px__client_eof(px_conn_t *c, int err)
@@ -422,11 +425,188 @@ static void px__pending_add(px_conn_t *c, const char *data, size_t len)
     c->pending_len += len;
 }
 
+/* ---- body filters (an addon rewrites the request body) ---------------------------------- */
+
+static const addon_t *px__body_owner(px_conn_t *c)
+{
+    return c->req != NULL ? c->req->state_owner : NULL;
+}
+
+static int px__grow(char **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 65536;
+    while (n < need)
+        n *= 2;
+    char *p = realloc(*buf, n);
+    if (p == NULL)
+        return PX_ENOMEM;
+    *buf = p;
+    *cap = n;
+    return 0;
+}
+
+/* The addon's output toward upstream, re-framed when the request was chunked. */
+static int px__sink_upstream(void *data, const char *buf, size_t len)
+{
+    px_conn_t *c = data;
+    if (c->up == NULL)
+        return PX_ESTATE;
+    if (len == 0)
+        return 0;
+    if (c->rechunk) {
+        char hdr[24];
+        int n = snprintf(hdr, sizeof(hdr), "%zx\r\n", len);
+        px_upstream_send(c->up, hdr, (size_t)n);
+        px_upstream_send(c->up, buf, len);
+        px_upstream_send(c->up, "\r\n", 2);
+    } else {
+        px_upstream_send(c->up, buf, len);
+    }
+    return 0;
+}
+
+static int px__sink_buffer(void *data, const char *buf, size_t len)
+{
+    px_conn_t *c = data;
+    if (px__grow(&c->outbody, &c->outcap, c->outlen + len) != 0)
+        return PX_ENOMEM;
+    memcpy(c->outbody + c->outlen, buf, len);
+    c->outlen += len;
+    return 0;
+}
+
+/* llhttp hands over body bytes, framing removed. */
+static int px__on_filtered_body(void *owner, const char *at, size_t len)
+{
+    px_conn_t *c = owner;
+    addon_req_t *r = c->req;
+    if (r->body_mode == ADDON_BODY_BUFFER) {
+        if (c->bodylen + len > r->body_cap) {
+            c->filter_err = PX_ETOOBIG;
+            return -1;
+        }
+        if (px__grow(&c->bodybuf, &c->bodycap, c->bodylen + len) != 0) {
+            c->filter_err = PX_ENOMEM;
+            return -1;
+        }
+        memcpy(c->bodybuf + c->bodylen, at, len);
+        c->bodylen += len;
+        return 0;
+    }
+    const addon_t *a = px__body_owner(c);
+    addon_sink_t sink = {px__sink_upstream, c};
+    int rc = a != NULL && a->on_request_body != NULL ? a->on_request_body(a, r, at, len, &sink)
+                                                      : px__sink_upstream(c, at, len);
+    if (rc < 0) {
+        c->filter_err = rc;
+        return -1;
+    }
+    return 0;
+}
+
+static void px__filter_failed(px_conn_t *c, int err)
+{
+    if (err == PX_ETOOBIG && c->up == NULL) {
+        px_conn_log_line(c, "BLOCKED", 413, " (request body over the limit)");
+        px__answer_error(c, 413, "request_body_too_large",
+                         "The request body is larger than airlock can hold for signing.");
+        px__close_when_flushed(c);
+        return;
+    }
+    if (!c->resp_started && c->up == NULL) {
+        px_conn_log_line(c, "ERROR", 403, " (signing failed: the request body could not be re-signed)");
+        px__answer_error(c, 403, "signing_failed", "airlock could not re-sign this request body; it was not sent.");
+        px__close_when_flushed(c);
+        return;
+    }
+    /* the head already went upstream: abort both sides, nothing half-signed goes on */
+    px_conn_log_line(c, "ERROR", -1, "request body could not be re-signed; aborted");
+    px_conn_close(c);
+}
+
+static void px__start_upstream(px_conn_t *c);
+
+/* The filtered body ended. */
+static void px__filter_end(px_conn_t *c)
+{
+    addon_req_t *r = c->req;
+    const addon_t *a = px__body_owner(c);
+    addon_answer_t ans;
+    memset(&ans, 0, sizeof(ans));
+    if (r->body_mode == ADDON_BODY_BUFFER) {
+        addon_sink_t sink = {px__sink_buffer, c};
+        int rc = 0;
+        if (a != NULL && a->on_request_body != NULL && c->bodylen > 0)
+            rc = a->on_request_body(a, r, c->bodybuf, c->bodylen, &sink);
+        else if (c->bodylen > 0)
+            rc = px__sink_buffer(c, c->bodybuf, c->bodylen);
+        if (rc >= 0 && a != NULL && a->on_request_body_end != NULL)
+            rc = a->on_request_body_end(a, r, &sink, &ans);
+        free(c->bodybuf);
+        c->bodybuf = NULL;
+        c->bodylen = c->bodycap = 0;
+        if (rc == ADDON_ANSWER) {
+            px__addon_answer(c, &ans);
+            return;
+        }
+        if (rc < 0) {
+            px__filter_failed(c, rc);
+            return;
+        }
+        px__start_upstream(c);
+        return;
+    }
+    addon_sink_t sink = {px__sink_upstream, c};
+    int rc = a != NULL && a->on_request_body_end != NULL ? a->on_request_body_end(a, r, &sink, &ans)
+                                                          : 0;
+    if (rc != 0) {
+        px__filter_failed(c, rc < 0 ? rc : PX_ESIGNING);
+        return;
+    }
+    if (c->rechunk && c->up != NULL)
+        px_upstream_send(c->up, "0\r\n\r\n", 5);
+}
+
+/* Runs body bytes through the body-filter parser. Returns the bytes of this request. */
+static size_t px__filter_feed(px_conn_t *c, const char *data, size_t len)
+{
+    c->rq.msg_done = 0;
+    c->rq.owner = c;
+    c->rq.on_body = px__on_filtered_body;
+    c->req_parser.data = &c->rq;
+    llhttp_errno_t err = llhttp_execute(&c->req_parser, data, len);
+    size_t used = len;
+    if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
+        used = (size_t)(llhttp_get_error_pos(&c->req_parser) - data);
+    } else if (err != HPE_OK) {
+        px__filter_failed(c, c->filter_err ? c->filter_err : PX_EPARSE);
+        return 0;
+    }
+    if (c->rq.msg_done) {
+        c->req_done = 1;
+        px__filter_end(c);
+    }
+    return used;
+}
+
+/* Starts reading the body through the filter parser, from the head buffer on. */
+static void px__filter_begin(px_conn_t *c)
+{
+    px_head_t *h = &c->rq;
+    llhttp_init(&c->req_parser, HTTP_REQUEST, &c->eng->body_settings);
+    c->req_done = 0;
+    px__filter_feed(c, h->buf + h->msg_start, h->len - h->msg_start);
+}
+
 /* Body bytes of the current request: forward them (RELAY) or drop them (DISCARD). Returns
  * the number of bytes that belonged to this request. */
 static size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *took)
 {
     *took = 0;
+    if (c->filter && c->state == PX_ST_RELAY_BODY)
+        return px__filter_feed(c, data, len);
     c->rq.msg_done = 0;
     c->req_parser.data = &c->rq;
     llhttp_errno_t err = llhttp_execute(&c->req_parser, data, len);
@@ -900,8 +1080,37 @@ static void px__request_head_done(px_conn_t *c)
         }
     }
 
+    /* 4. an addon that rewrites the body */
+    if (r->body_mode != ADDON_BODY_PASS &&
+        (c->req_parser.flags & (F_CHUNKED | F_CONTENT_LENGTH)) != 0) {
+        c->filter = 1;
+        c->rechunk = (c->req_parser.flags & F_CHUNKED) != 0;
+        if (r->body_mode == ADDON_BODY_BUFFER) {
+            /* gather the body first: the head depends on it */
+            px__conn_set_state(c, PX_ST_RELAY_BODY);
+            if (c->req_expect_continue && !c->req_done)
+                px_conn_send(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            px__filter_begin(c);
+            if (!c->closing && !c->req_done)
+                px__client_read_start(c);
+            return;
+        }
+    } else if (r->body_mode == ADDON_BODY_BUFFER) {
+        /* no body at all: the addon still gets its end call */
+        c->filter = 1;
+        c->req_done = 1;
+        px__filter_end(c);
+        return;
+    }
+
     /* 5. upstream */
+    px__start_upstream(c);
+}
+
+static void px__start_upstream(px_conn_t *c)
+{
     px__conn_set_state(c, PX_ST_RESOLVE);
+    px__client_read_stop(c);
     px_upstream_start(c);
 }
 
@@ -963,6 +1172,12 @@ static char *px__upstream_head(px_conn_t *c, size_t *outlen)
         if (i < h->n && ah->name.base == h->buf + h->names[i].off &&
             px__hop_by_hop(h, h->names[i], cv, cl))
             continue;
+        if (c->filter && c->req->body_mode == ADDON_BODY_BUFFER && !c->rechunk &&
+            ah->name.len == 14 && strncasecmp(ah->name.base, "content-length", 14) == 0) {
+            /* a buffered body may have changed length: say the new one */
+            n += (size_t)snprintf(out + n, 40, "Content-Length: %zu\r\n", c->outlen);
+            continue;
+        }
         PX__PUT(ah->name.base, ah->name.len);
         PX__PUT(": ", 2);
         PX__PUT(ah->value.base, ah->value.len);
@@ -995,13 +1210,32 @@ void px_conn_upstream_ready(px_conn_t *c)
     llhttp_init(&c->resp_parser, HTTP_RESPONSE, &c->eng->resp_settings);
     c->resp_parser.data = &c->rs;
     px_upstream_send_take(c->up, head, n);
-    if (c->req_expect_continue && !c->req_done)
-        px_conn_send(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-    /* body bytes that arrived with the head */
     px_head_t *h = &c->rq;
-    if (h->len > h->head_end)
-        px_upstream_send(c->up, h->buf + h->head_end, h->len - h->head_end);
-    px__conn_set_state(c, PX_ST_RELAY_BODY);
+    if (c->filter && c->req->body_mode == ADDON_BODY_BUFFER) {
+        /* the body was gathered and rewritten before the head was signed */
+        if (c->outlen > 0)
+            px__sink_upstream(c, c->outbody, c->outlen);
+        if (c->rechunk)
+            px_upstream_send(c->up, "0\r\n\r\n", 5);
+        free(c->outbody);
+        c->outbody = NULL;
+        c->outlen = c->outcap = 0;
+        px__conn_set_state(c, PX_ST_RELAY_BODY);
+    } else if (c->filter) {
+        if (c->req_expect_continue && !c->req_done)
+            px_conn_send(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        px__conn_set_state(c, PX_ST_RELAY_BODY);
+        px__filter_begin(c);
+        if (c->closing)
+            return;
+    } else {
+        if (c->req_expect_continue && !c->req_done)
+            px_conn_send(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        /* body bytes that arrived with the head */
+        if (h->len > h->head_end)
+            px_upstream_send(c->up, h->buf + h->head_end, h->len - h->head_end);
+        px__conn_set_state(c, PX_ST_RELAY_BODY);
+    }
     px_upstream_read_start(c->up);
     px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
     if (!c->req_done)
@@ -1264,6 +1498,11 @@ static void px__exchange_done(px_conn_t *c)
         px_head_free(&c->rq);
     }
     px_head_free(&c->rs);
+    free(c->bodybuf);
+    free(c->outbody);
+    c->bodybuf = c->outbody = NULL;
+    c->bodylen = c->bodycap = c->outlen = c->outcap = 0;
+    c->filter = c->rechunk = c->filter_err = 0;
     c->req_done = c->resp_done = c->resp_started = 0;
     c->resp_status = 0;
     c->resp_close = 0;

@@ -200,7 +200,7 @@ int px_engine_run(const px_config_t *cfg)
     uv_loop_init(&loop);
     eng->loop = &loop;
     eng->cfg = cfg;
-    px_head_settings(&eng->req_settings, &eng->resp_settings);
+    px_head_settings(&eng->req_settings, &eng->resp_settings, &eng->body_settings);
     signal(SIGPIPE, SIG_IGN);
     char err[512];
     char ready[512] = "";

@@ -86,7 +86,13 @@ static int on_message_complete(llhttp_t *p)
     return HPE_PAUSED;
 }
 
-void px_head_settings(llhttp_settings_t *req, llhttp_settings_t *resp)
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    px_head_t *h = px__head(p);
+    return h->on_body != NULL && h->on_body(h->owner, at, len) != 0 ? HPE_USER : 0;
+}
+
+void px_head_settings(llhttp_settings_t *req, llhttp_settings_t *resp, llhttp_settings_t *body)
 {
     llhttp_settings_init(req);
     req->on_url = on_url;
@@ -98,6 +104,10 @@ void px_head_settings(llhttp_settings_t *req, llhttp_settings_t *resp)
     *resp = *req;
     resp->on_url = NULL;
     resp->on_status = on_url;
+    /* re-reads a head without recording it, then hands the body (framing removed) out */
+    llhttp_settings_init(body);
+    body->on_body = on_body;
+    body->on_message_complete = on_message_complete;
 }
 
 void px_head_reset(px_head_t *h)
@@ -111,6 +121,8 @@ void px_head_reset(px_head_t *h)
     h->complete = 0;
     h->msg_done = 0;
     h->no_body = 0;
+    h->owner = NULL;
+    h->on_body = NULL;
     h->buf = buf;
     h->cap = cap;
 }

@@ -54,6 +54,8 @@ typedef struct px_head {
     int complete;       /* on_headers_complete fired */
     int msg_done;       /* on_message_complete fired (parser paused there) */
     int no_body;        /* set by the owner: a response to HEAD (llhttp cannot know) */
+    void *owner;        /* for on_body (the body-filter settings only) */
+    int (*on_body)(void *owner, const char *at, size_t len);
 } px_head_t;
 
 typedef enum px_listener_kind {
@@ -120,6 +122,13 @@ struct px_conn {
     int req_is_head;
     int req_upgrade;
     int req_expect_continue;
+    int filter;               /* an addon rewrites the body (ADDON_BODY_STREAM / _BUFFER) */
+    int rechunk;              /* the body is re-framed with chunked encoding upstream */
+    int filter_err;           /* an addon failed on the body */
+    char *bodybuf;            /* ADDON_BODY_BUFFER: the body gathered so far */
+    size_t bodylen, bodycap;
+    char *outbody;            /* ADDON_BODY_BUFFER: what the addon made of it */
+    size_t outlen, outcap;
     uint64_t discarded;
     char url[2048];           /* for the log line: scheme://host[:port]path */
     char method[24];
@@ -196,10 +205,11 @@ struct px_engine {
     SSL_CTX *tls_client;          /* upstream side */
     llhttp_settings_t req_settings;
     llhttp_settings_t resp_settings;
+    llhttp_settings_t body_settings;   /* request bodies an addon rewrites */
 };
 
 /* px_head.c */
-void px_head_settings(llhttp_settings_t *req, llhttp_settings_t *resp);
+void px_head_settings(llhttp_settings_t *req, llhttp_settings_t *resp, llhttp_settings_t *body);
 void px_head_reset(px_head_t *h);
 void px_head_free(px_head_t *h);
 /* Appends data and parses. Returns 1 when the message head is complete, 0 when more is

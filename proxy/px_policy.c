@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "addons/addon_allowlist.h"
+#include "addons/addon_aws.h"
 #include "addons/addon_masking.h"
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
@@ -74,9 +75,11 @@ const addon_t *const *px_addons(void)
 {
     static const addon_t *list[4];
     if (list[0] == NULL) {
+        /* policy first; then exactly one credential mechanism: AWS re-signing, else masking */
         list[0] = addon_allowlist();
-        list[1] = addon_masking(); /* the AWS re-signer goes before it */
-        list[2] = NULL;
+        list[1] = addon_aws();
+        list[2] = addon_masking();
+        list[3] = NULL;
     }
     return list;
 }
