@@ -10,6 +10,7 @@
 #include "proxy/px_config.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_err.h"
+#include "proxy/px_health.h"
 #include "proxy/px_log.h"
 
 static const char px__usage[] =
@@ -22,6 +23,8 @@ static const char px__usage[] =
     "  airlock explain --allowlist PATH METHOD URL\n"
     "                                   tell whether a request would be allowed, and why\n"
     "  airlock ca init --confdir DIR    create the CA in DIR unless one is there\n"
+    "  airlock health [--http A:P] [--https A:P] [--dns A:P]\n"
+    "                                   exit 0 when the named listeners answer (1 s)\n"
     "  airlock --help | --version\n"
     "\n"
     "run options (defaults in brackets):\n"
@@ -301,6 +304,8 @@ int main(int argc, char **argv)
         return px__cmd_explain(argc - 1, argv + 1);
     if (strcmp(cmd, "ca") == 0)
         return px__cmd_ca(argc - 1, argv + 1);
+    if (strcmp(cmd, "health") == 0)
+        return px_health_main(argc - 1, argv + 1);
     fprintf(stderr, "airlock: unknown command '%s' (see airlock --help)\n", cmd);
     return 2;
 }
