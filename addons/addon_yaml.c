@@ -577,15 +577,19 @@ static int yaml_read_file(const char *path, char **out, size_t *outlen, char *er
         close(fd);
         return PX_EIO;
     }
+    /* Sized from fstat so that a regular file is read without realloc (which would leave
+     * copies of a secrets file behind). Pipes and growing files still grow by doubling. */
     size_t cap = 4096;
+    if (S_ISREG(st.st_mode) && st.st_size >= 0 && st.st_size <= ADDON_YAML_MAX_FILE)
+        cap = (size_t)st.st_size + 1;
     size_t len = 0;
     char *buf = malloc(cap);
     int rc = buf == NULL ? PX_ENOMEM : 0;
     while (rc == 0) {
         if (len == cap) {
-            char *nb = cap > ADDON_YAML_MAX_FILE ? NULL : realloc(buf, cap * 2);
+            char *nb = realloc(buf, cap * 2);
             if (nb == NULL) {
-                rc = cap > ADDON_YAML_MAX_FILE ? PX_ETOOBIG : PX_ENOMEM;
+                rc = PX_ENOMEM;
                 break;
             }
             buf = nb;
@@ -600,6 +604,8 @@ static int yaml_read_file(const char *path, char **out, size_t *outlen, char *er
             break;
         else
             len += (size_t)n;
+        if (len > ADDON_YAML_MAX_FILE)
+            rc = PX_ETOOBIG;
     }
     int e = errno;
     close(fd);
@@ -610,6 +616,8 @@ static int yaml_read_file(const char *path, char **out, size_t *outlen, char *er
             snprintf(err, errlen, "%s: out of memory", path);
         else
             snprintf(err, errlen, "%s: %s", path, strerror(e));
+        if (buf != NULL)
+            explicit_bzero(buf, len);
         free(buf);
         return rc;
     }
@@ -632,22 +640,35 @@ int addon_yaml_load_file(const char *path, addon_yaml_doc_t **out, char *err, si
     if (rc != 0)
         return rc;
     rc = addon_yaml_load_buffer(path, buf, len, out, err, errlen);
+    explicit_bzero(buf, len); /* the file may hold secrets (replacements) */
     free(buf);
     return rc;
 }
 
-void addon_yaml_free(addon_yaml_doc_t *doc)
+static void yaml_free(addon_yaml_doc_t *doc, int wipe)
 {
     if (doc == NULL)
         return;
     addon__yaml_block_t *b = doc->blocks;
     while (b != NULL) {
         addon__yaml_block_t *next = b->next;
+        if (wipe)
+            explicit_bzero(b->data, b->used);
         free(b);
         b = next;
     }
     free(doc->name);
     free(doc);
+}
+
+void addon_yaml_free(addon_yaml_doc_t *doc)
+{
+    yaml_free(doc, 0);
+}
+
+void addon_yaml_free_wipe(addon_yaml_doc_t *doc)
+{
+    yaml_free(doc, 1);
 }
 
 const char *addon_yaml_name(const addon_yaml_doc_t *doc)

@@ -45,6 +45,10 @@ int addon_yaml_load_file(const char *path, addon_yaml_doc_t **out, char *err, si
 /* Frees the document and every node in it. NULL is allowed. */
 void addon_yaml_free(addon_yaml_doc_t *doc);
 
+/* Like addon_yaml_free, but first zeroes every node and text (for documents holding secrets).
+ * libyaml's own transient copies are freed by libyaml without zeroing. NULL is allowed. */
+void addon_yaml_free_wipe(addon_yaml_doc_t *doc);
+
 /* The name given at load (borrowed from doc). */
 const char *addon_yaml_name(const addon_yaml_doc_t *doc);
 

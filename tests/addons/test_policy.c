@@ -583,6 +583,12 @@ static void test_policy_missing_file(void **state)
 
     rc = addon_policy_load_file(DATA_DIR, &p, err, sizeof(err));
     assert_int_equal(rc, PX_EIO);
+    assert_null(p);
+    /* An endless file stops at the size cap. */
+    rc = addon_policy_load_file("/dev/zero", &p, err, sizeof(err));
+    assert_int_equal(rc, PX_ETOOBIG);
+    assert_string_equal(err, "/dev/zero: larger than 4194304 bytes");
+    assert_null(p);
 }
 
 typedef struct error_case {
@@ -865,7 +871,8 @@ static void test_yaml_scalars_with_nul(void **state)
     const char *v = addon_yaml_text(addon_yaml_value(root, 0), &len);
     assert_int_equal(len, 3);
     assert_memory_equal(v, "a\0b", 3);
-    addon_yaml_free(doc);
+    addon_yaml_free_wipe(doc);
+    addon_yaml_free_wipe(NULL);
 }
 
 static void test_yaml_caps(void **state)
