@@ -1,0 +1,948 @@
+#include "addons/addon_replacements.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "addons/addon_glob.h"
+#include "addons/addon_yaml.h"
+#include "proxy/px_err.h"
+
+#define ADDON__REPL_WHAT_MAX 64 /* "entry[1023].surrogate_session_token" */
+#define ADDON__REPL_SHORT 4     /* surrogate bytes shown by describe */
+
+typedef struct addon__repl_entry {
+    addon_replacements_kind_t kind;
+    addon_str_t surrogate;
+    addon_str_t value; /* masked */
+    addon_str_t *scopes;
+    size_t nscopes;
+    addon_str_t *headers; /* masked */
+    unsigned char *exact; /* per header pattern: no '*', '?', '[' or ']' */
+    size_t nheaders;
+    int allow_foreign;
+    addon_str_t akid; /* aws-sigv4 */
+    addon_str_t secret;
+    addon_str_t token;
+    addon_str_t surrogate_token;
+} addon__repl_entry_t;
+
+struct addon_replacements {
+    atomic_int refs;
+    char *name;
+    addon__repl_entry_t *entries;
+    size_t n;
+};
+
+static const char *const repl_masked_keys[] = {"value", "scopes", "headers",
+                                               "allow_foreign_credentials", NULL};
+static const char *const repl_aws_keys[] = {"type",
+                                            "access_key_id",
+                                            "secret_access_key",
+                                            "session_token",
+                                            "surrogate_session_token",
+                                            "scopes",
+                                            NULL};
+
+/* ---- memory ----------------------------------------------------------------------------- */
+
+/* Wipes and frees one string; every string of an entry goes this way, real or not. */
+static void repl_str_free(addon_str_t *s)
+{
+    if (s->base != NULL) {
+        OPENSSL_cleanse((char *)s->base, s->len);
+        free((char *)s->base);
+    }
+    s->base = NULL;
+    s->len = 0;
+}
+
+static void repl_entry_free(addon__repl_entry_t *e)
+{
+    repl_str_free(&e->surrogate);
+    repl_str_free(&e->value);
+    for (size_t i = 0; i < e->nscopes; i++)
+        repl_str_free(&e->scopes[i]);
+    free(e->scopes);
+    for (size_t i = 0; i < e->nheaders; i++)
+        repl_str_free(&e->headers[i]);
+    free(e->headers);
+    free(e->exact);
+    repl_str_free(&e->akid);
+    repl_str_free(&e->secret);
+    repl_str_free(&e->token);
+    repl_str_free(&e->surrogate_token);
+    OPENSSL_cleanse(e, sizeof(*e));
+}
+
+static void repl_free(addon_replacements_t *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        repl_entry_free(&r->entries[i]);
+    free(r->entries);
+    free(r->name);
+    free(r);
+}
+
+static addon_replacements_t *repl_new(const char *name)
+{
+    addon_replacements_t *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    r->name = strdup(name != NULL ? name : "<replacements>");
+    if (r->name == NULL) {
+        free(r);
+        return NULL;
+    }
+    atomic_init(&r->refs, 1);
+    return r;
+}
+
+static int repl_nomem(char *err, size_t errlen)
+{
+    snprintf(err, errlen, "out of memory");
+    return PX_ENOMEM;
+}
+
+/* A NUL-terminated copy of s[0..len), lowercased when lower is set. */
+static int repl_dup(const char *s, size_t len, int lower, addon_str_t *out)
+{
+    char *d = malloc(len + 1);
+    if (d == NULL)
+        return PX_ENOMEM;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        d[i] = lower && c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c;
+    }
+    d[len] = '\0';
+    out->base = d;
+    out->len = len;
+    return 0;
+}
+
+/* addon_yaml has no way to wipe a document: the scalars live in the document's own writable
+ * blocks, so they are cleansed in place before addon_yaml_free() returns the memory. */
+static void repl_wipe_node(const addon_yaml_node_t *n)
+{
+    if (n == NULL)
+        return;
+    addon_yaml_type_t t = addon_yaml_type(n);
+    if (t == ADDON_YAML_SEQ) {
+        for (size_t i = 0; i < addon_yaml_count(n); i++)
+            repl_wipe_node(addon_yaml_item(n, i));
+    } else if (t == ADDON_YAML_MAP) {
+        for (size_t i = 0; i < addon_yaml_count(n); i++) {
+            repl_wipe_node(addon_yaml_key(n, i));
+            repl_wipe_node(addon_yaml_value(n, i));
+        }
+    } else {
+        size_t len;
+        const char *s = addon_yaml_text(n, &len);
+        if (len > 0)
+            OPENSSL_cleanse((char *)s, len);
+    }
+}
+
+static void repl_doc_free(addon_yaml_doc_t *doc)
+{
+    repl_wipe_node(addon_yaml_root(doc));
+    addon_yaml_free(doc);
+}
+
+/* ---- validation ------------------------------------------------------------------------- */
+
+/* A value that goes into a request header must not be able to end it or smuggle another. */
+static int repl_has_ctl(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return 1;
+    }
+    return 0;
+}
+
+/* A string field that may hold a real value: the message names the field, never the text. */
+static int repl_string(const addon_yaml_node_t *n, const char *what, int allow_empty,
+                       addon_str_t *out, char *err, size_t errlen)
+{
+    const char *s;
+    size_t len;
+    int rc = addon_yaml_get_string(n, what, &s, &len, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (len == 0 && !allow_empty)
+        return addon_yaml_errorf(n, err, errlen, "%s: empty string", what);
+    if (len > ADDON_REPLACEMENTS_MAX_STRING) {
+        addon_yaml_errorf(n, err, errlen, "%s: longer than %d bytes", what,
+                          ADDON_REPLACEMENTS_MAX_STRING);
+        return PX_ETOOBIG;
+    }
+    if (repl_has_ctl(s, len))
+        return addon_yaml_errorf(n, err, errlen,
+                                 "%s: contains a control character (a header value cannot "
+                                 "carry CR, LF or NUL)",
+                                 what);
+    if (repl_dup(s, len, 0, out) != 0)
+        return repl_nomem(err, errlen);
+    return 0;
+}
+
+static int repl_seq(const addon_yaml_node_t *n, const char *what, size_t *count, char *err,
+                    size_t errlen)
+{
+    int rc = addon_yaml_expect(n, ADDON_YAML_SEQ, what, err, errlen);
+    if (rc != 0)
+        return rc;
+    *count = addon_yaml_count(n);
+    if (*count > ADDON_REPLACEMENTS_MAX_PATTERNS) {
+        addon_yaml_errorf(n, err, errlen, "%s: more than %d patterns", what,
+                          ADDON_REPLACEMENTS_MAX_PATTERNS);
+        return PX_ETOOBIG;
+    }
+    return 0;
+}
+
+/* Host patterns are stored as the allowlist stores them: lowercased, and a plain (non-glob)
+ * pattern loses one trailing dot and IPv6 brackets. */
+static int repl_scopes(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
+                       char *err, size_t errlen)
+{
+    size_t count;
+    int rc = repl_seq(n, what, &count, err, errlen);
+    if (rc != 0 || count == 0)
+        return rc;
+    e->scopes = calloc(count, sizeof(*e->scopes));
+    if (e->scopes == NULL)
+        return repl_nomem(err, errlen);
+    for (size_t i = 0; i < count; i++) {
+        const addon_yaml_node_t *item = addon_yaml_item(n, i);
+        char sub[ADDON__REPL_WHAT_MAX + 64];
+        snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
+        const char *s;
+        size_t len;
+        rc = addon_yaml_get_string(item, sub, &s, &len, err, errlen);
+        if (rc != 0)
+            return rc;
+        if (len > ADDON_REPLACEMENTS_MAX_STRING) {
+            addon_yaml_errorf(item, err, errlen, "%s: longer than %d bytes", sub,
+                              ADDON_REPLACEMENTS_MAX_STRING);
+            return PX_ETOOBIG;
+        }
+        for (size_t k = 0; k < len; k++) {
+            unsigned char c = (unsigned char)s[k];
+            if (c <= 0x20 || c == 0x7f)
+                return addon_yaml_errorf(item, err, errlen,
+                                         "%s: host pattern contains a space or control "
+                                         "character",
+                                         sub);
+            if (c == '/')
+                return addon_yaml_errorf(item, err, errlen,
+                                         "%s: host pattern contains '/' (a scope is a host)", sub);
+        }
+        size_t start = 0;
+        size_t end = len;
+        if (!addon_glob_is_glob(s, len)) {
+            if (end > start && s[end - 1] == '.')
+                end--;
+            if (end - start >= 2 && s[start] == '[' && s[end - 1] == ']') {
+                start++;
+                end--;
+            }
+        }
+        if (end == start)
+            return addon_yaml_errorf(item, err, errlen, "%s: empty host pattern", sub);
+        if (repl_dup(s + start, end - start, 1, &e->scopes[i]) != 0)
+            return repl_nomem(err, errlen);
+        e->nscopes = i + 1;
+    }
+    return 0;
+}
+
+static int repl_is_exact(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '*' || s[i] == '?' || s[i] == '[' || s[i] == ']')
+            return 0;
+    }
+    return 1;
+}
+
+static int repl_headers(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
+                        char *err, size_t errlen)
+{
+    size_t count;
+    int rc = repl_seq(n, what, &count, err, errlen);
+    if (rc != 0 || count == 0)
+        return rc;
+    e->headers = calloc(count, sizeof(*e->headers));
+    e->exact = calloc(count, sizeof(*e->exact));
+    if (e->headers == NULL || e->exact == NULL)
+        return repl_nomem(err, errlen);
+    for (size_t i = 0; i < count; i++) {
+        const addon_yaml_node_t *item = addon_yaml_item(n, i);
+        char sub[ADDON__REPL_WHAT_MAX + 64];
+        snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
+        const char *s;
+        size_t len;
+        rc = addon_yaml_get_string(item, sub, &s, &len, err, errlen);
+        if (rc != 0)
+            return rc;
+        if (len == 0)
+            return addon_yaml_errorf(item, err, errlen, "%s: empty header pattern", sub);
+        if (len > ADDON_REPLACEMENTS_MAX_STRING) {
+            addon_yaml_errorf(item, err, errlen, "%s: longer than %d bytes", sub,
+                              ADDON_REPLACEMENTS_MAX_STRING);
+            return PX_ETOOBIG;
+        }
+        for (size_t k = 0; k < len; k++) {
+            unsigned char c = (unsigned char)s[k];
+            if (c <= 0x20 || c == 0x7f || c == ':')
+                return addon_yaml_errorf(item, err, errlen,
+                                         "%s: a header name pattern cannot hold a space, ':' "
+                                         "or a control character",
+                                         sub);
+        }
+        if (repl_dup(s, len, 0, &e->headers[i]) != 0)
+            return repl_nomem(err, errlen);
+        e->exact[i] = (unsigned char)repl_is_exact(s, len);
+        e->nheaders = i + 1;
+    }
+    return 0;
+}
+
+/* The key node that holds value v in mapping n: messages about a key point at the key. */
+static const addon_yaml_node_t *repl_key_of(const addon_yaml_node_t *n, const addon_yaml_node_t *v)
+{
+    for (size_t i = 0; i < addon_yaml_count(n); i++) {
+        if (addon_yaml_value(n, i) == v)
+            return addon_yaml_key(n, i);
+    }
+    return v;
+}
+
+static const addon_yaml_node_t *repl_required(const addon_yaml_node_t *n, const char *key,
+                                              const char *what, int *rc, char *err, size_t errlen)
+{
+    const addon_yaml_node_t *v = addon_yaml_get(n, key);
+    if (v == NULL)
+        *rc = addon_yaml_errorf(n, err, errlen, "%s: missing required key '%s'", what, key);
+    return v;
+}
+
+/* Like addon_yaml_check_keys, without quoting the key: in a damaged file a real value can end
+ * up in key position ({"value", "secret"} is a mapping with two keys in YAML flow syntax). */
+static int repl_check_keys(const addon_yaml_node_t *n, const char *const *allowed, const char *what,
+                           char *err, size_t errlen)
+{
+    for (size_t i = 0; i < addon_yaml_count(n); i++) {
+        const addon_yaml_node_t *k = addon_yaml_key(n, i);
+        size_t klen;
+        const char *key = addon_yaml_text(k, &klen);
+        int known = 0;
+        for (size_t a = 0; allowed[a] != NULL && !known; a++)
+            known = klen == strlen(allowed[a]) && memcmp(key, allowed[a], klen) == 0;
+        if (known)
+            continue;
+        char list[256];
+        size_t o = 0;
+        list[0] = '\0';
+        for (size_t a = 0; allowed[a] != NULL; a++) {
+            const char *sep = a == 0 ? "" : allowed[a + 1] == NULL ? " or " : ", ";
+            int w = snprintf(list + o, sizeof(list) - o, "%s%s", sep, allowed[a]);
+            if (w < 0 || (size_t)w >= sizeof(list) - o)
+                break;
+            o += (size_t)w;
+        }
+        return addon_yaml_errorf(k, err, errlen, "%s: unknown key (expected %s)", what, list);
+    }
+    return 0;
+}
+
+static int repl_masked(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
+                       char *err, size_t errlen)
+{
+    int rc = repl_check_keys(n, repl_masked_keys, what, err, errlen);
+    if (rc != 0)
+        return rc;
+    char sub[ADDON__REPL_WHAT_MAX + 32];
+    e->kind = ADDON_REPLACEMENTS_MASKED;
+    const addon_yaml_node_t *value = repl_required(n, "value", what, &rc, err, errlen);
+    if (value == NULL)
+        return rc;
+    const addon_yaml_node_t *scopes = repl_required(n, "scopes", what, &rc, err, errlen);
+    if (scopes == NULL)
+        return rc;
+    const addon_yaml_node_t *headers = repl_required(n, "headers", what, &rc, err, errlen);
+    if (headers == NULL)
+        return rc;
+    snprintf(sub, sizeof(sub), "%s.value", what);
+    rc = repl_string(value, sub, 1, &e->value, err, errlen);
+    if (rc != 0)
+        return rc;
+    snprintf(sub, sizeof(sub), "%s.scopes", what);
+    rc = repl_scopes(scopes, sub, e, err, errlen);
+    if (rc != 0)
+        return rc;
+    snprintf(sub, sizeof(sub), "%s.headers", what);
+    rc = repl_headers(headers, sub, e, err, errlen);
+    if (rc != 0)
+        return rc;
+    const addon_yaml_node_t *allow = addon_yaml_get(n, "allow_foreign_credentials");
+    if (allow != NULL) {
+        snprintf(sub, sizeof(sub), "%s.allow_foreign_credentials", what);
+        rc = addon_yaml_get_bool(allow, sub, &e->allow_foreign, err, errlen);
+    }
+    return rc;
+}
+
+/* An optional real string: absent and null both leave out unset. */
+static int repl_optional(const addon_yaml_node_t *n, const char *key, const char *what,
+                         addon_str_t *out, char *err, size_t errlen)
+{
+    const addon_yaml_node_t *v = addon_yaml_get(n, key);
+    if (v == NULL || addon_yaml_type(v) == ADDON_YAML_NULL)
+        return 0;
+    char sub[ADDON__REPL_WHAT_MAX + 32];
+    snprintf(sub, sizeof(sub), "%s.%s", what, key);
+    return repl_string(v, sub, 0, out, err, errlen);
+}
+
+static int repl_aws(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e, char *err,
+                    size_t errlen)
+{
+    int rc = repl_check_keys(n, repl_aws_keys, what, err, errlen);
+    if (rc != 0)
+        return rc;
+    char sub[ADDON__REPL_WHAT_MAX + 32];
+    e->kind = ADDON_REPLACEMENTS_AWS_SIGV4;
+    const addon_yaml_node_t *akid = repl_required(n, "access_key_id", what, &rc, err, errlen);
+    if (akid == NULL)
+        return rc;
+    const addon_yaml_node_t *secret = repl_required(n, "secret_access_key", what, &rc, err, errlen);
+    if (secret == NULL)
+        return rc;
+    const addon_yaml_node_t *scopes = repl_required(n, "scopes", what, &rc, err, errlen);
+    if (scopes == NULL)
+        return rc;
+    snprintf(sub, sizeof(sub), "%s.access_key_id", what);
+    rc = repl_string(akid, sub, 0, &e->akid, err, errlen);
+    if (rc != 0)
+        return rc;
+    snprintf(sub, sizeof(sub), "%s.secret_access_key", what);
+    rc = repl_string(secret, sub, 0, &e->secret, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = repl_optional(n, "session_token", what, &e->token, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = repl_optional(n, "surrogate_session_token", what, &e->surrogate_token, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (e->surrogate_token.base != NULL && e->token.base == NULL) {
+        const addon_yaml_node_t *st = addon_yaml_get(n, "surrogate_session_token");
+        return addon_yaml_errorf(repl_key_of(n, st), err, errlen,
+                                 "%s: 'surrogate_session_token' given without "
+                                 "'session_token'",
+                                 what);
+    }
+    snprintf(sub, sizeof(sub), "%s.scopes", what);
+    return repl_scopes(scopes, sub, e, err, errlen);
+}
+
+static int repl_entry(const addon_yaml_node_t *key, const addon_yaml_node_t *n, size_t idx,
+                      addon__repl_entry_t *e, char *err, size_t errlen)
+{
+    char what[ADDON__REPL_WHAT_MAX];
+    snprintf(what, sizeof(what), "entry[%zu]", idx);
+    if (addon_yaml_type(key) != ADDON_YAML_STRING)
+        return addon_yaml_errorf(key, err, errlen,
+                                 "%s: the surrogate (the key) must be a string, got %s", what,
+                                 addon_yaml_type_name(addon_yaml_type(key)));
+    size_t slen;
+    const char *s = addon_yaml_text(key, &slen);
+    if (slen == 0)
+        return addon_yaml_errorf(key, err, errlen, "%s: empty surrogate", what);
+    if (slen > ADDON_REPLACEMENTS_MAX_STRING) {
+        addon_yaml_errorf(key, err, errlen, "%s: surrogate longer than %d bytes", what,
+                          ADDON_REPLACEMENTS_MAX_STRING);
+        return PX_ETOOBIG;
+    }
+    if (repl_has_ctl(s, slen))
+        return addon_yaml_errorf(key, err, errlen, "%s: the surrogate contains a control character",
+                                 what);
+    int rc = addon_yaml_expect(n, ADDON_YAML_MAP, what, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (repl_dup(s, slen, 0, &e->surrogate) != 0)
+        return repl_nomem(err, errlen);
+
+    const addon_yaml_node_t *type = addon_yaml_get(n, "type");
+    if (type == NULL)
+        return repl_masked(n, what, e, err, errlen);
+    char sub[ADDON__REPL_WHAT_MAX + 16];
+    snprintf(sub, sizeof(sub), "%s.type", what);
+    const char *t;
+    size_t tlen;
+    rc = addon_yaml_get_string(type, sub, &t, &tlen, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (tlen == strlen("aws-sigv4") && memcmp(t, "aws-sigv4", tlen) == 0)
+        return repl_aws(n, what, e, err, errlen);
+    if (tlen == strlen("github-app") && memcmp(t, "github-app", tlen) == 0)
+        return addon_yaml_errorf(type, err, errlen,
+                                 "%s: 'github-app' credentials are not supported by airlock; "
+                                 "give the agent a masked token instead",
+                                 sub);
+    /* The text is not echoed: in a damaged file it could be a real value. */
+    return addon_yaml_errorf(type, err, errlen,
+                             "%s: unknown type (expected 'aws-sigv4', or no 'type' for a "
+                             "masked secret)",
+                             sub);
+}
+
+static int repl_from_root(addon_replacements_t *r, const addon_yaml_node_t *root, char *err,
+                          size_t errlen)
+{
+    if (root == NULL || addon_yaml_type(root) == ADDON_YAML_NULL)
+        return 0;
+    if (addon_yaml_type(root) != ADDON_YAML_MAP)
+        return addon_yaml_errorf(root, err, errlen,
+                                 "the replacement map must be a mapping keyed by surrogate, "
+                                 "got %s",
+                                 addon_yaml_type_name(addon_yaml_type(root)));
+    size_t count = addon_yaml_count(root);
+    if (count == 0)
+        return 0;
+    if (count > ADDON_REPLACEMENTS_MAX_ENTRIES) {
+        addon_yaml_errorf(root, err, errlen, "more than %d entries",
+                          ADDON_REPLACEMENTS_MAX_ENTRIES);
+        return PX_ETOOBIG;
+    }
+    r->entries = calloc(count, sizeof(*r->entries));
+    if (r->entries == NULL)
+        return repl_nomem(err, errlen);
+    for (size_t i = 0; i < count; i++) {
+        r->n = i + 1;
+        int rc = repl_entry(addon_yaml_key(root, i), addon_yaml_value(root, i), i, &r->entries[i],
+                            err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* addon_yaml quotes what it complains about (a duplicate key, a tag) and shows an offending
+ * byte. In a replacement map that text may be a real value written unquoted in YAML (a value
+ * starting with '!' is read as a tag), so quoted text and bytes are blanked out. */
+static void repl_redact(char *err, size_t errlen)
+{
+    char src[ADDON_YAML_ERR_MAX];
+    snprintf(src, sizeof(src), "%s", err);
+    size_t o = 0;
+    const char *s = src;
+    while (*s != '\0' && o + 1 < errlen) {
+        const char *piece = s;
+        size_t plen = 1;
+        const char *next = s + 1;
+        const char *end = *s == '\'' ? strchr(s + 1, '\'') : NULL;
+        if (end != NULL) {
+            piece = "'...'";
+            plen = 5;
+            next = end + 1;
+        } else if (strncmp(s, "(byte 0x", 8) == 0 && s[8] != '\0' && s[9] != '\0' && s[10] == ')') {
+            piece = "(a byte)";
+            plen = 8;
+            next = s + 11;
+        }
+        if (plen > errlen - 1 - o)
+            plen = errlen - 1 - o;
+        memcpy(err + o, piece, plen);
+        o += plen;
+        s = next;
+    }
+    err[o] = '\0';
+}
+
+int addon_replacements_load_buffer(const char *name, const char *data, size_t len,
+                                   addon_replacements_t **out, char *err, size_t errlen)
+{
+    char dummy[ADDON_YAML_ERR_MAX];
+    if (err == NULL || errlen == 0) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    *out = NULL;
+    if (name == NULL)
+        name = "<replacements>";
+    addon_yaml_doc_t *doc;
+    int rc = addon_yaml_load_buffer(name, data, len, &doc, err, errlen);
+    if (rc != 0) {
+        /* Only the part after "name:" is addon_yaml's text; the name is the caller's. */
+        size_t nlen = strlen(name);
+        if (strncmp(err, name, nlen) == 0)
+            repl_redact(err + nlen, errlen - nlen);
+        else
+            repl_redact(err, errlen);
+        return rc;
+    }
+    addon_replacements_t *r = repl_new(name);
+    if (r == NULL) {
+        repl_doc_free(doc);
+        return repl_nomem(err, errlen);
+    }
+    rc = repl_from_root(r, addon_yaml_root(doc), err, errlen);
+    repl_doc_free(doc);
+    if (rc != 0) {
+        repl_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+/* Reads the whole file into a malloc'd buffer (so that it can be wiped after parsing). */
+static int repl_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        snprintf(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? PX_ENOENT : PX_EIO;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a readable file", path);
+        close(fd);
+        return PX_EIO;
+    }
+    if (st.st_size > ADDON_YAML_MAX_FILE) {
+        snprintf(err, errlen, "%s: larger than %d bytes", path, ADDON_YAML_MAX_FILE);
+        close(fd);
+        return PX_ETOOBIG;
+    }
+    size_t cap = (size_t)st.st_size + 1;
+    char *b = malloc(cap);
+    if (b == NULL) {
+        close(fd);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return PX_ENOMEM;
+    }
+    size_t n = 0;
+    for (;;) {
+        ssize_t got = read(fd, b + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            snprintf(err, errlen, "%s: %s", path, strerror(e));
+            OPENSSL_cleanse(b, n);
+            free(b);
+            close(fd);
+            return PX_EIO;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+        if (n == cap) {
+            /* The file grew since fstat: refuse rather than parse a torn read. */
+            snprintf(err, errlen, "%s: changed while being read", path);
+            OPENSSL_cleanse(b, n);
+            free(b);
+            close(fd);
+            return PX_EIO;
+        }
+    }
+    close(fd);
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int addon_replacements_load_file(const char *path, addon_replacements_t **out, char *err,
+                                 size_t errlen)
+{
+    char dummy[ADDON_YAML_ERR_MAX];
+    if (err == NULL || errlen == 0) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = repl_read_file(path, &buf, &len, err, errlen);
+    if (rc != 0)
+        return rc;
+    rc = addon_replacements_load_buffer(path, buf, len, out, err, errlen);
+    OPENSSL_cleanse(buf, len);
+    free(buf);
+    return rc;
+}
+
+addon_replacements_t *addon_replacements_new_empty(const char *name)
+{
+    return repl_new(name);
+}
+
+addon_replacements_t *addon_replacements_ref(addon_replacements_t *r)
+{
+    atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    return r;
+}
+
+void addon_replacements_unref(addon_replacements_t *r)
+{
+    if (r == NULL)
+        return;
+    if (atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) == 1)
+        repl_free(r);
+}
+
+/* ---- accessors -------------------------------------------------------------------------- */
+
+static const addon__repl_entry_t *repl_at(const addon_replacements_t *r, size_t i)
+{
+    return r != NULL && i < r->n ? &r->entries[i] : NULL;
+}
+
+static const addon_str_t repl_none = {NULL, 0};
+
+const char *addon_replacements_name(const addon_replacements_t *r)
+{
+    return r != NULL ? r->name : "<none>";
+}
+
+size_t addon_replacements_count(const addon_replacements_t *r)
+{
+    return r != NULL ? r->n : 0;
+}
+
+addon_replacements_kind_t addon_replacements_kind(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL ? e->kind : ADDON_REPLACEMENTS_NONE;
+}
+
+addon_str_t addon_replacements_surrogate(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL ? e->surrogate : repl_none;
+}
+
+addon_str_t addon_replacements_value(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL && e->kind == ADDON_REPLACEMENTS_MASKED ? e->value : repl_none;
+}
+
+int addon_replacements_allow_foreign(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL && e->allow_foreign;
+}
+
+size_t addon_replacements_scope_count(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL ? e->nscopes : 0;
+}
+
+addon_str_t addon_replacements_scope(const addon_replacements_t *r, size_t i, size_t k)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL && k < e->nscopes ? e->scopes[k] : repl_none;
+}
+
+size_t addon_replacements_header_count(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL ? e->nheaders : 0;
+}
+
+addon_str_t addon_replacements_header(const addon_replacements_t *r, size_t i, size_t k, int *exact)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    if (e == NULL || k >= e->nheaders) {
+        if (exact != NULL)
+            *exact = 0;
+        return repl_none;
+    }
+    if (exact != NULL)
+        *exact = e->exact[k];
+    return e->headers[k];
+}
+
+int addon_replacements_in_scope(const addon_replacements_t *r, size_t i, addon_str_t host)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    if (e == NULL || host.base == NULL)
+        return 0;
+    if (host.len > 0 && host.base[host.len - 1] == '.')
+        host.len--;
+    if (host.len >= 2 && host.base[0] == '[' && host.base[host.len - 1] == ']') {
+        host.base++;
+        host.len -= 2;
+    }
+    for (size_t k = 0; k < e->nscopes; k++) {
+        if (addon_glob_match_icase(e->scopes[k].base, e->scopes[k].len, host.base, host.len))
+            return 1;
+    }
+    return 0;
+}
+
+int addon_replacements_aws(const addon_replacements_t *r, size_t i, addon_replacements_aws_t *out)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    memset(out, 0, sizeof(*out));
+    if (e == NULL || e->kind != ADDON_REPLACEMENTS_AWS_SIGV4)
+        return PX_ENOENT;
+    out->surrogate_key_id = e->surrogate;
+    out->access_key_id = e->akid;
+    out->secret_access_key = e->secret;
+    out->session_token = e->token;
+    out->surrogate_session_token = e->surrogate_token;
+    return 0;
+}
+
+int addon_replacements_find_aws(const addon_replacements_t *r, addon_str_t akid)
+{
+    for (size_t i = 0; r != NULL && i < r->n; i++) {
+        const addon__repl_entry_t *e = &r->entries[i];
+        if (e->kind == ADDON_REPLACEMENTS_AWS_SIGV4 && e->surrogate.len == akid.len &&
+            (akid.len == 0 || memcmp(e->surrogate.base, akid.base, akid.len) == 0))
+            return (int)i;
+    }
+    return -1;
+}
+
+/* ---- describe --------------------------------------------------------------------------- */
+
+typedef struct addon__repl_out {
+    char *buf;
+    size_t len;
+    size_t pos;
+} addon__repl_out_t;
+
+static void out_put(addon__repl_out_t *o, const char *s, size_t n)
+{
+    if (o->len > 0 && o->pos < o->len - 1) {
+        size_t room = o->len - 1 - o->pos;
+        size_t w = n < room ? n : room;
+        memcpy(o->buf + o->pos, s, w);
+        o->buf[o->pos + w] = '\0';
+    }
+    o->pos += n;
+}
+
+static void out_fmt(addon__repl_out_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void out_fmt(addon__repl_out_t *o, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        out_put(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* Patterns from the file, kept on one printable line. */
+static void out_esc(addon__repl_out_t *o, addon_str_t s)
+{
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.base[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\')
+            out_put(o, (const char *)&s.base[i], 1);
+        else if (c == '\\')
+            out_put(o, "\\\\", 2);
+        else
+            out_fmt(o, "\\x%02x", c);
+    }
+}
+
+/* A surrogate is not secret, but it is shown shortened: its first few bytes, "…", its length.
+ * A short one shows at most half of itself. */
+static void out_surrogate(addon__repl_out_t *o, addon_str_t s)
+{
+    size_t shown = s.len / 2 < ADDON__REPL_SHORT ? s.len / 2 : ADDON__REPL_SHORT;
+    addon_str_t head = {s.base, shown};
+    out_esc(o, head);
+    out_fmt(o, "\xe2\x80\xa6(%zu)", s.len);
+}
+
+static void out_list(addon__repl_out_t *o, const char *label, const addon_str_t *v, size_t n)
+{
+    out_fmt(o, " %s [", label);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0)
+            out_fmt(o, ", ");
+        out_esc(o, v[i]);
+    }
+    out_fmt(o, "]");
+}
+
+size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, size_t len)
+{
+    addon__repl_out_t o = {buf, len, 0};
+    if (len > 0)
+        buf[0] = '\0';
+    size_t n = addon_replacements_count(r);
+    size_t nmasked = 0;
+    for (size_t i = 0; i < n; i++)
+        nmasked += r->entries[i].kind == ADDON_REPLACEMENTS_MASKED;
+    const char *name = addon_replacements_name(r);
+    out_put(&o, name, strlen(name));
+    out_fmt(&o, ": %zu replacements (%zu masked, %zu aws-sigv4)%s\n", n, nmasked, n - nmasked,
+            n == 0 ? " (nothing is masked)" : "");
+    for (size_t i = 0; i < n; i++) {
+        const addon__repl_entry_t *e = &r->entries[i];
+        out_fmt(&o, "entry[%zu] ", i);
+        out_surrogate(&o, e->surrogate);
+        if (e->kind == ADDON_REPLACEMENTS_MASKED) {
+            out_fmt(&o, " masked");
+            out_list(&o, "scopes", e->scopes, e->nscopes);
+            out_list(&o, "headers", e->headers, e->nheaders);
+            if (e->allow_foreign)
+                out_fmt(&o, " allow_foreign_credentials");
+        } else {
+            out_fmt(&o, " aws-sigv4");
+            out_list(&o, "scopes", e->scopes, e->nscopes);
+            if (e->token.base != NULL)
+                out_fmt(&o, " session_token");
+            if (e->surrogate_token.base != NULL)
+                out_fmt(&o, " surrogate_session_token");
+        }
+        if (e->nscopes == 0)
+            out_fmt(&o, " (no scopes: never applies)");
+        out_fmt(&o, "\n");
+    }
+    /* An earlier surrogate inside a later one is replaced first and hides the later one. */
+    for (size_t j = 0; j < n; j++) {
+        const addon_str_t *later = &r->entries[j].surrogate;
+        for (size_t i = 0; i < j; i++) {
+            const addon_str_t *earlier = &r->entries[i].surrogate;
+            if (r->entries[i].kind != ADDON_REPLACEMENTS_MASKED ||
+                r->entries[j].kind != ADDON_REPLACEMENTS_MASKED)
+                continue;
+            if (earlier->len <= later->len &&
+                memmem(later->base, later->len, earlier->base, earlier->len) != NULL)
+                out_fmt(&o,
+                        "note: entry[%zu]'s surrogate contains entry[%zu]'s, which is applied "
+                        "first (file order); list the longer surrogate first\n",
+                        j, i);
+        }
+    }
+    return o.pos;
+}
