@@ -222,20 +222,23 @@ int sig_auth_parse_header(const char *value, size_t len, sig_auth_t *out)
         v = eq + 1;
         vlen = (size_t)(value + pe - v);
         if ((size_t)(eq - (value + pb)) == 10 && memcmp(value + pb, "Credential", 10) == 0) {
-            if (have_cred++ || sig_auth_parse_credential(out->alg, v, vlen, out) != 0) {
+            if (have_cred || sig_auth_parse_credential(out->alg, v, vlen, out) != 0) {
                 return PX_EPARSE;
             }
+            have_cred = 1;
         } else if ((size_t)(eq - (value + pb)) == 13 &&
                    memcmp(value + pb, "SignedHeaders", 13) == 0) {
-            if (have_sh++ || !sig__signed_headers_ok(v, vlen)) {
+            if (have_sh || !sig__signed_headers_ok(v, vlen)) {
                 return PX_EPARSE;
             }
+            have_sh = 1;
             out->signed_headers.base = v;
             out->signed_headers.len = vlen;
         } else if ((size_t)(eq - (value + pb)) == 9 && memcmp(value + pb, "Signature", 9) == 0) {
-            if (have_sig++ || !sig__signature_ok(out->alg, v, vlen)) {
+            if (have_sig || !sig__signature_ok(out->alg, v, vlen)) {
                 return PX_EPARSE;
             }
+            have_sig = 1;
             out->signature.base = v;
             out->signature.len = vlen;
         } else {
@@ -367,9 +370,10 @@ int sig_auth_parse_query(const char *query, size_t len, sig_auth_t *out)
         if (key < 0) {
             continue;
         }
-        if (seen[key]++) {
+        if (seen[key]) {
             return PX_EPARSE;
         }
+        seen[key] = 1;
         if (key == SIG__Q_TOKEN) {
             out->has_token = 1;
             out->token_raw.base = v;

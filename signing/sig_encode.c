@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/crypto.h>
 
 #include "proxy/px_err.h"
 
@@ -225,18 +225,67 @@ int sig_sha256_hex(const void *data, size_t len, char out[SIG_SHA256_HEX_LEN])
     return rc;
 }
 
+/* HMAC-SHA256 (RFC 2104) on a caller's digest context: cheaper than HMAC(), which fetches
+ * and sets up a MAC object on every call, and the signing-key chain runs five in a row. */
+static int sig__hmac(EVP_MD_CTX *md, const EVP_MD *sha, const void *key, size_t klen,
+                     const void *data, size_t dlen, unsigned char out[SIG_SHA256_LEN])
+{
+    unsigned char k[64];
+    unsigned char pad[64];
+    unsigned char inner[SIG_SHA256_LEN];
+    size_t i;
+    int ok;
+
+    memset(k, 0, sizeof(k));
+    if (klen > sizeof(k)) {
+        if (EVP_Digest(key, klen, k, NULL, sha, NULL) != 1) {
+            return PX_ECRYPTO;
+        }
+    } else if (klen > 0) {
+        memcpy(k, key, klen);
+    }
+    for (i = 0; i < sizeof(pad); i++) {
+        pad[i] = k[i] ^ 0x36;
+    }
+    ok = EVP_DigestInit_ex(md, sha, NULL) == 1 && EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
+         EVP_DigestUpdate(md, data, dlen) == 1 && EVP_DigestFinal_ex(md, inner, NULL) == 1;
+    for (i = 0; i < sizeof(pad); i++) {
+        pad[i] = k[i] ^ 0x5c;
+    }
+    ok = ok && EVP_DigestInit_ex(md, sha, NULL) == 1 &&
+         EVP_DigestUpdate(md, pad, sizeof(pad)) == 1 &&
+         EVP_DigestUpdate(md, inner, sizeof(inner)) == 1 && EVP_DigestFinal_ex(md, out, NULL) == 1;
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(pad, sizeof(pad));
+    OPENSSL_cleanse(inner, sizeof(inner));
+    return ok ? 0 : PX_ECRYPTO;
+}
+
+int sig_hmac_chain(const sig_str_t *steps, size_t nsteps, const void *key, size_t klen,
+                   unsigned char out[SIG_SHA256_LEN])
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_MD *sha = EVP_MD_fetch(NULL, "SHA256", NULL);
+    unsigned char k[SIG_SHA256_LEN];
+    size_t i;
+    int rc = md != NULL && sha != NULL ? 0 : PX_ECRYPTO;
+
+    for (i = 0; i < nsteps && rc == 0; i++) {
+        rc = sig__hmac(md, sha, i == 0 ? key : k, i == 0 ? klen : sizeof(k), steps[i].base,
+                       steps[i].len, i + 1 == nsteps ? out : k);
+    }
+    OPENSSL_cleanse(k, sizeof(k));
+    EVP_MD_free(sha);
+    EVP_MD_CTX_free(md);
+    return rc;
+}
+
 int sig_hmac_sha256(const void *key, size_t klen, const void *data, size_t dlen,
                     unsigned char out[SIG_SHA256_LEN])
 {
-    unsigned int n = 0;
-    static const unsigned char empty[1] = {0};
+    sig_str_t step = {data, dlen};
 
-    /* HMAC() treats a NULL data pointer as "no input"; pass a real pointer for empty input. */
-    if (HMAC(EVP_sha256(), key, (int)klen, dlen > 0 ? data : empty, dlen, out, &n) == NULL ||
-        n != SIG_SHA256_LEN) {
-        return PX_ECRYPTO;
-    }
-    return 0;
+    return sig_hmac_chain(&step, 1, key, klen, out);
 }
 
 int sig_str_ieq(const char *s, size_t len, const char *lower)

@@ -64,6 +64,11 @@ int sig_sha256_hex(const void *data, size_t len, char out[SIG_SHA256_HEX_LEN]);
 int sig_hmac_sha256(const void *key, size_t klen, const void *data, size_t dlen,
                     unsigned char out[SIG_SHA256_LEN]);
 
+/* HMAC chain: k1 = HMAC(key, steps[0]), k(i+1) = HMAC(ki, steps[i]); the last goes to out.
+ * nsteps >= 1. Returns 0 or PX_ECRYPTO. */
+int sig_hmac_chain(const sig_str_t *steps, size_t nsteps, const void *key, size_t klen,
+                   unsigned char out[SIG_SHA256_LEN]);
+
 /* Case-insensitive (ASCII) equality of a byte range and a NUL-terminated lower-case name. */
 int sig_str_ieq(const char *s, size_t len, const char *lower);
 

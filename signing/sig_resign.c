@@ -16,6 +16,19 @@
 
 static const sig_str_t sig__no_token = {NULL, 0};
 
+/* Payload line of a presigned request: the caller's, X-Amz-Content-Sha256, or the default. */
+static sig_str_t sig__query_payload(const sig_auth_t *auth, const sig_opts_t *opts, unsigned flags)
+{
+    if (opts->payload_hash.base != NULL) {
+        return opts->payload_hash;
+    }
+    if (auth->content_sha256.base != NULL) {
+        return auth->content_sha256;
+    }
+    return (flags & SIG_OPT_EMPTY_PAYLOAD) ? SIG_STR(SIG_EMPTY_SHA256)
+                                           : SIG_STR(SIG_UNSIGNED_PAYLOAD);
+}
+
 /* First header named lower (case-insensitive), value trimmed; 0 or PX_ENOENT. */
 static int sig__find_header(const sig_request_t *req, const char *lower, sig_str_t *out)
 {
@@ -231,17 +244,19 @@ static int sig__rewrite_query(sig_str_t query, const sig_auth_t *auth, const sig
             if (creds->session_token.base == NULL) {
                 continue;
             }
-            if (emitted++ > 0) {
+            if (emitted > 0) {
                 sig_buf_addc(ob, '&');
             }
+            emitted++;
             sig_buf_add(ob, k, klen);
             sig_buf_addc(ob, '=');
             sig_uri_encode(ob, creds->session_token.base, creds->session_token.len, 0);
             continue;
         }
-        if (emitted++ > 0) {
+        if (emitted > 0) {
             sig_buf_addc(ob, '&');
         }
+        emitted++;
         if (sig__qkey_is(k, klen, "X-Amz-Credential")) {
             sig_buf_add(ob, k, klen);
             sig_buf_addc(ob, '=');
@@ -310,11 +325,7 @@ int sig_resign_query(const sig_request_t *req, const sig_auth_t *auth, const sig
     if (opts->flags & SIG_OPT_UNSIGNED_TOKEN) {
         c.query_flags |= SIG_QUERY_SKIP_TOKEN;
     }
-    c.payload_hash = opts->payload_hash;
-    if (c.payload_hash.base == NULL) {
-        c.payload_hash = auth->content_sha256.base != NULL ? auth->content_sha256
-                                                           : SIG_STR(SIG_UNSIGNED_PAYLOAD);
-    }
+    c.payload_hash = sig__query_payload(auth, opts, opts->flags);
     sig_buf_init(&sts, sts_stack, sizeof(sts_stack), SIG_CANON_MAX);
     rc = sig__build_sts(&c, auth, auth->amz_date, opts, &sts);
     if (rc == 0) {
@@ -334,10 +345,10 @@ int sig_resign_query(const sig_request_t *req, const sig_auth_t *auth, const sig
     return 0;
 }
 
-/* One verification attempt with the given query flags. */
+/* One verification attempt; flags are SIG_OPT_* for the presigned layout. */
 static int sig__verify_once(const sig_request_t *req, const sig_auth_t *auth,
                             const sig_creds_t *creds, const sig_opts_t *opts,
-                            const sig_names_t *names, unsigned query_flags, EVP_PKEY *key)
+                            const sig_names_t *names, unsigned flags, EVP_PKEY *key)
 {
     char sts_stack[SIG__STS_STACK];
     sig_canon_t c;
@@ -355,13 +366,13 @@ static int sig__verify_once(const sig_request_t *req, const sig_auth_t *auth,
     c.token = sig__no_token;
     c.uri_mode = opts->uri_mode;
     c.payload_hash = opts->payload_hash;
-    c.query_flags = query_flags;
     if (auth->presigned) {
         amz_date = auth->amz_date;
-        if (c.payload_hash.base == NULL) {
-            c.payload_hash = auth->content_sha256.base != NULL ? auth->content_sha256
-                                                               : SIG_STR(SIG_UNSIGNED_PAYLOAD);
+        c.query_flags = SIG_QUERY_SKIP_SIGNATURE;
+        if (flags & SIG_OPT_UNSIGNED_TOKEN) {
+            c.query_flags |= SIG_QUERY_SKIP_TOKEN;
         }
+        c.payload_hash = sig__query_payload(auth, opts, flags);
     } else {
         rc = sig__header_date(req, auth, &amz_date);
         if (rc == 0 && c.payload_hash.base == NULL &&
@@ -394,7 +405,9 @@ int sig_verify(const sig_request_t *req, const sig_auth_t *auth, const sig_creds
     static const sig_opts_t defaults = {SIG_URI_NORMALIZE, 0, {NULL, 0}, NULL, NULL};
     sig_names_t names;
     EVP_PKEY *key = creds->v4a_key;
-    unsigned qflags = 0;
+    int can_token;
+    int can_payload;
+    int attempt;
     int rc;
 
     opts = opts != NULL ? opts : &defaults;
@@ -411,18 +424,24 @@ int sig_verify(const sig_request_t *req, const sig_auth_t *auth, const sig_creds
             return rc;
         }
     }
-    if (auth->presigned) {
-        qflags = SIG_QUERY_SKIP_SIGNATURE;
-        if (opts->flags & SIG_OPT_UNSIGNED_TOKEN) {
-            qflags |= SIG_QUERY_SKIP_TOKEN;
+    /* Presigned layouts differ between signers: try the alternatives the caller left open. */
+    can_token = auth->presigned && auth->has_token && !(opts->flags & SIG_OPT_UNSIGNED_TOKEN);
+    can_payload = auth->presigned && opts->payload_hash.base == NULL &&
+                  auth->content_sha256.base == NULL && !(opts->flags & SIG_OPT_EMPTY_PAYLOAD);
+    for (attempt = 0; attempt < 4; attempt++) {
+        unsigned flags = opts->flags;
+
+        if (((attempt & 1) && !can_token) || ((attempt & 2) && !can_payload)) {
+            continue;
         }
-    }
-    rc = sig__verify_once(req, auth, creds, opts, &names, qflags, key);
-    if (rc == PX_ESIGNING && auth->presigned && auth->has_token &&
-        !(qflags & SIG_QUERY_SKIP_TOKEN)) {
-        rc = sig__verify_once(req, auth, creds, opts, &names, qflags | SIG_QUERY_SKIP_TOKEN, key);
-        if (rc == 0 && flags_out != NULL) {
-            *flags_out = SIG_OPT_UNSIGNED_TOKEN;
+        flags |= (attempt & 1) ? SIG_OPT_UNSIGNED_TOKEN : 0;
+        flags |= (attempt & 2) ? SIG_OPT_EMPTY_PAYLOAD : 0;
+        rc = sig__verify_once(req, auth, creds, opts, &names, flags, key);
+        if (rc != PX_ESIGNING) {
+            if (rc == 0 && flags_out != NULL) {
+                *flags_out = flags & (SIG_OPT_UNSIGNED_TOKEN | SIG_OPT_EMPTY_PAYLOAD);
+            }
+            break;
         }
     }
     if (key != creds->v4a_key) {

@@ -29,16 +29,20 @@ typedef struct sig_creds {
     EVP_PKEY *v4a_key; /* SigV4A key of these credentials (cache it), NULL: derived per call */
 } sig_creds_t;
 
-/* sig_opts_t.flags */
-#define SIG_OPT_UNSIGNED_TOKEN                                                                     \
-    1u /* presigned: X-Amz-Security-Token is not signed (aws-c-auth                                \
-          omit_session_token, e.g. IoT websockets); see sig_verify */
+/* sig_opts_t.flags, presigned layouts (see sig_verify for detecting them):
+ * SIG_OPT_UNSIGNED_TOKEN: X-Amz-Security-Token is not signed (aws-c-auth omit_session_token,
+ *   e.g. IoT websockets);
+ * SIG_OPT_EMPTY_PAYLOAD: the payload line is SHA-256("") instead of UNSIGNED-PAYLOAD
+ *   (aws-c-auth's default for non-S3 presigning). */
+#define SIG_OPT_UNSIGNED_TOKEN 1u
+#define SIG_OPT_EMPTY_PAYLOAD 2u
 
 typedef struct sig_opts {
     sig_uri_mode_t uri_mode; /* SIG_URI_S3 for S3 (see sig_service_is_s3), else NORMALIZE */
     unsigned flags;          /* SIG_OPT_* */
     sig_str_t payload_hash;  /* base == NULL: header form takes x-amz-content-sha256, presigned
-                                form X-Amz-Content-Sha256 or UNSIGNED-PAYLOAD */
+                                form X-Amz-Content-Sha256, else UNSIGNED-PAYLOAD (botocore,
+                                S3) or SHA-256("") with SIG_OPT_EMPTY_PAYLOAD */
     sig_buf_t *creq;         /* optional: receives the canonical request (tests, debugging) */
     sig_buf_t *sts;          /* optional: receives the string to sign */
 } sig_opts_t;
@@ -75,10 +79,10 @@ int sig_resign_query(const sig_request_t *req, const sig_auth_t *auth, const sig
                      sig_result_t *res);
 
 /* Checks the client's signature in auth against req with creds (the surrogate credentials).
- * A presigned token is tried signed, then unsigned; *flags_out (may be NULL) receives
- * SIG_OPT_UNSIGNED_TOKEN when only the unsigned layout matched, to pass on to
- * sig_resign_query(). Returns 0 when it matches, PX_ESIGNING when it does not, other codes
- * as sig_resign_header(). */
+ * Presigned layouts not pinned by opts are tried in turn (token signed, then unsigned;
+ * UNSIGNED-PAYLOAD, then SHA-256("")); *flags_out (may be NULL) receives the SIG_OPT_* bits of
+ * the layout that matched, to pass on to sig_resign_query(). Returns 0 when it matches,
+ * PX_ESIGNING when it does not, other codes as sig_resign_header(). */
 int sig_verify(const sig_request_t *req, const sig_auth_t *auth, const sig_creds_t *creds,
                const sig_opts_t *opts, unsigned *flags_out);
 

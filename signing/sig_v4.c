@@ -477,8 +477,7 @@ int sig_v4_signing_key(sig_str_t secret, sig_str_t date, sig_str_t region, sig_s
                        unsigned char key[SIG_SHA256_LEN])
 {
     unsigned char k0[4 + SIG__SECRET_MAX];
-    unsigned char k1[SIG_SHA256_LEN];
-    unsigned char k2[SIG_SHA256_LEN];
+    sig_str_t steps[4];
     int rc;
 
     if (secret.len > SIG__SECRET_MAX) {
@@ -488,19 +487,12 @@ int sig_v4_signing_key(sig_str_t secret, sig_str_t date, sig_str_t region, sig_s
     if (secret.len > 0) {
         memcpy(k0 + 4, secret.base, secret.len);
     }
-    rc = sig_hmac_sha256(k0, 4 + secret.len, date.base, date.len, k1);
-    if (rc == 0) {
-        rc = sig_hmac_sha256(k1, sizeof(k1), region.base, region.len, k2);
-    }
-    if (rc == 0) {
-        rc = sig_hmac_sha256(k2, sizeof(k2), service.base, service.len, k1);
-    }
-    if (rc == 0) {
-        rc = sig_hmac_sha256(k1, sizeof(k1), "aws4_request", 12, key);
-    }
+    steps[0] = date;
+    steps[1] = region;
+    steps[2] = service;
+    steps[3] = SIG_STR("aws4_request");
+    rc = sig_hmac_chain(steps, 4, k0, 4 + secret.len, key);
     OPENSSL_cleanse(k0, sizeof(k0));
-    OPENSSL_cleanse(k1, sizeof(k1));
-    OPENSSL_cleanse(k2, sizeof(k2));
     return rc;
 }
 

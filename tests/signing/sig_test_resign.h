@@ -87,6 +87,25 @@ TU_FN void resign(tu_req_t *req, int query, const sig_creds_t *creds, sig_uri_mo
     if (verify_rc == 0) {
         assert_int_equal(detected, flags);
     }
+    if (query && verify_rc == 0 && payload != NULL && strcmp(payload, SIG_EMPTY_SHA256) == 0) {
+        /* without a payload hash, the presigned layout (aws-c-auth's SHA-256 of the empty
+         * body instead of UNSIGNED-PAYLOAD) is detected, and re-signing with it agrees */
+        char out2[OUT_MAX];
+        size_t n2 = 0;
+        sig_result_t res2;
+
+        opts.payload_hash.base = NULL;
+        opts.payload_hash.len = 0;
+        assert_int_equal(sig_verify(&sr, auth, creds, &opts, &detected), 0);
+        assert_int_equal(detected, flags | SIG_OPT_EMPTY_PAYLOAD);
+        opts.flags = detected;
+        assert_int_equal(sig_resign_query(&sr, auth, creds, &opts, out2, sizeof(out2), &n2, &res2),
+                         0);
+        if (auth->alg == SIG_ALG_V4) { /* ECDSA output is randomized (and varies in length) */
+            assert_int_equal(n2, r->out_len);
+            assert_memory_equal(out2, r->out, n2);
+        }
+    }
 }
 
 TU_FN void body_hash(const tu_req_t *req, char hex[65])
