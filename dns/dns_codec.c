@@ -282,8 +282,8 @@ int dns_codec_answer(const uint8_t *query, size_t len, const uint8_t proxy_ip[4]
             info->kind = DNS_ANSWER_NOTIMP;
         return dns__answer_short(query, &dq, DNS__RCODE_NOTIMP, dq.qend != 0, 0, 0, out, cap);
     }
-    if (dq.qdcount != 1 || dq.qend == 0 || dq.ancount != 0 || dq.nscount != 0
-        || dns__parse_additional(query, len, &dq) != 0) {
+    if (dq.qdcount != 1 || dq.qend == 0 || dq.ancount != 0 || dq.nscount != 0 ||
+        dns__parse_additional(query, len, &dq) != 0) {
         if (info != NULL)
             info->kind = DNS_ANSWER_FORMERR;
         return dns__answer_short(query, &dq, DNS__RCODE_FORMERR, dq.qend != 0, 0, 0, out, cap);
@@ -334,8 +334,8 @@ size_t dns_codec_type_text(uint16_t qtype, char out[DNS_CODEC_TYPE_TEXT_MAX])
         uint16_t type;
         const char *name;
     } names[] = {
-        {1, "A"},     {2, "NS"},     {5, "CNAME"}, {6, "SOA"},  {12, "PTR"},
-        {15, "MX"},   {16, "TXT"},   {28, "AAAA"}, {33, "SRV"}, {64, "SVCB"},
+        {1, "A"},      {2, "NS"},    {5, "CNAME"}, {6, "SOA"},  {12, "PTR"},
+        {15, "MX"},    {16, "TXT"},  {28, "AAAA"}, {33, "SRV"}, {64, "SVCB"},
         {65, "HTTPS"}, {255, "ANY"}, {257, "CAA"},
     };
     size_t i;

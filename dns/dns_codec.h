@@ -42,8 +42,8 @@ typedef struct dns_answer_info {
     dns_answer_kind_t kind;
     int name_known;
     uint16_t qtype;
-    size_t name_len;                     /* bytes in name, NUL excluded */
-    char name[DNS_CODEC_NAME_TEXT_MAX];  /* dig-style: \DDD escapes, root is "." */
+    size_t name_len;                    /* bytes in name, NUL excluded */
+    char name[DNS_CODEC_NAME_TEXT_MAX]; /* dig-style: \DDD escapes, root is "." */
 } dns_answer_info_t;
 
 /* Builds the answer to the query query[0..len) into out (cap bytes; DNS_CODEC_ANSWER_MAX is

@@ -414,8 +414,7 @@ static void on_ares_done(void *arg, int status, int timeouts, struct ares_addrin
             if (pass == 0 && n->ai_family == AF_INET && n->ai_addr != NULL)
                 dns__req_add_addr(req, AF_INET, &((struct sockaddr_in *)n->ai_addr)->sin_addr);
             else if (pass == 1 && n->ai_family == AF_INET6 && n->ai_addr != NULL)
-                dns__req_add_addr(req, AF_INET6,
-                                  &((struct sockaddr_in6 *)n->ai_addr)->sin6_addr);
+                dns__req_add_addr(req, AF_INET6, &((struct sockaddr_in6 *)n->ai_addr)->sin6_addr);
             else
                 continue;
             if (n->ai_ttl < ttl)
@@ -449,8 +448,8 @@ static int dns__parse_literal(const char *host, size_t len, uint8_t bytes[16])
     return 0;
 }
 
-int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_cb cb,
-                void *data, dns_resolve_req_t **out)
+int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_cb cb, void *data,
+                dns_resolve_req_t **out)
 {
     struct ares_addrinfo_hints hints;
     dns_resolve_req_t *req;
@@ -635,9 +634,9 @@ int dns_resolver_create(uv_loop_t *loop, const char *server, dns_resolver_t **ou
     opts.sortlist = NULL;
     opts.nsort = 0;
     opts.resolvconf_path = resolvconf;
-    mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_NDOTS
-         | ARES_OPT_SERVERS | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB
-         | ARES_OPT_SORTLIST | ARES_OPT_RESOLVCONF | ARES_OPT_NOROTATE;
+    mask = ARES_OPT_FLAGS | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES | ARES_OPT_NDOTS |
+           ARES_OPT_SERVERS | ARES_OPT_DOMAINS | ARES_OPT_LOOKUPS | ARES_OPT_SOCK_STATE_CB |
+           ARES_OPT_SORTLIST | ARES_OPT_RESOLVCONF | ARES_OPT_NOROTATE;
     st = ares_init_options(&r->channel, &opts, mask);
     if (st != ARES_SUCCESS) {
         free(r);

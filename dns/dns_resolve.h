@@ -49,8 +49,8 @@ void dns_resolver_set_cache(dns_resolver_t *r, int enabled);
  * brackets) and puts port into every address. Borrows host. cb always fires later from the
  * loop, never inside this call, exactly once unless the request is cancelled. Returns 0 and
  * *req (valid until cb fires or dns_resolve_cancel), or a negative code (cb never fires). */
-int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_cb cb,
-                void *data, dns_resolve_req_t **req);
+int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_cb cb, void *data,
+                dns_resolve_req_t **req);
 
 /* Cancels a request whose callback has not fired yet: the callback will never fire and req
  * is invalid on return. Safe to call from any callback except on a request already done. */

@@ -61,7 +61,7 @@ struct dns_server {
     int open_handles; /* udp, tcp, reject */
     int udp_inited;
     int tcp_inited;
-    unsigned conns_alive;  /* allocated, not yet freed */
+    unsigned conns_alive; /* allocated, not yet freed */
     uint64_t tcp_timeout_ms;
     dns__conn_t *conns;
     dns_server_stats_t stats;
@@ -264,8 +264,8 @@ static void dns__conn_after_write(dns__conn_t *c)
     if (c->paused && sizeof(c->obuf) - c->olen >= 2 + DNS_CODEC_ANSWER_MAX) {
         c->paused = 0;
         dns__conn_process(c);
-        if (!c->closing && !c->paused && !c->eof
-            && uv_read_start((uv_stream_t *)&c->tcp, on_conn_alloc, on_conn_read) != 0)
+        if (!c->closing && !c->paused && !c->eof &&
+            uv_read_start((uv_stream_t *)&c->tcp, on_conn_alloc, on_conn_read) != 0)
             dns__conn_close(c);
     }
     if (!c->closing && c->eof && !c->writing && c->olen == 0)
@@ -281,6 +281,7 @@ static void on_conn_written(uv_write_t *req, int status)
         dns__conn_close(c);
         return;
     }
+    uv_timer_again(&c->timer); /* the client reads its answers: not stalled */
     dns__conn_flush(c);
     dns__conn_after_write(c);
 }
@@ -505,8 +506,8 @@ int dns_server_start(uv_loop_t *loop, const struct sockaddr *addr, const char *p
     int r;
     size_t i;
 
-    if (loop == NULL || addr == NULL || proxy_ip == NULL || out == NULL
-        || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+    if (loop == NULL || addr == NULL || proxy_ip == NULL || out == NULL ||
+        (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
         return UV_EINVAL;
     if (uv_inet_pton(AF_INET, proxy_ip, &ip) != 0)
         return UV_EINVAL;

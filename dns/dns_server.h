@@ -10,7 +10,8 @@
 
 /* Concurrent TCP clients; one more is accepted and closed at once. */
 #define DNS_SERVER_TCP_CONNS_MAX 256
-/* A TCP client that completes no query for this long is dropped (RFC 7766 §6.2.3). */
+/* A TCP client that neither completes a query nor takes an answer for this long is dropped
+ * (RFC 7766 §6.2.3). */
 #define DNS_SERVER_TCP_IDLE_MS 10000
 /* Longest query taken over TCP; a longer length prefix closes the connection. */
 #define DNS_SERVER_TCP_MSG_MAX 4096

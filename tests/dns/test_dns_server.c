@@ -99,9 +99,8 @@ static fixture_t *fixture_start_t(const char *ip, uint64_t tcp_timeout_ms)
         assert_int_equal(uv_ip6_addr(ip, 0, (struct sockaddr_in6 *)&bind_addr), 0);
     else
         assert_int_equal(uv_ip4_addr(ip, 0, (struct sockaddr_in *)&bind_addr), 0);
-    assert_int_equal(dns_server_start(&f->loop, (struct sockaddr *)&bind_addr, PROXY_IP, on_log,
-                                      f, &f->srv),
-                     0);
+    assert_int_equal(
+        dns_server_start(&f->loop, (struct sockaddr *)&bind_addr, PROXY_IP, on_log, f, &f->srv), 0);
     dns_server_set_tcp_timeout(f->srv, tcp_timeout_ms);
     assert_int_equal(dns_server_address(f->srv, &f->addr), 0);
     if (f->addr.ss_family == AF_INET)
@@ -616,7 +615,7 @@ static void test_dns_server_tcp_conn_cap(void **state)
 static void test_dns_server_tcp_slow_reader(void **state)
 {
     enum { N = 120000 }; /* 5.7 MB of answers: more than the kernel buffers (tcp_wmem 4 MB) */
-    fixture_t *f = fixture_start("127.0.0.1");
+    fixture_t *f = fixture_start_t("127.0.0.1", 10000);
     static uint8_t out[N * 40];
     uint8_t q[512];
     uint8_t ans[1024];
@@ -685,9 +684,8 @@ static void test_dns_server_start_errors(void **state)
     (void)state;
     assert_int_equal(uv_loop_init(&loop), 0);
     uv_ip4_addr("127.0.0.1", 0, &sin);
-    assert_int_equal(dns_server_start(&loop, (struct sockaddr *)&sin, "not-an-ip", NULL, NULL,
-                                      &srv),
-                     UV_EINVAL);
+    assert_int_equal(
+        dns_server_start(&loop, (struct sockaddr *)&sin, "not-an-ip", NULL, NULL, &srv), UV_EINVAL);
     assert_int_equal(dns_server_start(&loop, (struct sockaddr *)&sin, "::1", NULL, NULL, &srv),
                      UV_EINVAL);
     /* no log callback is fine */
@@ -695,8 +693,7 @@ static void test_dns_server_start_errors(void **state)
                      0);
     assert_int_equal(dns_server_address(srv, &got), 0);
     /* the same port again: in use */
-    assert_int_equal(dns_server_start(&loop, (struct sockaddr *)&got, PROXY_IP, NULL, NULL,
-                                      &srv2),
+    assert_int_equal(dns_server_start(&loop, (struct sockaddr *)&got, PROXY_IP, NULL, NULL, &srv2),
                      UV_EADDRINUSE);
     dns_server_close(srv, NULL, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -939,11 +936,11 @@ static void test_dns_resolve_literals(void **state)
 
 static void test_dns_resolve_bad_servers(void **state)
 {
-    static const char *bad[] = {"",          "foo",          "1.2.3.4:0",  "1.2.3.4:65536",
-                                "1.2.3.4:",  "1.2.3.4:53x",  "[::1",       "[::1]x",
-                                "[::1]:",    "1.2.3.4.5",    "[1.2.3.4]z", "::1:53:"};
-    static const char *good[] = {"127.0.0.1", "127.0.0.1:5353", "::1", "[::1]:53", "[::1]",
-                                 "2001:db8::53"};
+    static const char *bad[] = {"",         "foo",         "1.2.3.4:0",  "1.2.3.4:65536",
+                                "1.2.3.4:", "1.2.3.4:53x", "[::1",       "[::1]x",
+                                "[::1]:",   "1.2.3.4.5",   "[1.2.3.4]z", "::1:53:"};
+    static const char *good[] = {"127.0.0.1", "127.0.0.1:5353", "::1",
+                                 "[::1]:53",  "[::1]",          "2001:db8::53"};
     uv_loop_t loop;
     dns_resolver_t *r;
     size_t i;
@@ -1030,8 +1027,7 @@ static void fake_start(uv_loop_t *loop, fake_t *fk, int rcode)
     assert_int_equal(uv_udp_bind(&fk->udp, (struct sockaddr *)&sin, 0), 0);
     assert_int_equal(uv_udp_getsockname(&fk->udp, (struct sockaddr *)&ss, &len), 0);
     uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof(ip));
-    snprintf(fk->text, sizeof(fk->text), "%s:%u", ip,
-             ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    snprintf(fk->text, sizeof(fk->text), "%s:%u", ip, ntohs(((struct sockaddr_in *)&ss)->sin_port));
     assert_int_equal(uv_udp_recv_start(&fk->udp, on_fake_alloc, on_fake_recv), 0);
 }
 

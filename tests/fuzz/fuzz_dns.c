@@ -8,10 +8,10 @@
 #include "dns/dns_codec.h"
 #include "proxy/px_err.h"
 
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond))                                                                            \
-            abort();                                                                            \
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            abort();                                                                               \
     } while (0)
 
 static uint16_t rd16(const uint8_t *p)
@@ -31,11 +31,11 @@ static void check_answer(const uint8_t *q, size_t qlen, const uint8_t *a, size_t
 
     CHECK(n >= DNS_CODEC_HEADER_LEN && n <= DNS_CODEC_ANSWER_MAX);
     CHECK(qlen >= DNS_CODEC_HEADER_LEN);
-    CHECK(memcmp(a, q, 2) == 0);                         /* ID echoed */
-    CHECK(a[2] & 0x80);                                  /* QR */
-    CHECK((a[2] & 0x78) == (q[2] & 0x78));               /* opcode echoed */
-    CHECK((a[2] & 0x01) == (q[2] & 0x01));               /* RD echoed */
-    CHECK((a[2] & 0x06) == 0);                           /* AA, TC clear */
+    CHECK(memcmp(a, q, 2) == 0);           /* ID echoed */
+    CHECK(a[2] & 0x80);                    /* QR */
+    CHECK((a[2] & 0x78) == (q[2] & 0x78)); /* opcode echoed */
+    CHECK((a[2] & 0x01) == (q[2] & 0x01)); /* RD echoed */
+    CHECK((a[2] & 0x06) == 0);             /* AA, TC clear */
     qd = rd16(a + 4);
     an = rd16(a + 6);
     ar = rd16(a + 10);

@@ -36,7 +36,8 @@ skip() {
 }
 
 for tool in dig kdig; do
-    command -v "$tool" >/dev/null || skip "$tool not installed (apt-get install dnsutils knot-dnsutils)"
+    command -v "$tool" >/dev/null \
+        || skip "$tool not installed (apt-get install dnsutils knot-dnsutils)"
 done
 "$AIRLOCK" --help 2>&1 | grep -q -- '--listen-dns' || skip "$AIRLOCK has no 'run --listen-dns' yet"
 
