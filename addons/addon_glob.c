@@ -266,6 +266,5 @@ int addon_glob_match_icase(const char *pat, size_t plen, const char *s, size_t s
 
 int addon_glob_fnmatch(const char *pat, size_t plen, const char *s, size_t slen, int icase)
 {
-    return glob_match((const unsigned char *)pat, plen, (const unsigned char *)s, slen,
-                      icase != 0);
+    return glob_match((const unsigned char *)pat, plen, (const unsigned char *)s, slen, icase != 0);
 }

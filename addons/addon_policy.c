@@ -16,9 +16,9 @@
 #define ADDON__POLICY_HTTPS_PORT 443
 
 typedef struct addon__policy_entry {
-    addon_str_t host;     /* lowercased; a non-glob one without trailing dot or brackets */
-    addon_str_t path;     /* empty = any path */
-    int host_glob;        /* addon_glob_is_glob(host), computed once */
+    addon_str_t host; /* lowercased; a non-glob one without trailing dot or brackets */
+    addon_str_t path; /* empty = any path */
+    int host_glob;    /* addon_glob_is_glob(host), computed once */
     int path_glob;
     addon_str_t *methods; /* as written; none = any method */
     size_t nmethods;
@@ -112,13 +112,11 @@ static int policy_host(const addon_yaml_node_t *n, const char *what, addon_str_t
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c <= 0x20 || c == 0x7f)
-            return addon_yaml_errorf(n, err, errlen,
-                                     "%s: host pattern contains a space or control character",
-                                     what);
+            return addon_yaml_errorf(
+                n, err, errlen, "%s: host pattern contains a space or control character", what);
         if (c == '/')
-            return addon_yaml_errorf(n, err, errlen,
-                                     "%s: host pattern contains '/' (put the path in 'path')",
-                                     what);
+            return addon_yaml_errorf(
+                n, err, errlen, "%s: host pattern contains '/' (put the path in 'path')", what);
         if (c == ':') {
             colons++;
             last_colon = i;
@@ -135,8 +133,7 @@ static int policy_host(const addon_yaml_node_t *n, const char *what, addon_str_t
         port_suffix = s[i] >= '0' && s[i] <= '9';
     if (port_suffix)
         return addon_yaml_errorf(n, err, errlen,
-                                 "%s: host pattern contains a port (list it under 'ports')",
-                                 what);
+                                 "%s: host pattern contains a port (list it under 'ports')", what);
     size_t start = 0;
     size_t end = len;
     if (!addon_glob_is_glob(s, len)) {
@@ -166,8 +163,8 @@ static int policy_is_tchar(unsigned char c)
     return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static int policy_methods(const addon_yaml_node_t *n, const char *what,
-                          addon__policy_entry_t *e, char *err, size_t errlen)
+static int policy_methods(const addon_yaml_node_t *n, const char *what, addon__policy_entry_t *e,
+                          char *err, size_t errlen)
 {
     int rc = addon_yaml_expect(n, ADDON_YAML_SEQ, what, err, errlen);
     if (rc != 0)
@@ -303,8 +300,8 @@ static int policy_url_entry(const addon_yaml_node_t *n, size_t idx, addon__polic
         if (strcmp(s, "passthrough") == 0 && len == strlen("passthrough"))
             e->passthrough = 1;
         else if (strcmp(s, "intercept") != 0 || len != strlen("intercept"))
-            return addon_yaml_errorf(tls, err, errlen,
-                                     "%s: must be 'passthrough' or 'intercept'", sub);
+            return addon_yaml_errorf(tls, err, errlen, "%s: must be 'passthrough' or 'intercept'",
+                                     sub);
         if (e->passthrough && (e->path.len > 0 || e->nmethods > 0))
             return addon_yaml_errorf(tls, err, errlen,
                                      "%s: a passthrough entry cannot restrict 'path' or "
@@ -314,8 +311,7 @@ static int policy_url_entry(const addon_yaml_node_t *n, size_t idx, addon__polic
     return 0;
 }
 
-static int policy_domains(addon_policy_t *p, const addon_yaml_node_t *n, char *err,
-                          size_t errlen)
+static int policy_domains(addon_policy_t *p, const addon_yaml_node_t *n, char *err, size_t errlen)
 {
     int rc = addon_yaml_expect(n, ADDON_YAML_SEQ, "domains", err, errlen);
     if (rc != 0)
@@ -330,8 +326,8 @@ static int policy_domains(addon_policy_t *p, const addon_yaml_node_t *n, char *e
         char what[ADDON__POLICY_WHAT_MAX];
         snprintf(what, sizeof(what), "domains[%zu]", i);
         p->ndomains = i + 1;
-        rc = policy_host(addon_yaml_item(n, i), what, &p->domains[i].host,
-                         &p->domains[i].host_glob, err, errlen);
+        rc = policy_host(addon_yaml_item(n, i), what, &p->domains[i].host, &p->domains[i].host_glob,
+                         err, errlen);
         if (rc != 0)
             return rc;
     }
@@ -383,8 +379,7 @@ static int policy_from_root(addon_policy_t *p, const addon_yaml_node_t *root, ch
     return rc;
 }
 
-static int policy_from_doc(addon_yaml_doc_t *doc, addon_policy_t **out, char *err,
-                           size_t errlen)
+static int policy_from_doc(addon_yaml_doc_t *doc, addon_policy_t **out, char *err, size_t errlen)
 {
     addon_policy_t *p = policy_new(addon_yaml_name(doc));
     if (p == NULL) {
@@ -401,8 +396,8 @@ static int policy_from_doc(addon_yaml_doc_t *doc, addon_policy_t **out, char *er
     return 0;
 }
 
-int addon_policy_load_buffer(const char *name, const char *data, size_t len,
-                             addon_policy_t **out, char *err, size_t errlen)
+int addon_policy_load_buffer(const char *name, const char *data, size_t len, addon_policy_t **out,
+                             char *err, size_t errlen)
 {
     char dummy[1];
     if (err == NULL || errlen == 0) {
@@ -469,9 +464,10 @@ size_t addon_policy_count(const addon_policy_t *p, addon_policy_kind_t kind)
 static size_t policy_unquote(const char *src, size_t len, char *dst)
 {
     static const signed char hex[256] = {
-        ['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8,
-        ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15,
-        ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+        ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+        ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+        ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+        ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
     };
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {

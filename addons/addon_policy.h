@@ -16,14 +16,14 @@
 #define ADDON_POLICY_DEFAULT_PATH "/network-allowlist.json"
 
 /* The "message" of the 403 body when the host/path (or port) is not allowed, pre-checks too. */
-#define ADDON_POLICY_MSG_HOST_PATH                                                             \
-    "This host/path is not in the network allowlist. To request access, add the host/path "    \
+#define ADDON_POLICY_MSG_HOST_PATH                                                                 \
+    "This host/path is not in the network allowlist. To request access, add the host/path "        \
     "to the network allowlist (network-allowlist.yaml) and ask the user to approve the change."
 
 /* The same when host and path would pass but the method would not; %s is the method. */
-#define ADDON_POLICY_MSG_METHOD_FMT                                                            \
-    "Method %s is not allowed for this URL. To request access, add the method to the "        \
-    "entry's 'methods' list in the network allowlist (network-allowlist.yaml) and ask the "   \
+#define ADDON_POLICY_MSG_METHOD_FMT                                                                \
+    "Method %s is not allowed for this URL. To request access, add the method to the "             \
+    "entry's 'methods' list in the network allowlist (network-allowlist.yaml) and ask the "        \
     "user to approve the change."
 
 typedef struct addon_policy addon_policy_t;
@@ -63,22 +63,22 @@ typedef struct addon_policy_query {
 } addon_policy_query_t;
 
 typedef struct addon_policy_decision {
-    int allowed;                     /* 1 allowed, 0 blocked */
-    addon_policy_verdict_t verdict;  /* why */
-    int method_message;              /* blocked: 1 → ADDON_POLICY_MSG_METHOD_FMT, 0 → HOST_PATH */
+    int allowed;                    /* 1 allowed, 0 blocked */
+    addon_policy_verdict_t verdict; /* why */
+    int method_message; /* blocked: 1 → ADDON_POLICY_MSG_METHOD_FMT, 0 → HOST_PATH */
     addon_policy_precheck_t precheck; /* for ADDON_POLICY_BLOCK_PRECHECK */
-    addon_policy_kind_t kind;        /* the entry that allowed, or came closest when blocked */
-    size_t index;                    /* its index in domains or url_prefixes */
-    addon_str_t host_pattern;        /* its host pattern (borrowed from the policy) */
-    addon_str_t path_pattern;        /* its path pattern, empty = any (borrowed) */
-    int passthrough;                 /* allowed by an entry with tls: passthrough */
+    addon_policy_kind_t kind;         /* the entry that allowed, or came closest when blocked */
+    size_t index;                     /* its index in domains or url_prefixes */
+    addon_str_t host_pattern;         /* its host pattern (borrowed from the policy) */
+    addon_str_t path_pattern;         /* its path pattern, empty = any (borrowed) */
+    int passthrough;                  /* allowed by an entry with tls: passthrough */
 } addon_policy_decision_t;
 
 /* Parses an allowlist (YAML or JSON) from data[0..len) (borrowed); name (copied) is used in
  * messages. 0 and *out with one reference; or PX_EPARSE/PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM with
  * "name:line:col: message" in err. Empty input or an empty document is an empty policy. */
-int addon_policy_load_buffer(const char *name, const char *data, size_t len,
-                             addon_policy_t **out, char *err, size_t errlen);
+int addon_policy_load_buffer(const char *name, const char *data, size_t len, addon_policy_t **out,
+                             char *err, size_t errlen);
 
 /* Reads the allowlist file at path; as addon_policy_load_buffer, plus PX_ENOENT when the file
  * does not exist (the caller then uses addon_policy_new_empty: everything is blocked). */

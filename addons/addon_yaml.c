@@ -111,29 +111,28 @@ static void yaml_quote(const char *s, size_t len, char *out, size_t outlen)
     out[o] = '\0';
 }
 
-static int yaml_vreport(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
-                        const char *fmt, va_list ap)
+static void yaml_vreport(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
+                         const char *fmt, va_list ap)
 {
     if (err == NULL || errlen == 0)
-        return 0;
+        return;
     int n = snprintf(err, errlen, "%s:%u:%u: ", name, line, col);
-    if (n < 0 || (size_t)n >= errlen)
-        return 0;
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-    return 0;
+    if (n >= 0 && (size_t)n < errlen)
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
 }
 
-static int yaml_report(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
-                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Writes "name:line:col: message" to err and returns rc. */
+static int yaml_report(int rc, char *err, size_t errlen, const char *name, unsigned line,
+                       unsigned col, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
-static int yaml_report(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
-                       const char *fmt, ...)
+static int yaml_report(int rc, char *err, size_t errlen, const char *name, unsigned line,
+                       unsigned col, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     yaml_vreport(err, errlen, name, line, col, fmt, ap);
     va_end(ap);
-    return 0;
+    return rc;
 }
 
 static unsigned yaml_u(size_t v)
@@ -143,8 +142,7 @@ static unsigned yaml_u(size_t v)
 
 /* The 1-based line and column of byte offset off in the input (libyaml gives no mark for
  * reader errors, only an offset). */
-static void yaml_offset_pos(const char *data, size_t len, size_t off, unsigned *line,
-                            unsigned *col)
+static void yaml_offset_pos(const char *data, size_t len, size_t off, unsigned *line, unsigned *col)
 {
     size_t l = 0;
     size_t c = 0;
@@ -166,31 +164,24 @@ static int yaml_parser_failure(addon__yaml_builder_t *b, const yaml_parser_t *ps
 {
     const char *name = b->doc->name;
     const char *problem = ps->problem != NULL ? ps->problem : "unknown error";
-    if (ps->error == YAML_MEMORY_ERROR) {
-        yaml_report(b->err, b->errlen, name, 1, 1, "out of memory");
-        return PX_ENOMEM;
-    }
+    if (ps->error == YAML_MEMORY_ERROR)
+        return yaml_report(PX_ENOMEM, b->err, b->errlen, name, 1, 1, "out of memory");
     if (ps->error == YAML_READER_ERROR) {
         unsigned line;
         unsigned col;
         yaml_offset_pos(b->data, b->len, ps->problem_offset, &line, &col);
-        if (ps->problem_value != -1) {
-            yaml_report(b->err, b->errlen, name, line, col, "%s (byte 0x%02x)", problem,
-                        (unsigned)ps->problem_value & 0xFFu);
-        } else {
-            yaml_report(b->err, b->errlen, name, line, col, "%s", problem);
-        }
-        return PX_EPARSE;
+        if (ps->problem_value == -1)
+            return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col, "%s", problem);
+        return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col, "%s (byte 0x%02x)",
+                           problem, (unsigned)ps->problem_value & 0xFFu);
     }
     unsigned line = yaml_u(ps->problem_mark.line);
     unsigned col = yaml_u(ps->problem_mark.column);
-    if (ps->context != NULL) {
-        yaml_report(b->err, b->errlen, name, line, col, "%s (%s at line %u, column %u)", problem,
-                    ps->context, yaml_u(ps->context_mark.line), yaml_u(ps->context_mark.column));
-    } else {
-        yaml_report(b->err, b->errlen, name, line, col, "%s", problem);
-    }
-    return PX_EPARSE;
+    if (ps->context == NULL)
+        return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col, "%s", problem);
+    return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col,
+                       "%s (%s at line %u, column %u)", problem, ps->context,
+                       yaml_u(ps->context_mark.line), yaml_u(ps->context_mark.column));
 }
 
 static int yaml_text_is(const char *s, size_t len, const char *word)
@@ -205,9 +196,9 @@ static int yaml_is_digits(const char *s, size_t len, int base)
         return 0;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
-        int ok = base == 16 ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-                               (c >= 'A' && c <= 'F'))
-                            : (c >= '0' && c < '0' + base);
+        int ok = base == 16
+                     ? ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))
+                     : (c >= '0' && c < '0' + base);
         if (!ok)
             return 0;
     }
@@ -291,15 +282,13 @@ static addon_yaml_node_t *yaml_node_new(addon__yaml_builder_t *b, const yaml_eve
     unsigned line = yaml_u(ev->start_mark.line);
     unsigned col = yaml_u(ev->start_mark.column);
     if (b->doc->nodes >= ADDON_YAML_MAX_NODES) {
-        yaml_report(b->err, b->errlen, b->doc->name, line, col, "more than %d nodes",
-                    ADDON_YAML_MAX_NODES);
-        *rc = PX_ETOOBIG;
+        *rc = yaml_report(PX_ETOOBIG, b->err, b->errlen, b->doc->name, line, col,
+                          "more than %d nodes", ADDON_YAML_MAX_NODES);
         return NULL;
     }
     addon_yaml_node_t *n = yaml_alloc(b->doc, sizeof(*n));
     if (n == NULL) {
-        yaml_report(b->err, b->errlen, b->doc->name, line, col, "out of memory");
-        *rc = PX_ENOMEM;
+        *rc = yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, line, col, "out of memory");
         return NULL;
     }
     b->doc->nodes++;
@@ -323,8 +312,8 @@ static int yaml_emit(addon__yaml_builder_t *b, const addon_yaml_node_t *n)
         size_t cap = b->cap == 0 ? 64 : b->cap * 2;
         const addon_yaml_node_t **p = realloc(b->pending, cap * sizeof(*p));
         if (p == NULL) {
-            yaml_report(b->err, b->errlen, b->doc->name, n->line, n->col, "out of memory");
-            return PX_ENOMEM;
+            return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
+                               "out of memory");
         }
         b->pending = p;
         b->cap = cap;
@@ -356,17 +345,17 @@ static int yaml_check_map(addon__yaml_builder_t *b, const addon_yaml_node_t *map
     for (size_t i = 0; i < map->count; i++) {
         const addon_yaml_node_t *k = map->kids[2 * i];
         if (k->type == ADDON_YAML_SEQ || k->type == ADDON_YAML_MAP) {
-            yaml_report(b->err, b->errlen, b->doc->name, k->line, k->col,
-                        "mapping keys must be scalars, got %s", addon_yaml_type_name(k->type));
-            return PX_EPARSE;
+            return yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name, k->line, k->col,
+                               "mapping keys must be scalars, got %s",
+                               addon_yaml_type_name(k->type));
         }
     }
     if (map->count < 2)
         return 0;
     const addon_yaml_node_t **keys = malloc(map->count * sizeof(*keys));
     if (keys == NULL) {
-        yaml_report(b->err, b->errlen, b->doc->name, map->line, map->col, "out of memory");
-        return PX_ENOMEM;
+        return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, map->line, map->col,
+                           "out of memory");
     }
     for (size_t i = 0; i < map->count; i++)
         keys[i] = map->kids[2 * i];
@@ -378,9 +367,8 @@ static int yaml_check_map(addon__yaml_builder_t *b, const addon_yaml_node_t *map
         if (x->len == y->len && (x->len == 0 || memcmp(x->text, y->text, x->len) == 0)) {
             char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
             yaml_quote(y->text, y->len, q, sizeof(q));
-            yaml_report(b->err, b->errlen, b->doc->name, y->line, y->col,
-                        "duplicate key %s (first at line %u, column %u)", q, x->line, x->col);
-            rc = PX_EPARSE;
+            rc = yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name, y->line, y->col,
+                             "duplicate key %s (first at line %u, column %u)", q, x->line, x->col);
             break;
         }
     }
@@ -396,8 +384,8 @@ static int yaml_on_end(addon__yaml_builder_t *b)
     if (nkids > 0) {
         n->kids = yaml_alloc(b->doc, nkids * sizeof(*n->kids));
         if (n->kids == NULL) {
-            yaml_report(b->err, b->errlen, b->doc->name, n->line, n->col, "out of memory");
-            return PX_ENOMEM;
+            return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
+                               "out of memory");
         }
         memcpy(n->kids, b->pending + f->base, nkids * sizeof(*n->kids));
     }
@@ -415,9 +403,8 @@ static int yaml_bad_tag(addon__yaml_builder_t *b, const yaml_event_t *ev, const 
 {
     char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
     yaml_quote(tag, strlen(tag), q, sizeof(q));
-    yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
-                yaml_u(ev->start_mark.column), "unsupported tag %s", q);
-    return PX_EPARSE;
+    return yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                       yaml_u(ev->start_mark.column), "unsupported tag %s", q);
 }
 
 static int yaml_on_scalar(addon__yaml_builder_t *b, const yaml_event_t *ev)
@@ -440,8 +427,8 @@ static int yaml_on_scalar(addon__yaml_builder_t *b, const yaml_event_t *ev)
         return rc;
     char *copy = yaml_alloc(b->doc, len + 1);
     if (copy == NULL) {
-        yaml_report(b->err, b->errlen, b->doc->name, n->line, n->col, "out of memory");
-        return PX_ENOMEM;
+        return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
+                           "out of memory");
     }
     if (len > 0)
         memcpy(copy, text, len);
@@ -455,15 +442,14 @@ static int yaml_on_scalar(addon__yaml_builder_t *b, const yaml_event_t *ev)
 static int yaml_on_start(addon__yaml_builder_t *b, const yaml_event_t *ev, addon_yaml_type_t type)
 {
     const char *tag = (const char *)(type == ADDON_YAML_SEQ ? ev->data.sequence_start.tag
-                                                             : ev->data.mapping_start.tag);
+                                                            : ev->data.mapping_start.tag);
     const char *want = type == ADDON_YAML_SEQ ? ADDON__YAML_TAG_SEQ : ADDON__YAML_TAG_MAP;
     if (tag != NULL && strcmp(tag, want) != 0)
         return yaml_bad_tag(b, ev, tag);
     if (b->depth >= ADDON_YAML_MAX_DEPTH) {
-        yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
-                    yaml_u(ev->start_mark.column), "nested deeper than %d levels",
-                    ADDON_YAML_MAX_DEPTH);
-        return PX_ETOOBIG;
+        return yaml_report(PX_ETOOBIG, b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                           yaml_u(ev->start_mark.column), "nested deeper than %d levels",
+                           ADDON_YAML_MAX_DEPTH);
     }
     int rc = 0;
     addon_yaml_node_t *n = yaml_node_new(b, ev, type, &rc);
@@ -480,15 +466,14 @@ static int yaml_on_event(addon__yaml_builder_t *b, const yaml_event_t *ev)
     switch (ev->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (b->docs++ > 0) {
-            yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
-                        yaml_u(ev->start_mark.column), "only one document is allowed");
-            return PX_EPARSE;
+            return yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name,
+                               yaml_u(ev->start_mark.line), yaml_u(ev->start_mark.column),
+                               "only one document is allowed");
         }
         return 0;
     case YAML_ALIAS_EVENT:
-        yaml_report(b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
-                    yaml_u(ev->start_mark.column), "aliases are not supported");
-        return PX_EPARSE;
+        return yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
+                           yaml_u(ev->start_mark.column), "aliases are not supported");
     case YAML_SCALAR_EVENT:
         return yaml_on_scalar(b, ev);
     case YAML_SEQUENCE_START_EVENT:
@@ -514,8 +499,8 @@ int addon_yaml_load_buffer(const char *name, const char *data, size_t len, addon
     if (name == NULL)
         name = "<buffer>";
     if (len > ADDON_YAML_MAX_FILE) {
-        yaml_report(err, errlen, name, 1, 1, "larger than %d bytes", ADDON_YAML_MAX_FILE);
-        return PX_ETOOBIG;
+        return yaml_report(PX_ETOOBIG, err, errlen, name, 1, 1, "larger than %d bytes",
+                           ADDON_YAML_MAX_FILE);
     }
     addon_yaml_doc_t *doc = calloc(1, sizeof(*doc));
     if (doc == NULL)
@@ -796,8 +781,8 @@ int addon_yaml_expect(const addon_yaml_node_t *n, addon_yaml_type_t type, const 
     return yaml_type_error(n, addon_yaml_type_name(type), what, err, errlen);
 }
 
-int addon_yaml_get_string(const addon_yaml_node_t *n, const char *what, const char **s,
-                          size_t *len, char *err, size_t errlen)
+int addon_yaml_get_string(const addon_yaml_node_t *n, const char *what, const char **s, size_t *len,
+                          char *err, size_t errlen)
 {
     if (n->type != ADDON_YAML_STRING)
         return yaml_type_error(n, "a string", what, err, errlen);
@@ -858,16 +843,16 @@ int addon_yaml_get_int(const addon_yaml_node_t *n, const char *what, int64_t min
         return yaml_type_error(n, "an integer", what, err, errlen);
     int64_t v;
     if (yaml_parse_int(n->text, n->len, &v) != 0 || v < min || v > max) {
-        return addon_yaml_errorf(n, err, errlen,
-                                 "%s%smust be between %lld and %lld, got %.40s", what ? what : "",
-                                 what ? ": " : "", (long long)min, (long long)max, n->text);
+        return addon_yaml_errorf(n, err, errlen, "%s%smust be between %lld and %lld, got %.40s",
+                                 what ? what : "", what ? ": " : "", (long long)min, (long long)max,
+                                 n->text);
     }
     *out = v;
     return 0;
 }
 
-int addon_yaml_check_keys(const addon_yaml_node_t *n, const char *const *allowed,
-                          const char *what, char *err, size_t errlen)
+int addon_yaml_check_keys(const addon_yaml_node_t *n, const char *const *allowed, const char *what,
+                          char *err, size_t errlen)
 {
     if (n->type != ADDON_YAML_MAP)
         return yaml_type_error(n, "a mapping", what, err, errlen);

@@ -91,8 +91,8 @@ int addon_yaml_errorf(const addon_yaml_node_t *n, char *err, size_t errlen, cons
  * ..." in err. what labels the value in the message (e.g. "url_prefixes[0].host"); may be NULL. */
 int addon_yaml_expect(const addon_yaml_node_t *n, addon_yaml_type_t type, const char *what,
                       char *err, size_t errlen);
-int addon_yaml_get_string(const addon_yaml_node_t *n, const char *what, const char **s,
-                          size_t *len, char *err, size_t errlen);
+int addon_yaml_get_string(const addon_yaml_node_t *n, const char *what, const char **s, size_t *len,
+                          char *err, size_t errlen);
 int addon_yaml_get_bool(const addon_yaml_node_t *n, const char *what, int *out, char *err,
                         size_t errlen);
 /* Also fails when the integer is outside [min, max]. */
@@ -101,7 +101,7 @@ int addon_yaml_get_int(const addon_yaml_node_t *n, const char *what, int64_t min
 
 /* 0 when every key of mapping n is in allowed (a NULL-terminated list), else PX_ECONFIG with
  * "name:line:col: what: unknown key 'k' (expected a, b or c)" at the offending key. */
-int addon_yaml_check_keys(const addon_yaml_node_t *n, const char *const *allowed,
-                          const char *what, char *err, size_t errlen);
+int addon_yaml_check_keys(const addon_yaml_node_t *n, const char *const *allowed, const char *what,
+                          char *err, size_t errlen);
 
 #endif

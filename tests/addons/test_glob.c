@@ -112,10 +112,10 @@ static const glob_case_t glob_cases[] = {
     {"[a-c-e]*", "-", CS, 1}, /* '-' right after a range is literal */
     {"[a-c-e]*", "d", CS, 0},
     {"[a-c-e]*", "e", CS, 1},
-    {"[z-a]*", "m", CS, 0},   /* reversed range: empty class matches nothing */
+    {"[z-a]*", "m", CS, 0}, /* reversed range: empty class matches nothing */
     {"[z-a]*", "z", CS, 0},
-    {"[!z-a]*", "m", CS, 1},  /* negated empty class matches anything */
-    {"[z-ab]*", "b", CS, 1},  /* reversed range dropped, 'b' stays */
+    {"[!z-a]*", "m", CS, 1}, /* negated empty class matches anything */
+    {"[z-ab]*", "b", CS, 1}, /* reversed range dropped, 'b' stays */
     {"[z-ab]*", "z", CS, 0},
     {"[c-a-b]*", "-", CS, 1}, /* fnmatch: c-a dropped, then "-b" literal */
     {"[c-a-b]*", "b", CS, 1},
@@ -169,9 +169,9 @@ static const glob_case_t glob_cases[] = {
     {"*\xc3\xa9", "x\xc3\xa9", CS, 1},
     /* Invalid UTF-8: each maximal ill-formed subpart is one U+FFFD character. */
     {"/?", "/\xff", CS, 1},
-    {"/?", "/\xe2\x82", CS, 1},  /* truncated 3-byte sequence: one character */
+    {"/?", "/\xe2\x82", CS, 1}, /* truncated 3-byte sequence: one character */
     {"/??", "/\xe2\x82", CS, 0},
-    {"/??", "/\xc0\xaf", CS, 1}, /* overlong: two characters */
+    {"/??", "/\xc0\xaf", CS, 1},    /* overlong: two characters */
     {"/?", "/\xed\xa0\x80", CS, 0}, /* surrogate: three characters */
     {"/???", "/\xed\xa0\x80", CS, 1},
     {"/?/", "/\xe2\x82/", CS, 1}, /* never swallows the ASCII that follows */

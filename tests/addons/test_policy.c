@@ -31,40 +31,40 @@
 #define AL_A10 "url_prefixes:\n  - {host: example.com, path: /allowed*}\n"
 #define AL_A11 "url_prefixes:\n  - {host: api.github.com, path: /repos/myorg/myrepo*}\n"
 #define AL_A14 "domains: [example.com]\n"
-#define AL_A15                                                                                 \
+#define AL_A15                                                                                     \
     "url_prefixes:\n  - {host: storage.example.com, path: \"\"}\n  - host: blob.example.com\n"
 #define AL_A16 "url_prefixes:\n  - {host: api.github.com, path: /graphql, methods: [POST]}\n"
 #define AL_A18 "url_prefixes:\n  - {host: api.example.com, path: /data, methods: [GET, POST]}\n"
 #define AL_A19 "url_prefixes:\n  - {host: api.example.com, path: /data, methods: [get, post]}\n"
-#define AL_A20                                                                                 \
-    "url_prefixes:\n"                                                                          \
-    "  - {host: api.github.com, path: /graphql, methods: [POST]}\n"                           \
+#define AL_A20                                                                                     \
+    "url_prefixes:\n"                                                                              \
+    "  - {host: api.github.com, path: /graphql, methods: [POST]}\n"                                \
     "  - {host: api.github.com, path: /repos/org*, methods: [GET, HEAD]}\n"
-#define AL_A21                                                                                 \
-    "url_prefixes:\n"                                                                          \
-    "  - {host: api.github.com, path: /graphql, methods: [POST]}\n"                           \
+#define AL_A21                                                                                     \
+    "url_prefixes:\n"                                                                              \
+    "  - {host: api.github.com, path: /graphql, methods: [POST]}\n"                                \
     "  - {host: api.github.com, path: /repos*}\n"
-#define AL_A23                                                                                 \
-    "url_prefixes:\n"                                                                          \
-    "  - {host: \"*\", path: \"\", methods: [GET, HEAD]}\n"                                  \
-    "  - {host: api.anthropic.com, path: /v1/messages*, methods: [POST]}\n"                   \
+#define AL_A23                                                                                     \
+    "url_prefixes:\n"                                                                              \
+    "  - {host: \"*\", path: \"\", methods: [GET, HEAD]}\n"                                        \
+    "  - {host: api.anthropic.com, path: /v1/messages*, methods: [POST]}\n"                        \
     "  - {host: api.github.com, path: /graphql, methods: [POST]}\n"
-#define AL_A24                                                                                 \
-    "domains: [trusted.internal.com]\n"                                                        \
-    "url_prefixes:\n"                                                                          \
+#define AL_A24                                                                                     \
+    "domains: [trusted.internal.com]\n"                                                            \
+    "url_prefixes:\n"                                                                              \
     "  - {host: \"*\", path: \"\", methods: [GET, HEAD]}\n"
 #define AL_A25 "url_prefixes:\n  - {host: \"*\", path: /public*, methods: [GET, HEAD]}\n"
 #define AL_A27 "url_prefixes:\n  - {host: api.github.com, path: /repos/o/r*}\n"
 #define AL_PORTS "url_prefixes:\n  - {host: internal.example, path: \"\", ports: [8443]}\n"
-#define AL_DOMPORT                                                                             \
-    "domains: [internal.example]\n"                                                            \
+#define AL_DOMPORT                                                                                 \
+    "domains: [internal.example]\n"                                                                \
     "url_prefixes:\n  - {host: other.example, ports: [8443]}\n"
 #define AL_IP "domains: [\"2001:db8::1\", 10.0.0.1, \"[::1]\"]\n"
 #define AL_GLOBHOST "domains: [\"*.github.com\", api?.example.com, \"*github.io\"]\n"
-#define AL_CLASS                                                                               \
-    "url_prefixes:\n"                                                                          \
-    "  - {host: example.com, path: \"/v[12]/*\"}\n"                                          \
-    "  - {host: example.com, path: \"/w[12]\"}\n"                                             \
+#define AL_CLASS                                                                                   \
+    "url_prefixes:\n"                                                                              \
+    "  - {host: example.com, path: \"/v[12]/*\"}\n"                                                \
+    "  - {host: example.com, path: \"/w[12]\"}\n"                                                  \
     "  - {host: example.com, path: /caf?}\n"
 #define AL_PASS "url_prefixes:\n  - {host: git.example, tls: passthrough, ports: [22]}\n"
 #define AL_DOTPAT "domains: [\"example.com.\"]\n"
@@ -152,24 +152,21 @@ static const policy_case_t policy_cases[] = {
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2e%2e/%2e%2e/x"), 443, 1, B_DOTDOT,
      K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.."), 443, 1, B_TRAIL, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2E%2E"), 443, 1, B_TRAIL, K_NONE,
-     0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..%2fx"), 443, 1, B_DOTDOT, K_NONE,
-     0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.%2e/x"), 443, 1, B_DOTDOT, K_NONE,
-     0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2E%2E"), 443, 1, B_TRAIL, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..%2fx"), 443, 1, B_DOTDOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.%2e/x"), 443, 1, B_DOTDOT, K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/x?next=/../y"), 443, 1, B_DOTDOT,
      K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..hidden"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/pulls"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/./pulls"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..;/x"), 443, 1, ALLOW, K_URL, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\..\\evil"), 443, 1, B_BSLASH,
-     K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\..\\evil"), 443, 1, B_BSLASH, K_NONE,
+     0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo%5C..%5Cevil"), 443, 1, B_BSLASH,
      K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\../evil"), 443, 1, B_BSLASH,
-     K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\../evil"), 443, 1, B_BSLASH, K_NONE,
+     0},
     /* A14: pre-checks beat domains. */
     {AL_A14, "GET", "example.com", P("/a/../b"), 443, 1, B_DOTDOT, K_NONE, 0},
     {AL_A14, "GET", "example.com", P("/a/.."), 443, 1, B_TRAIL, K_NONE, 0},
@@ -275,8 +272,8 @@ static const policy_case_t policy_cases[] = {
     {AL_PASS, "GET", "git.example", P("/"), 22, 1, ALLOW, K_URL, 0},
 };
 
-static const char *const want_names[] = {"allow",  "method",    "port",   "path", "host",
-                                         "NUL",    "backslash", "/../",   "/.."};
+static const char *const want_names[] = {"allow", "method",    "port", "path", "host",
+                                         "NUL",   "backslash", "/../", "/.."};
 
 static int policy_case_result(const addon_policy_decision_t *d)
 {
@@ -351,8 +348,8 @@ static void test_policy_decisions(void **state)
         int ok = got == c->want && d.allowed == (c->want == ALLOW) &&
                  d.method_message == (c->want == B_METHOD);
         if (c->kind != K_NONE) {
-            addon_policy_kind_t k = c->kind == K_DOM ? ADDON_POLICY_DOMAINS
-                                                     : ADDON_POLICY_URL_PREFIXES;
+            addon_policy_kind_t k =
+                c->kind == K_DOM ? ADDON_POLICY_DOMAINS : ADDON_POLICY_URL_PREFIXES;
             ok = ok && d.kind == k && d.index == c->index;
         } else {
             ok = ok && d.kind == ADDON_POLICY_NONE;
@@ -523,8 +520,17 @@ static void test_policy_load_empty(void **state)
 {
     (void)state;
     static const char *const empties[] = {
-        "", "\n", "# only a comment\n", "---\n", "---\n...\n", "{}", "domains:\n",
-        "domains: ~\nurl_prefixes: null\n", "domains: []\n", "url_prefixes: []\n", "null",
+        "",
+        "\n",
+        "# only a comment\n",
+        "---\n",
+        "---\n...\n",
+        "{}",
+        "domains:\n",
+        "domains: ~\nurl_prefixes: null\n",
+        "domains: []\n",
+        "url_prefixes: []\n",
+        "null",
     };
     for (size_t i = 0; i < sizeof(empties) / sizeof(empties[0]); i++) {
         addon_policy_t *p = policy_load(empties[i]);
@@ -705,8 +711,7 @@ static const error_case_t error_cases[] = {
      "column 13)"},
     {"domains: [\"a.com\x01\"]\n", PX_EPARSE,
      "al.yaml:1:17: control characters are not allowed (byte 0x01)"},
-    {"domains: [\"\xff\"]\n", PX_EPARSE,
-     "al.yaml:1:12: invalid leading UTF-8 octet (byte 0xff)"},
+    {"domains: [\"\xff\"]\n", PX_EPARSE, "al.yaml:1:12: invalid leading UTF-8 octet (byte 0xff)"},
     {"domains:\n\t- a.com\n", PX_EPARSE,
      "al.yaml:2:1: found character that cannot start any token (while scanning for the next "
      "token at line 2, column 1)"},
@@ -721,8 +726,8 @@ static void test_policy_load_errors(void **state)
         const error_case_t *c = &error_cases[i];
         addon_policy_t *p = NULL;
         char err[ADDON_YAML_ERR_MAX];
-        int rc = addon_policy_load_buffer("al.yaml", c->text, strlen(c->text), &p, err,
-                                          sizeof(err));
+        int rc =
+            addon_policy_load_buffer("al.yaml", c->text, strlen(c->text), &p, err, sizeof(err));
         if (rc != c->rc || p != NULL || strcmp(err, c->msg) != 0) {
             print_error("case %zu: rc %d (want %d)\n  got:  %s\n  want: %s\n", i, rc, c->rc, err,
                         c->msg);
@@ -811,8 +816,8 @@ static void test_yaml_tree(void **state)
     const addon_yaml_node_t *a = addon_yaml_get(root, "a");
     assert_int_equal(addon_yaml_count(a), 9);
     static const addon_yaml_type_t types[] = {
-        ADDON_YAML_INT,  ADDON_YAML_STRING, ADDON_YAML_STRING, ADDON_YAML_BOOL,  ADDON_YAML_NULL,
-        ADDON_YAML_FLOAT, ADDON_YAML_INT,   ADDON_YAML_INT,    ADDON_YAML_STRING,
+        ADDON_YAML_INT,   ADDON_YAML_STRING, ADDON_YAML_STRING, ADDON_YAML_BOOL,   ADDON_YAML_NULL,
+        ADDON_YAML_FLOAT, ADDON_YAML_INT,    ADDON_YAML_INT,    ADDON_YAML_STRING,
     };
     for (size_t i = 0; i < 9; i++)
         assert_int_equal(addon_yaml_type(addon_yaml_item(a, i)), types[i]);
@@ -906,9 +911,9 @@ static void test_yaml_caps(void **state)
     assert_string_equal(err, "t:1:200000: more than 100000 nodes");
     free(many);
     /* Size. */
-    assert_int_equal(addon_yaml_load_buffer("t", "", (size_t)ADDON_YAML_MAX_FILE + 1, &doc, err,
-                                            sizeof(err)),
-                     PX_ETOOBIG);
+    assert_int_equal(
+        addon_yaml_load_buffer("t", "", (size_t)ADDON_YAML_MAX_FILE + 1, &doc, err, sizeof(err)),
+        PX_ETOOBIG);
     assert_string_equal(err, "t:1:1: larger than 4194304 bytes");
 }
 
@@ -954,8 +959,8 @@ static const explain_case_t explain_cases[] = {
      P("/graphql"), 8443, "blocked: port 8443 not allowed (url_prefixes[0] matches host and path)"},
     {"domains: [a.example]\n", "GET", "a.example", P("/"), 8443,
      "blocked: port 8443 not allowed (domains[0] matches host)"},
-    {"url_prefixes:\n  - {host: a.example, ports: [8443], tls: passthrough}\n", "GET",
-     "a.example", P("/"), 8443,
+    {"url_prefixes:\n  - {host: a.example, ports: [8443], tls: passthrough}\n", "GET", "a.example",
+     P("/"), 8443,
      "allowed by url_prefixes[0] (host a.example, path any, methods any, also ports 8443, tls "
      "passthrough)"},
 };
@@ -999,9 +1004,8 @@ static void test_policy_describe_truncates(void **state)
 
     p = addon_policy_new_empty("/network-allowlist.json");
     n = addon_policy_describe(p, full, sizeof(full));
-    assert_string_equal(full,
-                        "/network-allowlist.json: 0 domains, 0 url_prefixes (everything is "
-                        "blocked)\n");
+    assert_string_equal(full, "/network-allowlist.json: 0 domains, 0 url_prefixes (everything is "
+                              "blocked)\n");
     addon_policy_unref(p);
 }
 
