@@ -9,23 +9,35 @@
 #include <stddef.h>
 
 /* Hard caps. Inputs beyond them fail with PX_ETOOBIG (or PX_EPARSE for framing). */
-#define SIG_CANON_MAX (256 * 1024)  /* canonical request / canonical query text */
-#define SIG_QUERY_PARAMS_MAX 1024   /* query parameters in one request target */
-#define SIG_SIGNED_HEADERS_MAX 64   /* names in a SignedHeaders list */
-#define SIG_HEADER_NAME_MAX 128     /* one signed header name */
-#define SIG_AKID_MAX 128            /* access key id (surrogate or real) */
-#define SIG_SCOPE_MAX 256           /* credential scope date/region/service/aws4_request */
-#define SIG_AUTH_STORE_MAX 2048     /* decoded presigned parameters kept in sig_auth_t */
-#define SIG_AMZ_DATE_LEN 16         /* YYYYMMDDTHHMMSSZ */
-#define SIG_V4_SIG_LEN 64           /* hex HMAC-SHA256 */
-#define SIG_V4A_SIG_MAX 144         /* hex DER ECDSA P-256, also the chunk padding width */
-#define SIG_SIG_MAX SIG_V4A_SIG_MAX /* longest signature of either algorithm */
-#define SIG_CHUNK_MAX                                                                              \
-    (16 * 1024 * 1024)         /* largest aws-chunked chunk accepted (SDKs use <= 8 MiB) */
-#define SIG_CHUNK_LINE_MAX 256 /* one chunk header line incl. CRLF */
-#define SIG_TRAILER_MAX 4096   /* all trailer lines of an aws-chunked body */
-#define SIG_TRAILERS_MAX 16    /* trailer lines of an aws-chunked body */
-#define SIG_V4A_SIGN_TRIES 64  /* ECDSA re-tries to fit a client's chunk signature width */
+/* canonical request / canonical query text */
+#define SIG_CANON_MAX (256 * 1024)
+/* query parameters in one request target */
+#define SIG_QUERY_PARAMS_MAX 1024
+/* names in a SignedHeaders list, and the length of one name */
+#define SIG_SIGNED_HEADERS_MAX 64
+#define SIG_HEADER_NAME_MAX 128
+/* access key id (surrogate or real) and credential scope date/region/service/aws4_request */
+#define SIG_AKID_MAX 128
+#define SIG_SCOPE_MAX 256
+/* decoded presigned parameters kept in sig_auth_t */
+#define SIG_AUTH_STORE_MAX 2048
+/* X-Amz-Date: YYYYMMDDTHHMMSSZ */
+#define SIG_AMZ_DATE_LEN 16
+/* hex HMAC-SHA256; hex DER ECDSA P-256 (also the chunk signature padding width) */
+#define SIG_V4_SIG_LEN 64
+#define SIG_V4A_SIG_MAX 144
+#define SIG_SIG_MAX SIG_V4A_SIG_MAX
+/* largest aws-chunked chunk accepted (AWS SDKs use at most 8 MiB) */
+#define SIG_CHUNK_MAX (16 * 1024 * 1024)
+/* one chunk header line, CRLF included */
+#define SIG_CHUNK_LINE_MAX 256
+/* bytes and lines of the trailers of an aws-chunked body */
+#define SIG_TRAILER_MAX 4096
+#define SIG_TRAILERS_MAX 16
+/* ECDSA signing attempts to fit a client's chunk signature width, and the narrowest width
+ * worth trying (a DER signature shorter than this has odds of about 2^-16) */
+#define SIG_V4A_SIGN_TRIES 64
+#define SIG_V4A_MIN_WIDTH 136
 
 /* A non-owning byte range; no NUL terminator is assumed. Same layout as addon_str_t. */
 typedef struct sig_str {

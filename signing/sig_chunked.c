@@ -180,9 +180,10 @@ static int sig__sign(sig_chunked_t *c, const char *label, int with_empty,
         rc = sig_v4_signature(c->v4_key, sts.base, sts.len, sig);
         sig_len = SIG_V4_SIG_LEN;
     } else {
-        /* ECDSA is randomized: sign again until the DER fits the client's width. */
+        /* ECDSA is randomized: sign again until the DER fits the client's width (hopeless
+         * below SIG_V4A_MIN_WIDTH, where a fit has odds of about 2^-16 per try). */
         rc = PX_ESIGNING;
-        for (tries = 0; tries < SIG_V4A_SIGN_TRIES; tries++) {
+        for (tries = 0; tries < SIG_V4A_SIGN_TRIES && c->sig_width >= SIG_V4A_MIN_WIDTH; tries++) {
             rc = sig_v4a_sign(c->v4a_key, sts.base, sts.len, sig, sizeof(sig), &sig_len);
             if (rc != 0 || sig_len <= c->sig_width) {
                 break;
@@ -291,9 +292,8 @@ static int sig__on_chunk_line(sig_chunked_t *c)
         return sig__fail(c, rc);
     }
     if (size == 0) {
-        rc = sig__emit_chunk_header(c, SIG_EMPTY_SHA256);
         c->state = c->trailer ? SIG__ST_TRAILER_LINE : SIG__ST_FINAL_LINE;
-        return rc;
+        return sig__emit_chunk_header(c, SIG_EMPTY_SHA256);
     }
     if (size > c->data_cap) {
         char *p = malloc(size);
@@ -329,6 +329,7 @@ static int sig__on_chunk_end(sig_chunked_t *c)
         return sig__fail(c, PX_ECRYPTO);
     }
     sig_hex_encode(md, sizeof(md), hex);
+    c->state = SIG__ST_LINE;
     rc = sig__emit_chunk_header(c, hex);
     if (rc == 0) {
         rc = sig__emit(c, c->data, c->data_len);
@@ -336,7 +337,6 @@ static int sig__on_chunk_end(sig_chunked_t *c)
     if (rc == 0) {
         rc = sig__emit(c, "\r\n", 2);
     }
-    c->state = SIG__ST_LINE;
     return rc;
 }
 
