@@ -139,6 +139,8 @@ static void dns__udp_send(dns_server_t *srv, size_t n, const struct sockaddr *to
     dns__udp_send_t *s;
     int r;
 
+    if (srv->closing)
+        return; /* the log callback closed the server */
     r = uv_udp_try_send(&srv->udp, &b, 1, to);
     if (r == (int)n) {
         srv->stats.udp_answers++;
