@@ -128,35 +128,6 @@ static int repl_dup(const char *s, size_t len, int lower, addon_str_t *out)
     return 0;
 }
 
-/* addon_yaml has no way to wipe a document: the scalars live in the document's own writable
- * blocks, so they are cleansed in place before addon_yaml_free() returns the memory. */
-static void repl_wipe_node(const addon_yaml_node_t *n)
-{
-    if (n == NULL)
-        return;
-    addon_yaml_type_t t = addon_yaml_type(n);
-    if (t == ADDON_YAML_SEQ) {
-        for (size_t i = 0; i < addon_yaml_count(n); i++)
-            repl_wipe_node(addon_yaml_item(n, i));
-    } else if (t == ADDON_YAML_MAP) {
-        for (size_t i = 0; i < addon_yaml_count(n); i++) {
-            repl_wipe_node(addon_yaml_key(n, i));
-            repl_wipe_node(addon_yaml_value(n, i));
-        }
-    } else {
-        size_t len;
-        const char *s = addon_yaml_text(n, &len);
-        if (len > 0)
-            OPENSSL_cleanse((char *)s, len);
-    }
-}
-
-static void repl_doc_free(addon_yaml_doc_t *doc)
-{
-    repl_wipe_node(addon_yaml_root(doc));
-    addon_yaml_free(doc);
-}
-
 /* ---- validation ------------------------------------------------------------------------- */
 
 /* A value that goes into a request header must not be able to end it or smuggle another. */
@@ -597,11 +568,11 @@ int addon_replacements_load_buffer(const char *name, const char *data, size_t le
     }
     addon_replacements_t *r = repl_new(name);
     if (r == NULL) {
-        repl_doc_free(doc);
+        addon_yaml_free_wipe(doc);
         return repl_nomem(err, errlen);
     }
     rc = repl_from_root(r, addon_yaml_root(doc), err, errlen);
-    repl_doc_free(doc);
+    addon_yaml_free_wipe(doc);
     if (rc != 0) {
         repl_free(r);
         return rc;
