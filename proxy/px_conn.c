@@ -198,7 +198,8 @@ void px_conn_log_line(px_conn_t *c, const char *verdict, int status, const char 
     c->logged = 1;
     const char *annot = c->req != NULL ? c->req->annot : "";
     if (status < 0)
-        px_log_printf(c->eng->log, "%s %s %s -> %s", verdict, c->method, c->url, tail);
+        px_log_printf(c->eng->log, "%s %s %s -> %s", verdict, c->method, c->url,
+                      tail != NULL ? tail : "unknown error");
     else
         px_log_printf(c->eng->log, "%s %s %s -> %d%s%s", verdict, c->method, c->url, status,
                       annot, tail != NULL ? tail : "");

@@ -171,7 +171,11 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
     const px_config_t *cfg = eng->cfg;
     if (cfg->proxy_ip[0] != '\0') {
         eng->proxy_ip = cfg->proxy_ip4.s_addr;
-        snprintf(text, cap, "%s", cfg->proxy_ip);
+        size_t n = strnlen(cfg->proxy_ip, sizeof(cfg->proxy_ip));
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(text, cfg->proxy_ip, n);
+        text[n] = '\0';
         return;
     }
     const struct sockaddr_in *d = (const struct sockaddr_in *)&cfg->listen_dns.addr;
