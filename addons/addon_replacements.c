@@ -1,14 +1,10 @@
 #include "addons/addon_replacements.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <openssl/crypto.h>
 
@@ -543,6 +539,35 @@ static void repl_redact(char *err, size_t errlen)
     err[o] = '\0';
 }
 
+/* Turns a loaded document (taken; wiped and freed here) into a snapshot. */
+static int repl_from_doc(addon_yaml_doc_t *doc, addon_replacements_t **out, char *err,
+                         size_t errlen)
+{
+    addon_replacements_t *r = repl_new(addon_yaml_name(doc));
+    if (r == NULL) {
+        addon_yaml_free_wipe(doc);
+        return repl_nomem(err, errlen);
+    }
+    int rc = repl_from_root(r, addon_yaml_root(doc), err, errlen);
+    addon_yaml_free_wipe(doc);
+    if (rc != 0) {
+        repl_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+/* addon_yaml's message after the name prefix (the name is the caller's, not file text). */
+static void repl_redact_after(const char *name, char *err, size_t errlen)
+{
+    size_t nlen = strlen(name);
+    if (strncmp(err, name, nlen) == 0)
+        repl_redact(err + nlen, errlen - nlen);
+    else
+        repl_redact(err, errlen);
+}
+
 int addon_replacements_load_buffer(const char *name, const char *data, size_t len,
                                    addon_replacements_t **out, char *err, size_t errlen)
 {
@@ -558,85 +583,10 @@ int addon_replacements_load_buffer(const char *name, const char *data, size_t le
     addon_yaml_doc_t *doc;
     int rc = addon_yaml_load_buffer(name, data, len, &doc, err, errlen);
     if (rc != 0) {
-        /* Only the part after "name:" is addon_yaml's text; the name is the caller's. */
-        size_t nlen = strlen(name);
-        if (strncmp(err, name, nlen) == 0)
-            repl_redact(err + nlen, errlen - nlen);
-        else
-            repl_redact(err, errlen);
+        repl_redact_after(name, err, errlen);
         return rc;
     }
-    addon_replacements_t *r = repl_new(name);
-    if (r == NULL) {
-        addon_yaml_free_wipe(doc);
-        return repl_nomem(err, errlen);
-    }
-    rc = repl_from_root(r, addon_yaml_root(doc), err, errlen);
-    addon_yaml_free_wipe(doc);
-    if (rc != 0) {
-        repl_free(r);
-        return rc;
-    }
-    *out = r;
-    return 0;
-}
-
-/* Reads the whole file into a malloc'd buffer (so that it can be wiped after parsing). */
-static int repl_read_file(const char *path, char **buf, size_t *len, char *err, size_t errlen)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "%s: %s", path, strerror(e));
-        return e == ENOENT ? PX_ENOENT : PX_EIO;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a readable file", path);
-        close(fd);
-        return PX_EIO;
-    }
-    if (st.st_size > ADDON_YAML_MAX_FILE) {
-        snprintf(err, errlen, "%s: larger than %d bytes", path, ADDON_YAML_MAX_FILE);
-        close(fd);
-        return PX_ETOOBIG;
-    }
-    size_t cap = (size_t)st.st_size + 1;
-    char *b = malloc(cap);
-    if (b == NULL) {
-        close(fd);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return PX_ENOMEM;
-    }
-    size_t n = 0;
-    for (;;) {
-        ssize_t got = read(fd, b + n, cap - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int e = errno;
-            snprintf(err, errlen, "%s: %s", path, strerror(e));
-            OPENSSL_cleanse(b, n);
-            free(b);
-            close(fd);
-            return PX_EIO;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-        if (n == cap) {
-            /* The file grew since fstat: refuse rather than parse a torn read. */
-            snprintf(err, errlen, "%s: changed while being read", path);
-            OPENSSL_cleanse(b, n);
-            free(b);
-            close(fd);
-            return PX_EIO;
-        }
-    }
-    close(fd);
-    *buf = b;
-    *len = n;
-    return 0;
+    return repl_from_doc(doc, out, err, errlen);
 }
 
 int addon_replacements_load_file(const char *path, addon_replacements_t **out, char *err,
@@ -649,15 +599,14 @@ int addon_replacements_load_file(const char *path, addon_replacements_t **out, c
     }
     err[0] = '\0';
     *out = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = repl_read_file(path, &buf, &len, err, errlen);
-    if (rc != 0)
+    /* addon_yaml reads a regular file in one allocation and wipes it after parsing. */
+    addon_yaml_doc_t *doc;
+    int rc = addon_yaml_load_file(path, &doc, err, errlen);
+    if (rc != 0) {
+        repl_redact_after(path, err, errlen);
         return rc;
-    rc = addon_replacements_load_buffer(path, buf, len, out, err, errlen);
-    OPENSSL_cleanse(buf, len);
-    free(buf);
-    return rc;
+    }
+    return repl_from_doc(doc, out, err, errlen);
 }
 
 addon_replacements_t *addon_replacements_new_empty(const char *name)

@@ -54,7 +54,7 @@ int addon_replacements_load_buffer(const char *name, const char *data, size_t le
 
 /* Reads the file at path (the name in messages) and parses it as addon_replacements_load_buffer;
  * also PX_ENOENT when the file does not exist (the proxy then masks nothing) and PX_EIO. The
- * read buffer is wiped before it is freed. */
+ * read buffer and the parsed document are wiped before they are freed. */
 int addon_replacements_load_file(const char *path, addon_replacements_t **out, char *err,
                                  size_t errlen);
 
