@@ -1,0 +1,81 @@
+#!/bin/bash
+# Issue 2/3/4: the `airlock` command-line contract: --help/--version, usage errors (exit 2, one
+# line), the PROXY_IP/UPSTREAM_DNS environment, check, explain, ca init, and clean shutdown.
+. "$(dirname "$0")/lib.sh"
+t_enter_netns "$@"
+
+out=$("$AIRLOCK" --help); rc=$?
+t_eq "--help exits 0" "0" "$rc"
+t_contains "--help shows usage" "$out" "airlock run [options]"
+out=$("$AIRLOCK" --version)
+t_contains "--version" "$out" "airlock "
+
+usage() { # usage "description" expected-exit args...
+    local d=$1 want=$2; shift 2
+    local err; err=$(UPSTREAM_DNS=127.0.0.53 "$AIRLOCK" "$@" 2>&1 >/dev/null); local rc=$?
+    t_eq "$d: exit $want" "$want" "$rc"
+    t_eq "$d: one line" "1" "$(printf '%s\n' "$err" | wc -l)"
+}
+usage "unknown flag" 2 run --no-such-flag
+usage "bad listen address" 2 run --listen-http nonsense
+usage "bad port" 2 run --listen-dns 127.0.0.1:99999
+usage "bad CIDR" 2 run --allow-upstream-cidr 10.0.0.0/99
+usage "bad proxy ip" 2 run --proxy-ip not-an-ip
+usage "bad upstream dns" 2 run --upstream-dns dns.example
+usage "missing value" 2 run --allowlist
+usage "unknown command" 2 frobnicate
+err=$(env -u UPSTREAM_DNS "$AIRLOCK" run --listen-dns off 2>&1); rc=$?
+t_eq "missing UPSTREAM_DNS: exit 1" "1" "$rc"
+t_contains "missing UPSTREAM_DNS: says so" "$err" "UPSTREAM_DNS environment variable is required"
+
+# --- check ---
+cat > "$T_DIR/ok.yaml" <<'YAML'
+domains: [a.test]
+url_prefixes:
+  - host: api.test
+    path: /v1/*
+    methods: [GET]
+YAML
+out=$("$AIRLOCK" check --allowlist "$T_DIR/ok.yaml"); rc=$?
+t_eq "check: valid file exit 0" "0" "$rc"
+t_contains "check: summary" "$out" "1 domains, 1 url_prefixes"
+printf 'domains: [a.test]\nurl_prefixes:\n  - host: b.test\n    paht: /x\n' > "$T_DIR/bad.yaml"
+out=$("$AIRLOCK" check --allowlist "$T_DIR/bad.yaml" 2>&1); rc=$?
+t_eq "check: invalid file exit 1" "1" "$rc"
+t_contains "check: file:line:col" "$out" "bad.yaml:4:5:"
+out=$("$AIRLOCK" check --allowlist "$T_DIR/nope.yaml" 2>&1); rc=$?
+t_eq "check: missing file exit 1" "1" "$rc"
+
+# --- explain ---
+ex() { "$AIRLOCK" explain --allowlist "$T_DIR/ok.yaml" "$@"; }
+t_contains "explain: allowed by domains" "$(ex GET https://a.test/x)" "allowed"
+t_contains "explain: names the entry" "$(ex GET https://api.test/v1/users)" "url_prefixes[0]"
+t_contains "explain: method" "$(ex POST https://api.test/v1/users)" "method POST"
+t_contains "explain: pre-check" "$(ex GET 'https://a.test/x/%2e%2e/y')" "pre-check"
+t_contains "explain: unknown host" "$(ex GET https://evil.test/)" "blocked"
+t_contains "explain: port" "$(ex GET https://a.test:8443/)" "blocked"
+
+# --- ca init ---
+out=$("$AIRLOCK" ca init --confdir "$T_DIR/ca"); rc=$?
+t_eq "ca init: exit 0" "0" "$rc"
+t_contains "ca init: created" "$out" "created"
+t_eq "ca init: key file 0600" "600" "$(stat -c %a "$T_DIR/ca/mitmproxy-ca.pem")"
+t_check "ca init: cert files" test -s "$T_DIR/ca/mitmproxy-ca-cert.pem" -a -s "$T_DIR/ca/mitmproxy-ca-cert.cer"
+out=$("$AIRLOCK" ca init --confdir "$T_DIR/ca")
+t_contains "ca init: second run leaves it" "$out" "exists"
+
+# --- run with the environment, DNS answer, SIGTERM/SIGINT ---
+t_start_resolver
+for sig in TERM INT; do
+    : > "$T_DIR/net.log"
+    PROXY_IP=10.9.8.7 UPSTREAM_DNS=127.0.0.53 "$AIRLOCK" run --allowlist "$T_DIR/ok.yaml" \
+        --log "$T_DIR/net.log" --confdir "$T_DIR/ca" --listen-dns 127.0.0.1:53 \
+        --listen-http 127.0.0.1:80 --listen-https 127.0.0.1:443 2> "$T_DIR/run.err" &
+    pid=$!
+    for i in $(seq 1 100); do grep -q ready "$T_DIR/run.err" && break; sleep 0.05; done
+    t_eq "PROXY_IP from the environment answers DNS" "10.9.8.7" "$(dig +short @127.0.0.1 x.example A)"
+    kill -"$sig" "$pid"; wait "$pid"; rc=$?
+    t_eq "SIG$sig: exit 0" "0" "$rc"
+    t_check "SIG$sig: log flushed (TASK START and the DNS line)" grep -q '^DNS A x.example -> 10.9.8.7$' "$T_DIR/net.log"
+done
+t_done
