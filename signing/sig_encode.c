@@ -268,7 +268,7 @@ int sig_hmac_chain(const sig_str_t *steps, size_t nsteps, const void *key, size_
     EVP_MD *sha = EVP_MD_fetch(NULL, "SHA256", NULL);
     unsigned char k[SIG_SHA256_LEN];
     size_t i;
-    int rc = md != NULL && sha != NULL ? 0 : PX_ECRYPTO;
+    int rc = md != NULL && sha != NULL && nsteps > 0 ? 0 : PX_ECRYPTO;
 
     for (i = 0; i < nsteps && rc == 0; i++) {
         rc = sig__hmac(md, sha, i == 0 ? key : k, i == 0 ? klen : sizeof(k), steps[i].base,
