@@ -137,6 +137,8 @@ void px_head_free(px_head_t *h)
 
 static int px__append(px_head_t *h, const char *data, size_t len)
 {
+    if (len == 0)
+        return 0;
     if (len > PX_HEAD_BUF_MAX - h->len)
         return PX_ETOOBIG;
     if (h->cap - h->len < len) {
@@ -192,6 +194,8 @@ int px_head_feed(px_head_t *h, llhttp_t *p, const char *data, size_t len, const 
         return rc == PX_ETOOBIG ? PX_ETOOBIG : PX_ENOMEM;
     }
     p->data = h;
+    if (h->len == h->parsed)
+        return 0; /* nothing new (llhttp must not see a NULL buffer) */
     llhttp_errno_t err = llhttp_execute(p, h->buf + h->parsed, h->len - h->parsed);
     if (err == HPE_OK) {
         h->parsed = h->len;
