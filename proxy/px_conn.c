@@ -1558,8 +1558,8 @@ static int on_tls_cert(SSL *ssl, void *arg)
     px_engine_t *eng = c->eng;
     const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
     char ipbuf[64];
+    char norm[CA_NAME_MAX + 1];
     if (name != NULL && name[0] != '\0') {
-        char norm[CA_NAME_MAX + 1];
         if (ca_name_normalize(name, strlen(name), norm, sizeof(norm), NULL) != 0)
             return 0; /* a name no certificate can carry: fail the handshake */
         snprintf(c->sni, sizeof(c->sni), "%s", norm);

@@ -181,7 +181,12 @@ sz=$(curl -s -m 120 -o /dev/null -w '%{size_download}' "http://py.test/bytes?n=1
 rss1=$(t_rss_kb "$AIRLOCK_PID")
 t_eq "1 GiB download complete" "1073741824" "$sz"
 growth=$((rss1 - rss0))
-t_check "RSS growth during 1 GiB download under 8 MB (${growth} KiB)" test "$growth" -lt 8192
+if ldd "$AIRLOCK" 2>/dev/null | grep -q libasan; then
+    # ASan's quarantine keeps freed buffers resident: the figure means nothing there
+    t_ok "RSS growth during 1 GiB download: ${growth} KiB (not asserted under ASan)"
+else
+    t_check "RSS growth during 1 GiB download under 8 MB (${growth} KiB)" test "$growth" -lt 8192
+fi
 
 # --- SIGHUP: valid file reloads, invalid keeps the old policy ---
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
