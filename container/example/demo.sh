@@ -18,7 +18,9 @@ Try it from another shell:
   curl -s http://127.0.0.1:8080/ -H 'Host: evil.example'  # 403 JSON: not in the allowlist
   curl -s -X DELETE http://127.0.0.1:8080/ -H 'Host: api.github.com'  # 403 (path)
   curl -si http://127.0.0.1:8080/ -H 'Host: example.com'  # allowed: resolved via $UPSTREAM
-  airlock explain --allowlist $HERE/allowlist.yaml GET https://api.github.com/repos/o/r
+  curl -s --cacert $DIR/confdir/mitmproxy-ca-cert.pem --resolve evil.example:8443:127.0.0.1 \
+       https://evil.example:8443/                         # TLS intercepted, then 403 JSON
+  $BIN explain --allowlist $HERE/allowlist.yaml GET https://api.github.com/repos/o/r
   tail -f $DIR/network-sandbox.log
 
 TXT
