@@ -233,6 +233,29 @@ void px_conn_log_line(px_conn_t *c, const char *verdict, int status, const char 
 /* The client-side SSL_CTX's certificate callback (SNI → minted leaf). */
 int px_conn_tls_cert_cb(SSL *ssl, void *arg);
 
+/* Internal to the client side (px_conn.c, px_request.c, px_body.c, px_response.c). */
+void px__conn_set_state(px_conn_t *c, px_state_t st);
+void px__client_read_start(px_conn_t *c);
+void px__client_read_stop(px_conn_t *c);
+void px__process_pending(px_conn_t *c);
+void px__exchange_done(px_conn_t *c);
+void px__close_when_flushed(px_conn_t *c);
+void px__pending_add(px_conn_t *c, const char *data, size_t len);
+void px__addons_end(px_conn_t *c);
+void px__answer(px_conn_t *c, int status, const char *json, size_t json_len, int close);
+void px__answer_error(px_conn_t *c, int status, const char *error, const char *message);
+void px__bad_request(px_conn_t *c, int status, const char *reason);
+void px__addon_answer(px_conn_t *c, const addon_answer_t *ans);
+void px__after_answer(px_conn_t *c);
+void px__request_head_done(px_conn_t *c);
+void px__start_upstream(px_conn_t *c);
+int px__hop_by_hop(const px_head_t *h, px_span_t name, const char *conn_val, size_t conn_len);
+size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *took);
+void px__filter_begin(px_conn_t *c);
+void px__filter_end(px_conn_t *c);
+int px__sink_upstream(void *data, const char *buf, size_t len);
+char *px__upstream_head(px_conn_t *c, size_t *outlen);
+
 /* px_upstream.c */
 /* Starts resolve+connect (or takes a pooled connection) for c->host:c->port. */
 void px_upstream_start(px_conn_t *c);
