@@ -2,6 +2,8 @@
  * answer or hand the request to the upstream side, stream the request body, relay the
  * response, log exactly one line, then loop for keep-alive (DESIGN.md §3). */
 #include <arpa/inet.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #include "proxy/px_int.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tls.h"
+#include "proxy/px_hello.h"
 #include "ca/ca.h"
 #include "proxy/px_upstream.h"
 
@@ -271,8 +274,8 @@ static int px__sniff(px_conn_t *c, const char *data, size_t len)
 {
     c->sniffed = 1;
     int is_tls = px_tls_sniff(data, len);
-    if (c->kind == PX_LISTEN_HTTPS && !is_tls)
-        return PX_EPARSE; /* not TLS on the TLS port: close without a word */
+    if ((c->kind == PX_LISTEN_HTTPS || c->in_tunnel) && !is_tls)
+        return PX_EPARSE; /* not TLS on the TLS port or in a tunnel: close without a word */
     if (!is_tls)
         return 0;
     if (c->eng->tls_server == NULL)
@@ -298,19 +301,75 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         px__client_eof(c, (int)nread);
         return;
     }
-    if (!c->sniffed && px__sniff(c, buf->base, (size_t)nread) != 0) {
-        free(buf->base);
+    px__client_raw(c, buf->base, (size_t)nread);
+}
+
+/* Passthrough tunnel: gather the ClientHello, check its SNI against the CONNECT host, then
+ * connect upstream and relay everything unread. */
+static void px__tunnel_hello(px_conn_t *c, char *buf, size_t len)
+{
+    px_head_t *h = &c->rq;
+    if (h->len + len > PX_HELLO_MAX) {
+        free(buf);
+        px_log_printf(c->eng->log, "BLOCKED CONNECT %s:%u -> 403 (tunnel: no TLS ClientHello)",
+                      c->tunnel_host, c->tunnel_port);
+        px_conn_close(c);
+        return;
+    }
+    char *nb = realloc(h->buf, h->len + len);
+    if (nb == NULL) {
+        free(buf);
+        px_conn_close(c);
+        return;
+    }
+    h->buf = nb;
+    h->cap = h->len + len;
+    memcpy(h->buf + h->len, buf, len);
+    h->len += len;
+    free(buf);
+    char sni[PX_HOST_MAX + 2];
+    int rc = px_hello_sni((const unsigned char *)h->buf, h->len, sni, sizeof(sni));
+    if (rc == 0)
+        return;
+    char norm[PX_HOST_MAX + 1];
+    if (rc == 1)
+        px__norm_host(norm, sni, strlen(sni));
+    if (rc < 0 || strcmp(norm, c->tunnel_host) != 0) {
+        px_log_printf(c->eng->log, "BLOCKED CONNECT %s:%u -> 403 (host mismatch: connect=%s, sni=%s)",
+                      c->tunnel_host, c->tunnel_port, c->tunnel_host, rc < 0 ? "none" : norm);
+        px_conn_close(c);
+        return;
+    }
+    px__client_read_stop(c);
+    uv_timer_stop(&c->timer);
+    snprintf(c->method, sizeof(c->method), "CONNECT");
+    snprintf(c->url, sizeof(c->url), "%s:%u", c->tunnel_host, c->tunnel_port);
+    snprintf(c->host, sizeof(c->host), "%s", c->tunnel_host);
+    c->port = c->tunnel_port;
+    c->tls = 0; /* our side never speaks TLS in a passthrough tunnel */
+    px_upstream_start(c);
+}
+
+/* Bytes from the client's socket (taken): sniffed, decrypted when TLS, then handed on. */
+void px__client_raw(px_conn_t *c, char *buf, size_t len)
+{
+    if (c->state == PX_ST_TUNNEL_HELLO) {
+        px__tunnel_hello(c, buf, len);
+        return;
+    }
+    if (!c->sniffed && px__sniff(c, buf, len) != 0) {
+        free(buf);
         px_conn_close(c);
         return;
     }
     if (c->tls_state == NULL) {
         if (c->state == PX_ST_READ_HEAD)
             uv_timer_again(&c->timer);
-        px__client_data(c, buf->base, (size_t)nread, buf->base);
+        px__client_data(c, buf, len, buf);
         return;
     }
-    int rc = px_tls_feed(c->tls_state, buf->base, (size_t)nread);
-    free(buf->base);
+    int rc = px_tls_feed(c->tls_state, buf, len);
+    free(buf);
     if (rc != 0) {
         px_conn_close(c);
         return;
@@ -524,6 +583,15 @@ static int on_tls_cert(SSL *ssl, void *arg)
         snprintf(c->sni, sizeof(c->sni), "%s", norm);
         c->has_sni = 1;
         name = norm;
+        if (c->in_tunnel && strcmp(norm, c->tunnel_host) != 0) {
+            /* a tunnel to one host, a handshake for another */
+            px_log_printf(eng->log,
+                          "BLOCKED CONNECT %s:%u -> 403 (host mismatch: connect=%s, sni=%s)",
+                          c->tunnel_host, c->tunnel_port, c->tunnel_host, norm);
+            return 0;
+        }
+    } else if (c->in_tunnel) {
+        name = c->tunnel_host;
     } else {
         inet_ntop(AF_INET, &eng->proxy_ip, ipbuf, sizeof(ipbuf));
         name = ipbuf;
@@ -579,6 +647,26 @@ void px_conn_accept(px_listener_t *l)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    if (l->kind == PX_LISTEN_TRANSPARENT) {
+        /* redirected by the kernel: the port the client dialed is part of the policy */
+        uv_os_fd_t fd;
+        struct sockaddr_storage od;
+        socklen_t olen = sizeof(od);
+        int ok = uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+                 getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &od, &olen) == 0;
+        if (!ok) {
+            olen = sizeof(od);
+            ok = uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 &&
+                 getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &od, &olen) == 0;
+        }
+        if (!ok) {
+            px_diag(PX_DIAG_WARN, "transparent connection without an original destination");
+            px_conn_close(c);
+            return;
+        }
+        c->orig_port = ntohs(od.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&od)->sin6_port
+                                                      : ((struct sockaddr_in *)&od)->sin_port);
+    }
     llhttp_init(&c->req_parser, HTTP_REQUEST, &eng->req_settings);
     c->req_parser.data = &c->rq;
     px__conn_set_state(c, PX_ST_READ_HEAD);

@@ -221,7 +221,8 @@ int px_engine_run(const px_config_t *cfg)
     char ipbuf[INET6_ADDRSTRLEN];
     px__pick_proxy_ip(eng, ipbuf, sizeof(ipbuf));
 
-    if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled) {
+    if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
+        cfg->listen_transparent.enabled) {
         if (ca_load(&eng->ca, cfg->confdir, CA_CREATE, 0, err, sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
             goto fail;
@@ -269,6 +270,18 @@ int px_engine_run(const px_config_t *cfg)
     if (cfg->listen_https.enabled) {
         if (px__listen(eng, &cfg->listen_https, PX_LISTEN_HTTPS, "https", bound,
                        sizeof(bound)) != 0)
+            goto fail;
+        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
+    }
+    if (cfg->listen_proxy.enabled) {
+        if (px__listen(eng, &cfg->listen_proxy, PX_LISTEN_PROXY, "proxy", bound,
+                       sizeof(bound)) != 0)
+            goto fail;
+        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
+    }
+    if (cfg->listen_transparent.enabled) {
+        if (px__listen(eng, &cfg->listen_transparent, PX_LISTEN_TRANSPARENT, "transparent",
+                       bound, sizeof(bound)) != 0)
             goto fail;
         rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
     }

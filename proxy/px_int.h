@@ -83,6 +83,7 @@ typedef enum px_state {
     PX_ST_READ_RESPONSE,
     PX_ST_DISCARD_BODY, /* our answer went out; the request body is read and dropped */
     PX_ST_UPGRADED,
+    PX_ST_TUNNEL_HELLO, /* explicit proxy, passthrough: reading the ClientHello for its SNI */
     PX_ST_CLOSING,
 } px_state_t;
 
@@ -109,6 +110,13 @@ struct px_conn {
     int pump_again;
     int has_sni;
     char sni[PX_HOST_MAX + 1];/* normalized SNI */
+
+    /* explicit proxy (CONNECT) and transparent mode */
+    int in_tunnel;            /* inside an accepted CONNECT: TLS to the CONNECT host */
+    int passthrough;          /* the tunnel is relayed unread */
+    char tunnel_host[PX_HOST_MAX + 1]; /* normalized CONNECT host */
+    uint16_t tunnel_port;
+    uint16_t orig_port;       /* transparent: the original destination port */
 
     /* request */
     llhttp_t req_parser;
@@ -235,6 +243,11 @@ int px_conn_tls_cert_cb(SSL *ssl, void *arg);
 
 /* Internal to the client side (px_conn.c, px_request.c, px_body.c, px_response.c). */
 void px__conn_set_state(px_conn_t *c, px_state_t st);
+void px__client_raw(px_conn_t *c, char *buf, size_t len);
+void px__connect(px_conn_t *c, const char *target, size_t tlen);
+size_t px__norm_host(char *out, const char *h, size_t len);
+int px__split_authority(const char *a, size_t len, const char **host, size_t *hlen,
+                        uint16_t *port, int *bracketed);
 void px__client_read_start(px_conn_t *c);
 void px__client_read_stop(px_conn_t *c);
 void px__process_pending(px_conn_t *c);

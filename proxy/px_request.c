@@ -11,6 +11,7 @@
 #include "proxy/px_int.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_upstream.h"
+#include "addons/addon_policy.h"
 
 static void on_addon_log(void *data, const char *line, size_t len)
 {
@@ -74,7 +75,7 @@ static int px__host_char_ok(unsigned char ch)
 
 /* Splits an authority "host[:port]" / "[v6][:port]". host excludes brackets. Returns 0, or
  * PX_EPARSE. *port is 0 when absent. */
-static int px__split_authority(const char *a, size_t len, const char **host, size_t *hlen,
+int px__split_authority(const char *a, size_t len, const char **host, size_t *hlen,
                                uint16_t *port, int *bracketed)
 {
     *port = 0;
@@ -134,7 +135,7 @@ static int px__split_authority(const char *a, size_t len, const char **host, siz
 }
 
 /* Lowercases into out, drops one trailing dot. */
-static size_t px__norm_host(char *out, const char *h, size_t len)
+size_t px__norm_host(char *out, const char *h, size_t len)
 {
     if (len > 0 && h[len - 1] == '.')
         len--;
@@ -218,7 +219,10 @@ static void px__mismatch(px_conn_t *c, const char *host, size_t hlen, const char
     px_sbuf_init(&b, json, sizeof(json));
     px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
     px_sbuf_json_str(&b, host, hlen);
-    px_sbuf_printf(&b, ", \"%s\": ", strcmp(key, "sni") == 0 ? "sni" : "url_host");
+    px_sbuf_printf(&b, ", \"%s\": ",
+                   strcmp(key, "sni") == 0       ? "sni"
+                   : strcmp(key, "connect") == 0 ? "connect_host"
+                                                 : "url_host");
     px_sbuf_json_str(&b, other, olen);
     px_sbuf_adds(&b, ", \"method\": ");
     px_sbuf_json_str(&b, c->method, strlen(c->method));
@@ -288,7 +292,11 @@ void px__request_head_done(px_conn_t *c)
     const char *hv = hi >= 0 ? h->buf + h->values[hi].off : NULL;
     size_t hvlen = hi >= 0 ? h->values[hi].len : 0;
 
-    /* 2. CONNECT on 80/443 */
+    /* 2. CONNECT: a tunnel on the explicit-proxy port, refused everywhere else */
+    if (c->req_parser.method == HTTP_CONNECT && c->kind == PX_LISTEN_PROXY && !c->in_tunnel) {
+        px__connect(c, target, tlen);
+        return;
+    }
     if (c->req_parser.method == HTTP_CONNECT) {
         snprintf(c->url, sizeof(c->url), "%.*s", (int)(tlen < 512 ? tlen : 512), target);
         px_conn_log_line(c, "BLOCKED", 403, " (tunneling not allowed)");
@@ -319,6 +327,21 @@ void px__request_head_done(px_conn_t *c)
         return;
     }
     uint16_t port = hport ? hport : def_port;
+    if (c->in_tunnel) {
+        /* inside a CONNECT tunnel the Host must name the CONNECT host and port */
+        char hn[PX_HOST_MAX + 1];
+        size_t hnl = px__norm_host(hn, host, hlen);
+        if (hnl != strlen(c->tunnel_host) || memcmp(hn, c->tunnel_host, hnl) != 0 ||
+            (hport != 0 && hport != c->tunnel_port)) {
+            port = c->tunnel_port;
+            px__build_url(c, host, hlen, bracketed, port, target, tlen);
+            px__mismatch(c, host, hlen, c->tunnel_host, strlen(c->tunnel_host), "connect");
+            return;
+        }
+        port = c->tunnel_port;
+    } else if (c->orig_port != 0) {
+        port = c->orig_port; /* transparent: where the client really connected */
+    }
 
     /* request target: origin-form, absolute-form or asterisk */
     const char *path = target;
@@ -474,3 +497,62 @@ void px__start_upstream(px_conn_t *c)
     px_upstream_start(c);
 }
 
+
+/* Explicit proxy: `CONNECT host:port`. A host no entry names is refused at once; otherwise the
+ * tunnel is intercepted (TLS with a minted certificate, every request checked), or relayed
+ * unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
+void px__connect(px_conn_t *c, const char *target, size_t tlen)
+{
+    const char *host;
+    size_t hlen;
+    uint16_t port;
+    int bracketed;
+    snprintf(c->url, sizeof(c->url), "%.*s", (int)(tlen < 512 ? tlen : 512), target);
+    if (px__split_authority(target, tlen, &host, &hlen, &port, &bracketed) != 0 || port == 0) {
+        px__bad_request(c, 400, "CONNECT needs host:port");
+        return;
+    }
+    px_snapshot_unref(c->snap);
+    c->snap = px_engine_snapshot_ref(c->eng);
+    int passthrough = 0;
+    addon_str_t h = {host, hlen};
+    if (!addon_policy_has_host(c->snap->cfg.policy, h, port, 1, &passthrough)) {
+        px_conn_log_line(c, "BLOCKED", 403, NULL);
+        char json[1024];
+        px_sbuf_t b;
+        px_sbuf_init(&b, json, sizeof(json));
+        px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
+        px_sbuf_json_str(&b, target, tlen < 300 ? tlen : 300);
+        px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
+        px_sbuf_json_str(&b, ADDON_POLICY_MSG_HOST_PATH, sizeof(ADDON_POLICY_MSG_HOST_PATH) - 1);
+        px_sbuf_adds(&b, "}");
+        px__answer(c, 403, json, b.len, 1);
+        px__close_when_flushed(c);
+        return;
+    }
+    px__norm_host(c->tunnel_host, host, hlen);
+    c->tunnel_port = port;
+    c->passthrough = passthrough;
+    px_conn_log_line(c, "allowed", 200, passthrough ? " tunnel" : NULL);
+    px_conn_send(c, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+    /* what the client sent after the CONNECT head belongs to the tunnel */
+    char *early = c->pending;
+    size_t early_len = c->pending_len;
+    c->pending = NULL;
+    c->pending_len = 0;
+    c->in_tunnel = 1;
+    c->sniffed = 0;
+    c->req_keepalive = 1;
+    px__exchange_done(c); /* resets the request for what comes through the tunnel */
+    if (c->closing) {
+        free(early);
+        return;
+    }
+    if (passthrough) {
+        px_head_free(&c->rq);
+        c->sniffed = 1; /* bytes are relayed unread, never taken for our own TLS */
+        px__conn_set_state(c, PX_ST_TUNNEL_HELLO);
+    }
+    if (early != NULL)
+        px__client_raw(c, early, early_len);
+}

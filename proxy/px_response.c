@@ -97,6 +97,17 @@ char *px__upstream_head(px_conn_t *c, size_t *outlen)
 
 void px_conn_upstream_ready(px_conn_t *c)
 {
+    if (c->passthrough) {
+        /* passthrough: the ClientHello goes first, then bytes flow both ways unread */
+        px_upstream_send(c->up, c->rq.buf, c->rq.len);
+        px_head_free(&c->rq);
+        c->logged = 1;
+        px__conn_set_state(c, PX_ST_UPGRADED);
+        uv_timer_stop(&c->up->timer);
+        px_upstream_read_start(c->up);
+        px__client_read_start(c);
+        return;
+    }
     size_t n;
     char *head = px__upstream_head(c, &n);
     if (head == NULL) {
