@@ -12,8 +12,10 @@ MODE:
             trailer are signed here (HMAC-SHA256 over botocore's signing key chain; ECDSA by
             aws-c-cal through aws_crt.py, '*'-padded to 144 as aws-c-auth does)
 Sending: TLS to the URL's host through the system resolver (airlock), or to --connect IP with
-the same SNI/Host (straight to the upstream). Prints one JSON line: status, the X-Verify
-answer header, the answer body, and the sha256 of the payload sent.
+the same SNI/Host (straight to the upstream); with --direct-ca the same request is sent again
+straight to --direct-ip (aws-chunked bodies are framed again: SigV4A chunk signatures are
+randomized). Prints one JSON line: status, the X-Verify answer header, the answer body, the
+sha256 of the payload sent, and "direct" with the second answer.
 """
 import argparse
 import base64
@@ -68,11 +70,11 @@ def shift_clock(seconds):
     botocore.auth.datetime = Mod
 
 
-def send(a, method, url, headers, body_pieces):
+def send(connect, ca, method, url, headers, body_pieces):
     u = urlsplit(url)
-    ctx = ssl.create_default_context(cafile=a.ca)
+    ctx = ssl.create_default_context(cafile=ca)
     conn = http.client.HTTPSConnection(u.hostname, u.port or 443, context=ctx, timeout=120)
-    sock = socket.create_connection((a.connect or u.hostname, u.port or 443), timeout=120)
+    sock = socket.create_connection((connect or u.hostname, u.port or 443), timeout=120)
     conn.sock = ctx.wrap_socket(sock, server_hostname=u.hostname)
     target = (u.path or "/") + ("?" + u.query if u.query else "")
     conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
@@ -88,6 +90,15 @@ def send(a, method, url, headers, body_pieces):
     except ValueError:
         body = data.decode(errors="replace")
     return {"status": r.status, "verify": r.getheader("X-Verify"), "body": body}
+
+
+def send_all(a, method, url, headers, make_body):
+    """Sends the request as configured; with --direct-ca, sends the same request again straight
+    to --direct-ip (the upstream), and adds that answer as "direct"."""
+    out = send(a.connect, a.ca, method, url, headers, make_body())
+    if a.direct_ca:
+        out["direct"] = send(a.direct_ip, a.direct_ca, method, url, headers, make_body())
+    return out
 
 
 def creds(a):
@@ -115,7 +126,7 @@ def mode_botocore(a):
     if body or a.method in ("PUT", "POST"):
         headers.append(("Content-Length", str(len(body))))  # as botocore's prepare() adds it
     headers.append(("User-Agent", "airlock-test botocore"))
-    out = send(a, a.method, req.url, headers, [body] if body else [])
+    out = send_all(a, a.method, req.url, headers, lambda: [body] if body else [])
     out["sent_sha256"] = hashlib.sha256(body).hexdigest()
     return out
 
@@ -165,8 +176,8 @@ def mode_crt(a):
                      ca.AwsSignedBodyHeaderType.X_AMZ_CONTENT_SHA_256 if s3
                      else ca.AwsSignedBodyHeaderType.NONE)
     ca.aws_sign_request(req, cfg).result(10)
-    out = send(a, a.method, "https://%s%s" % (u.netloc, req.path), list(req.headers),
-               [body] if body else [])
+    out = send_all(a, a.method, "https://%s%s" % (u.netloc, req.path), list(req.headers),
+                   lambda: [body] if body else [])
     out["sent_sha256"] = hashlib.sha256(body).hexdigest()
     return out
 
@@ -230,8 +241,7 @@ def mode_chunked(a):
     hd = {k.lower(): v for k, v in headers}
     scope, seed = auth_parts(hd["authorization"])
     amz = hd["x-amz-date"]
-    sha = hashlib.sha256()
-    state = {"prev": seed, "crc": 0, "sent": 0, "n": 0}
+    state = {}
 
     def bad(sig, index):
         # --corrupt-chunk: a wrong signature on chunk index (0-based; -1: the trailer)
@@ -248,9 +258,10 @@ def mode_chunked(a):
         return b"%x;chunk-signature=%s\r\n" % (len(data), sig.encode()) + data + b"\r\n"
 
     def pieces():
+        state.update(prev=seed, crc=0, sent=0, n=0, sha=hashlib.sha256())
         buf = bytearray()
         for d in payload_bytes(size):
-            sha.update(d)
+            state["sha"].update(d)
             state["crc"] = zlib.crc32(d, state["crc"])
             buf += d
             while len(buf) >= cs:
@@ -274,10 +285,11 @@ def mode_chunked(a):
         state["sent"] += len(last)
         yield last
 
-    out = send(a, a.method, a.url, headers + [("User-Agent", "airlock-test chunked")], pieces())
+    out = send_all(a, a.method, a.url, headers + [("User-Agent", "airlock-test chunked")],
+                   pieces)
     if state["sent"] != enc:
         raise SystemExit("encoded length %d != Content-Length %d" % (state["sent"], enc))
-    out["sent_sha256"] = sha.hexdigest()
+    out["sent_sha256"] = state["sha"].hexdigest()
     return out
 
 
@@ -303,6 +315,8 @@ def main():
     ap.add_argument("--corrupt-chunk", type=int, default=None)
     ap.add_argument("--connect", help="connect to this IP instead of resolving the host")
     ap.add_argument("--ca", default=os.environ.get("AWS_CA_BUNDLE"))
+    ap.add_argument("--direct-ca", help="also send the same request straight to --direct-ip")
+    ap.add_argument("--direct-ip", default="127.0.0.3")
     a = ap.parse_args()
     out = {"botocore": mode_botocore, "presign": mode_presign, "crt": mode_crt,
            "chunked": mode_chunked}[a.mode](a)
