@@ -115,7 +115,7 @@ t_contains "no UPSTREAM_DNS: says so" "$out" "UPSTREAM_DNS"
 
 # The agent image: curl, getent and dash with their shared libraries and the loader.
 mkdir -p "$T_DIR/client/root"
-for bin in /usr/bin/curl /usr/bin/getent /bin/dash; do
+for bin in /usr/bin/curl /usr/bin/getent /bin/dash /bin/sleep; do
     for f in "$bin" $(ldd "$bin" | awk '/=> \// { print $3 } /^\t\// { print $1 }'); do
         mkdir -p "$T_DIR/client/root$(dirname "$f")"
         cp -L "$f" "$T_DIR/client/root$f"
@@ -313,6 +313,13 @@ if [ $(($(date +%s) - t0)) -le 7 ]; then t_ok "within the health budget"
 else t_fail "took $(($(date +%s) - t0)) s"; fi
 t_eq "nothing left behind" "" "$(podman ps -a --format '{{.Names}}' | grep "^$P-proxy-")\
 $(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
+out=$("$SANDBOX" start pa --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" \
+    --proxy-arg --listen-https --proxy-arg off 2>&1)
+t_eq "--proxy-arg reaches airlock run (HTTPS off: never healthy)" 1 "$?"
+t_contains "--proxy-arg: the health check names the listener" "$out" \
+    "https 127.0.0.1:443: connect: Connection refused"
+t_eq "--proxy-arg: nothing left behind" "" \
+    "$(podman ps -a --format '{{.Names}}' | grep "^$P-proxy-")"
 out=$("$SANDBOX" start x 2>&1)
 t_eq "start without --allowlist: usage error" 2 "$?"
 out=$("$SANDBOX" start 'a/b' --allowlist "$T_DIR/allow.yaml" 2>&1)
@@ -335,6 +342,27 @@ out=$("$SANDBOX" run r3 --allowlist "$T_DIR/bad.yaml" --upstream-dns "$GW" -- "$
     curl -s https://nginx.test/ 2>&1)
 t_eq "run: a sandbox that cannot start exits 125" "125" "$?"
 t_eq "run: nothing left behind" "" "$(podman ps -a --format '{{.Names}}' | grep "^$P-")\
+$(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
+
+# shellcheck disable=SC2016 # $x is for the agent's shell
+out=$(echo "from the host" | "$SANDBOX" run r5 --allowlist "$T_DIR/allow.yaml" \
+    --upstream-dns "$GW" --client-arg -i -- "$CLIENT" dash -c 'read -r x; echo "got: $x"' 2>&1)
+t_eq "run: the agent reads our stdin (--client-arg -i)" "got: from the host" "$out"
+"$SANDBOX" run r4 --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" --client-arg --init \
+    -- "$CLIENT" sleep 300 > "$T_DIR/r4.out" 2>&1 &
+rpid=$!
+for _ in $(seq 1 100); do
+    [ "$(podman ps --filter "network=$P-conv-r4" --format '{{.Names}}' | wc -l)" -ge 2 ] && break
+    sleep 0.1
+done
+t0=$(date +%s)
+kill -TERM "$rpid"
+wait "$rpid"
+rc=$?
+t_eq "run: SIGTERM ends the agent and the sandbox (exit 143)" 143 "$rc"
+if [ $(($(date +%s) - t0)) -le 8 ]; then t_ok "run: SIGTERM handled in $(($(date +%s) - t0)) s"
+else t_fail "run: SIGTERM took $(($(date +%s) - t0)) s"; fi
+t_eq "run: nothing left after SIGTERM" "" "$(podman ps -a --format '{{.Names}}')\
 $(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
 
 # ---- teardown -----------------------------------------------------------------------------
