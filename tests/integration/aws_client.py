@@ -95,7 +95,10 @@ def send(connect, ca, method, url, headers, body_pieces):
 def send_all(a, method, url, headers, make_body):
     """Sends the request as configured; with --direct-ca, sends the same request again straight
     to --direct-ip (the upstream), and adds that answer as "direct"."""
-    out = send(a.connect, a.ca, method, url, headers, make_body())
+    try:
+        out = send(a.connect, a.ca, method, url, headers, make_body())
+    except (OSError, http.client.HTTPException) as e:
+        return {"status": 0, "verify": None, "error": type(e).__name__}
     if a.direct_ca:
         out["direct"] = send(a.direct_ip, a.direct_ca, method, url, headers, make_body())
     return out
@@ -253,9 +256,12 @@ def mode_chunked(a):
         sts = "\n".join([label + "-PAYLOAD", amz, scope, state["prev"], EMPTY_SHA256,
                          hashlib.sha256(data).hexdigest()])
         sig = bad(sign(sts), state["n"])
+        size = b"%x" % len(data)
+        if a.corrupt_frame == state["n"]:
+            size = b"z" * len(size)  # --corrupt-frame: not a chunk size
         state["n"] += 1
         state["prev"] = sig.rstrip("*")
-        return b"%x;chunk-signature=%s\r\n" % (len(data), sig.encode()) + data + b"\r\n"
+        return size + b";chunk-signature=%s\r\n" % sig.encode() + data + b"\r\n"
 
     def pieces():
         state.update(prev=seed, crc=0, sent=0, n=0, sha=hashlib.sha256())
@@ -287,7 +293,7 @@ def mode_chunked(a):
 
     out = send_all(a, a.method, a.url, headers + [("User-Agent", "airlock-test chunked")],
                    pieces)
-    if state["sent"] != enc:
+    if out["status"] and state["sent"] != enc:
         raise SystemExit("encoded length %d != Content-Length %d" % (state["sent"], enc))
     out["sent_sha256"] = state["sha"].hexdigest()
     return out
@@ -313,6 +319,7 @@ def main():
     ap.add_argument("--expires", type=int, default=300)
     ap.add_argument("--presign", action="store_true")
     ap.add_argument("--corrupt-chunk", type=int, default=None)
+    ap.add_argument("--corrupt-frame", type=int, default=None)
     ap.add_argument("--connect", help="connect to this IP instead of resolving the host")
     ap.add_argument("--ca", default=os.environ.get("AWS_CA_BUNDLE"))
     ap.add_argument("--direct-ca", help="also send the same request straight to --direct-ip")

@@ -174,6 +174,15 @@ for alg in v4 v4a; do
     t_eq "control: $alg chunked, bad trailer signature, refused" "trailer signature" \
         "$(jf "$out" 'd["verify"]')"
 done
+# broken framing in the middle of a re-signed body: airlock aborts, nothing half-signed goes on
+out=$(cl chunked --alg v4 --method PUT --url "https://s3.test/$BUCKET/badframe" --body-size 2000000 \
+      --corrupt-frame 5 "${S1[@]}" --ca "$CA")
+t_eq "aws-chunked with broken framing: connection aborted" 0 "$(jf "$out" 'd["status"]')"
+grep -q "^ERROR PUT https://s3.test/$BUCKET/badframe -> .*aborted" "$T_DIR/net.log"
+t_check "aws-chunked with broken framing: ERROR line" test $? -eq 0
+sleep 0.2
+t_eq "aws-chunked with broken framing: upstream saw no complete request" "" \
+    "$(grep '/badframe' "$VLOG" | grep '"verdict": "ok"')"
 out=$(cl chunked --alg v4 --method PUT --url "https://s3.test/$BUCKET/chunked-s2" --body-size 300000 \
       --trailer "${S2[@]}" --ca "$CA")
 t_eq "aws-chunked with a session token" ok "$(jf "$out" 'd["verify"]')"
