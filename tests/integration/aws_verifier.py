@@ -211,8 +211,14 @@ class Verifier:
         if auth.alg == V4A:
             if not auth.region_set or (not auth.presigned and "x-amz-region-set" not in names):
                 raise Reject("AuthorizationHeaderMalformed", "SigV4A without a signed region set")
-        if service in S3_SERVICES and not auth.presigned and "x-amz-content-sha256" not in names:
-            raise Reject("AuthorizationHeaderMalformed", "x-amz-content-sha256 is not signed")
+        if service in S3_SERVICES and not auth.presigned:
+            if "x-amz-content-sha256" not in names:
+                raise Reject("AuthorizationHeaderMalformed", "x-amz-content-sha256 is not signed")
+            # S3: "There were headers present in the request which were not signed"
+            unsigned = sorted({k.lower() for k, _ in rx.headers if k.lower().startswith("x-amz-")}
+                              - set(names))
+            if unsigned:
+                raise Reject("AccessDenied", "unsigned x-amz-* headers: " + ",".join(unsigned))
         signed_map = HTTPHeaders()
         for n in names:
             values = rx.all(n)
