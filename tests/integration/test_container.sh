@@ -158,6 +158,7 @@ t_start_nginx "
         listen $GW:443 ssl;
         ssl_certificate $T_DIR/up.pem; ssl_certificate_key $T_DIR/up.key;
         root $T_DIR/www;
+        location /auth { return 200 \"auth=\$http_authorization\\n\"; }
 " || exit 1
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
@@ -168,11 +169,16 @@ url_prefixes:
     methods: [GET]
 YAML
 
+cat > "$T_DIR/repl.json" <<'JSON'
+{"surrogate-token-1": {"value": "real-secret-1", "scopes": ["nginx.test"],
+                       "headers": ["Authorization"]}}
+JSON
+
 # ---- start --------------------------------------------------------------------------------
 LOG=$T_DIR/c1.log
 t0=$(date +%s%N)
 IP1=$("$SANDBOX" start c1 --allowlist "$T_DIR/allow.yaml" --log "$LOG" --upstream-dns "$GW" \
-    --upstream-ca "$T_DIR/upca.pem" 2> "$T_DIR/start.err")
+    --upstream-ca "$T_DIR/upca.pem" --replacements "$T_DIR/repl.json" 2> "$T_DIR/start.err")
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 t_eq "start c1" "0|" "$rc|$(cat "$T_DIR/start.err")"
@@ -196,6 +202,9 @@ client() { podman run --rm "${CARGS[@]}" "$CLIENT" "$@" 2>&1; }
 out=$(client curl -s -m 10 -w ' %{http_code}' https://nginx.test/)
 t_eq "agent: allowed HTTPS host answers 200 through the proxy" "hello from upstream
  200" "$out"
+out=$(client curl -s -m 10 -H 'Authorization: Bearer surrogate-token-1' https://nginx.test/auth)
+t_eq "agent: /replacements.json is mounted (the upstream gets the real secret)" \
+    "auth=Bearer real-secret-1" "$out"
 out=$(client curl -s -m 10 -w ' %{http_code}' http://nginx.test/)
 t_eq "agent: allowed plain HTTP" "hello from upstream
  200" "$out"
@@ -233,6 +242,8 @@ t_check "log: blocked" grep -qx 'BLOCKED GET https://evil.test/exfil?k=v -> 403'
 t_check "log: blocked method" grep -qx 'BLOCKED POST https://api.test/v1/x -> 403' "$LOG"
 t_check "log: DNS" grep -qx 'DNS A some-random-name.example.org -> 10.199.1.100' "$LOG"
 t_check "log: task start" grep -q '^=== TASK START ' "$LOG"
+if grep -q real-secret "$LOG"; then t_fail "the real secret is in the log"
+else t_ok "the real secret is not in the log"; fi
 if grep -q 198.51.100.1 "$LOG"; then t_fail "the external IP reached the proxy"
 else t_ok "the external IP never reached the proxy"; fi
 
@@ -320,6 +331,14 @@ t_contains "--proxy-arg: the health check names the listener" "$out" \
     "https 127.0.0.1:443: connect: Connection refused"
 t_eq "--proxy-arg: nothing left behind" "" \
     "$(podman ps -a --format '{{.Names}}' | grep "^$P-proxy-")"
+out=$("$SANDBOX" start nodns --allowlist "$T_DIR/allow.yaml" 2>&1)
+t_eq "no upstream DNS (resolv.conf here names loopback only): exit 1" 1 "$?"
+t_contains "no upstream DNS: says so" "$out" "pass --upstream-dns"
+AIRLOCK_UPSTREAM_DNS=$GW "$SANDBOX" start envdns --allowlist "$T_DIR/allow.yaml" >/dev/null 2>&1
+t_eq "AIRLOCK_UPSTREAM_DNS reaches the proxy" "UPSTREAM_DNS=$GW" \
+    "$(podman container inspect -f '{{range .Config.Env}}{{println .}}{{end}}' \
+        "$P-proxy-envdns" 2>&1 | grep '^UPSTREAM_DNS=')"
+"$SANDBOX" stop envdns
 out=$("$SANDBOX" start x 2>&1)
 t_eq "start without --allowlist: usage error" 2 "$?"
 out=$("$SANDBOX" start 'a/b' --allowlist "$T_DIR/allow.yaml" 2>&1)
