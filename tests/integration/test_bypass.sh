@@ -40,7 +40,12 @@ for side in ok:127.0.0.3 evil:127.0.0.4; do
     T_PIDS+=($!)
     t_wait_port "${side#*:}" 8443 || exit 1
 done
-: > "$T_DIR/ok.conns"; : > "$T_DIR/ok.reqs"; : > "$T_DIR/evil.conns"  # the port probes
+# forget the port probes, once they are logged (the upstream logs from its accept thread)
+for i in $(seq 1 40); do
+    grep -q '^8443 ' "$T_DIR/ok.conns" && grep -q '^8443 ' "$T_DIR/evil.conns" && break
+    sleep 0.05
+done
+: > "$T_DIR/ok.conns"; : > "$T_DIR/ok.reqs"; : > "$T_DIR/evil.conns"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
     --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
