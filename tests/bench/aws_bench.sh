@@ -90,7 +90,7 @@ t_wait_port 127.0.0.2 443 || exit 1
 taskset -c "$PROXY_CPU" true || exit 1
 t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
     --upstream-ca "$T_DIR/upca.pem" || exit 1
-taskset -p -c "$PROXY_CPU" "$AIRLOCK_PID" > /dev/null
+taskset -a -p -c "$PROXY_CPU" "$AIRLOCK_PID" > /dev/null  # all threads (the log writer too)
 
 # wrk script for one variant: the request is signed now (fresh X-Amz-Date) and replayed.
 make_lua() { # make_lua VARIANT OUT.lua
