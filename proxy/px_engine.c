@@ -70,6 +70,14 @@ static void px__engine_stop(px_engine_t *eng)
     uv_close((uv_handle_t *)&eng->sig_term, NULL);
     uv_close((uv_handle_t *)&eng->sig_int, NULL);
     uv_close((uv_handle_t *)&eng->sig_hup, NULL);
+    uv_check_stop(&eng->log_kick);
+    uv_close((uv_handle_t *)&eng->log_kick, NULL);
+}
+
+static void on_log_kick(uv_check_t *h)
+{
+    px_engine_t *eng = h->data;
+    px_log_kick(eng->log);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -292,6 +300,11 @@ int px_engine_run(const px_config_t *cfg)
     uv_signal_start(&eng->sig_term, on_signal, SIGTERM);
     uv_signal_start(&eng->sig_int, on_signal, SIGINT);
     uv_signal_start(&eng->sig_hup, on_signal, SIGHUP);
+    uv_check_init(eng->loop, &eng->log_kick);
+    eng->log_kick.data = eng;
+    uv_check_start(&eng->log_kick, on_log_kick);
+    uv_unref((uv_handle_t *)&eng->log_kick);
+    px_log_set_batched(eng->log, 1);
 
     {
         time_t now = time(NULL);

@@ -19,8 +19,8 @@
 #define PX_HEAD_BUF_MAX (PX_HEAD_MAX + PX_READ_BUF) /* head bytes plus what came with them */
 #define PX_WQ_HIGH (1024 * 1024)     /* stop reading the other side above this queue */
 #define PX_WQ_LOW (256 * 1024)       /* resume below this */
-#define PX_POOL_IDLE_MAX 256         /* idle upstream connections kept in all */
-#define PX_POOL_PER_KEY_MAX 16       /* idle upstream connections per host:port:scheme */
+#define PX_POOL_IDLE_MAX 1024        /* idle upstream connections kept in all */
+#define PX_POOL_PER_KEY_MAX 256      /* idle upstream connections per host:port:scheme */
 #define PX_POOL_IDLE_MS (60 * 1000)  /* an idle upstream connection is closed after this */
 #define PX_POOL_BUCKETS 64
 #define PX_HOST_MAX 255              /* a host name */
@@ -197,6 +197,7 @@ struct px_engine {
     px_listener_t listeners[4];
     int nlisteners;
     uv_signal_t sig_term, sig_int, sig_hup;
+    uv_check_t log_kick;           /* hands the loop turn's log lines to the writer */
     dns_server_t *dns;
     dns_resolver_t *resolver;
     px_pool_t pool;

@@ -31,6 +31,8 @@ struct px_log {
     px__logbuf_t pending;
     px__logbuf_t writing;
     int busy;              /* the writer holds a batch */
+    int waiting;           /* the writer sleeps on `wake` */
+    int batched;           /* wake the writer from px_log_kick() only (once per loop turn) */
     int stop;
     unsigned long lost;
     int reported;
@@ -100,8 +102,11 @@ static void *px__writer_main(void *arg)
     px_log_t *log = arg;
     pthread_mutex_lock(&log->mu);
     for (;;) {
-        while (log->pending.len == 0 && !log->stop)
+        while (log->pending.len == 0 && !log->stop) {
+            log->waiting = 1;
             pthread_cond_wait(&log->wake, &log->mu);
+            log->waiting = 0;
+        }
         if (log->pending.len == 0 && log->stop)
             break;
         px__logbuf_t tmp = log->writing;
@@ -203,7 +208,10 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
     }
     dst[off++] = '\n';
     log->pending.len += off;
-    pthread_cond_signal(&log->wake);
+    /* a signal per line costs a context switch per request: batched logs are woken once per
+     * loop turn by px_log_kick(), unless a lot is pending */
+    if (log->waiting && (!log->batched || log->pending.len > PX_LOG_QUEUE_MAX / 8))
+        pthread_cond_signal(&log->wake);
     pthread_mutex_unlock(&log->mu);
 }
 
@@ -221,11 +229,29 @@ void px_log_printf(px_log_t *log, const char *fmt, ...)
     px_log_line(log, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf));
 }
 
+void px_log_set_batched(px_log_t *log, int on)
+{
+    if (log != NULL)
+        log->batched = on;
+}
+
+void px_log_kick(px_log_t *log)
+{
+    if (!px_log_enabled(log))
+        return;
+    pthread_mutex_lock(&log->mu);
+    if (log->pending.len > 0 && log->waiting)
+        pthread_cond_signal(&log->wake);
+    pthread_mutex_unlock(&log->mu);
+}
+
 void px_log_flush(px_log_t *log)
 {
     if (!px_log_enabled(log))
         return;
     pthread_mutex_lock(&log->mu);
+    if (log->pending.len > 0)
+        pthread_cond_signal(&log->wake);
     while (log->pending.len > 0 || log->busy)
         pthread_cond_wait(&log->idle, &log->mu);
     pthread_mutex_unlock(&log->mu);

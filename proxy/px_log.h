@@ -28,6 +28,13 @@ void px_log_printf(px_log_t *log, const char *fmt, ...) __attribute__((format(pr
 /* 1 when lines go to a file. */
 int px_log_enabled(const px_log_t *log);
 
+/* Batched mode: lines are handed to the writer only by px_log_kick() (the engine calls it once
+ * per loop turn), or when much is pending; saves a thread wake-up per line. */
+void px_log_set_batched(px_log_t *log, int on);
+
+/* Wakes the writer when lines are pending. */
+void px_log_kick(px_log_t *log);
+
 /* Blocks until every queued line was written (or failed). */
 void px_log_flush(px_log_t *log);
 
