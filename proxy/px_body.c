@@ -172,6 +172,7 @@ static size_t px__filter_feed(px_conn_t *c, const char *data, size_t len)
     }
     if (c->rq.msg_done) {
         c->req_done = 1;
+        px__body_done(c);
         px__filter_end(c);
     }
     return used;
@@ -206,8 +207,11 @@ size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *too
         px_conn_close(c);
         return 0;
     }
-    if (c->rq.msg_done)
+    if (c->rq.msg_done) {
         c->req_done = 1;
+        if (c->state == PX_ST_RELAY_BODY)
+            px__body_done(c);
+    }
     if (c->state == PX_ST_RELAY_BODY && c->up != NULL && used > 0) {
         if (owned != NULL && data == owned && used == len) {
             px_upstream_send_take(c->up, owned, used);
@@ -215,10 +219,8 @@ size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *too
         } else {
             px_upstream_send(c->up, data, used);
         }
-        if (px_upstream_queued(c->up) > PX_WQ_HIGH) {
-            c->paused_by_upstream = 1;
-            px__client_read_stop(c);
-        }
+        if (px_upstream_queued(c->up) > PX_WQ_HIGH)
+            px__pause_client(c);
     } else if (c->state == PX_ST_DISCARD_BODY) {
         c->discarded += used;
         if (c->discarded > PX_BODY_DISCARD_MAX) {
@@ -229,3 +231,27 @@ size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *too
     return used;
 }
 
+
+/* The request body has all been read: the client's idle timer stops, and the wait for
+ * upstream's first byte begins. */
+void px__body_done(px_conn_t *c)
+{
+    uv_timer_stop(&c->timer);
+    if (c->up != NULL && !c->resp_started)
+        px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
+}
+
+/* Upstream takes the body slower than the client sends it: stop reading the client; the
+ * upstream's stall timer watches the queue instead of the client's idle timer. */
+void px__pause_client(px_conn_t *c)
+{
+    if (c->paused_by_upstream)
+        return;
+    c->paused_by_upstream = 1;
+    px__client_read_stop(c);
+    if (c->state != PX_ST_UPGRADED) {
+        uv_timer_stop(&c->timer);
+        if (c->up != NULL)
+            px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
+    }
+}

@@ -101,8 +101,14 @@ static void on_client_write(uv_write_t *req, int status)
         return;
     }
     size_t q = c->tcp.write_queue_size;
-    if (c->up != NULL && q < PX_WQ_LOW)
+    if (c->up != NULL && q < PX_WQ_LOW && c->up_paused) {
+        c->up_paused = 0;
+        if (c->state == PX_ST_READ_RESPONSE || c->state == PX_ST_UPGRADED)
+            uv_timer_stop(&c->timer);
+        if (c->state != PX_ST_UPGRADED)
+            px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
         px_upstream_read_start(c->up);
+    }
     if (c->close_after_write && q == 0)
         px_conn_close(c);
 }
@@ -219,6 +225,17 @@ static void px__client_data(px_conn_t *c, char *data, size_t len, char *owned);
 static void on_client_timer(uv_timer_t *t);
 static void px__client_eof(px_conn_t *c, int err);
 
+/* Client bytes arrived. Idle keep-alive: the idle timer restarts. A head has a deadline from
+ * its first byte (so one byte a second cannot hold a connection). A request body restarts
+ * the idle timer on every piece. */
+static void px__client_activity(px_conn_t *c)
+{
+    if (c->state == PX_ST_READ_HEAD && c->rq.len == 0 && c->pending_len == 0)
+        uv_timer_again(&c->timer);
+    else if ((c->state == PX_ST_RELAY_BODY || c->state == PX_ST_DISCARD_BODY) && !c->req_done)
+        uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->client_idle_ms, 0);
+}
+
 static void px__client_eof(px_conn_t *c, int err)
 {
     if (c->state == PX_ST_UPGRADED && c->up != NULL && err == UV_EOF) {
@@ -259,8 +276,7 @@ static void px__tls_pump(px_conn_t *c)
                     px__client_eof(c, n == UV_EOF ? UV_EOF : UV_EPROTO);
                 break;
             }
-            if (c->state == PX_ST_READ_HEAD)
-                uv_timer_again(&c->timer);
+            px__client_activity(c);
             px__client_data(c, plain, (size_t)n, plain);
         }
     } while (c->pump_again && !c->closing);
@@ -363,8 +379,7 @@ void px__client_raw(px_conn_t *c, char *buf, size_t len)
         return;
     }
     if (c->tls_state == NULL) {
-        if (c->state == PX_ST_READ_HEAD)
-            uv_timer_again(&c->timer);
+        px__client_activity(c);
         px__client_data(c, buf, len, buf);
         return;
     }
@@ -472,10 +487,8 @@ static void px__client_data(px_conn_t *c, char *data, size_t len, char *owned)
     case PX_ST_UPGRADED:
         if (c->up != NULL) {
             px_upstream_send_take(c->up, owned, len);
-            if (px_upstream_queued(c->up) > PX_WQ_HIGH) {
-                c->paused_by_upstream = 1;
-                px__client_read_stop(c);
-            }
+            if (px_upstream_queued(c->up) > PX_WQ_HIGH)
+                px__pause_client(c);
             return;
         }
         break;
@@ -546,6 +559,10 @@ static void on_client_timer(uv_timer_t *t)
         snprintf(c->method, sizeof(c->method), "-");
         snprintf(c->url, sizeof(c->url), "-");
         px_conn_log_line(c, "BLOCKED", 408, " (request head not received in time)");
+    } else if (c->req != NULL && c->method[0] != '\0' && !c->logged) {
+        px_conn_log_line(c, "ERROR", -1,
+                         c->req_done ? "Client stopped reading the response"
+                                     : "Client stalled during the request body");
     }
     px_conn_close(c);
 }

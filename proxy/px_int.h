@@ -100,6 +100,7 @@ struct px_conn {
     int reading;
     int close_after_write;    /* close once the write queue drains */
     int paused_by_upstream;   /* reads stopped for backpressure */
+    int up_paused;            /* upstream reads stopped: the client is slow to read */
     uint64_t id;
 
     /* TLS toward the client */
@@ -267,6 +268,9 @@ int px__hop_by_hop(const px_head_t *h, px_span_t name, const char *conn_val, siz
 size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *took);
 void px__filter_begin(px_conn_t *c);
 void px__filter_end(px_conn_t *c);
+void px__pause_upstream(px_conn_t *c);
+void px__body_done(px_conn_t *c);
+void px__pause_client(px_conn_t *c);
 int px__sink_upstream(void *data, const char *buf, size_t len);
 char *px__upstream_head(px_conn_t *c, size_t *outlen);
 

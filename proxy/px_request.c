@@ -265,6 +265,14 @@ void px__request_head_done(px_conn_t *c)
     snprintf(c->method, sizeof(c->method), "%s", mname);
     c->req_is_head = c->req_parser.method == HTTP_HEAD;
     c->req_upgrade = c->req_parser.upgrade && c->req_parser.method != HTTP_CONNECT;
+    if (c->req_upgrade) {
+        /* Only WebSocket is relayed after a 101: its handshake was checked like any request.
+         * Any other protocol (h2c, ...) would carry further requests the policy never sees,
+         * so the Upgrade is dropped and the request goes on as plain HTTP/1.1. */
+        int ui = px_head_find(h, "upgrade");
+        if (ui < 0 || !px_span_ieq(h, h->values[ui], "websocket"))
+            c->req_upgrade = 0;
+    }
     int ei = px_head_find(h, "expect");
     c->req_expect_continue = ei >= 0 && px_span_ieq(h, h->values[ei], "100-continue");
 

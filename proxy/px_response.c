@@ -146,9 +146,15 @@ void px_conn_upstream_ready(px_conn_t *c)
         px__conn_set_state(c, PX_ST_RELAY_BODY);
     }
     px_upstream_read_start(c->up);
-    px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
-    if (!c->req_done)
+    if (c->req_done) {
+        px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
+    } else {
+        /* the wait for upstream's answer starts when the body has gone; meanwhile the
+         * client has the idle timeout to keep sending */
+        uv_timer_stop(&c->up->timer);
+        uv_timer_start(&c->timer, c->timer.timer_cb, c->eng->cfg->client_idle_ms, 0);
         px__client_read_start(c);
+    }
 }
 
 void px_conn_upstream_failed(px_conn_t *c, const char *why)
@@ -173,8 +179,14 @@ void px_conn_upstream_drained(px_conn_t *c)
 {
     if (c->paused_by_upstream) {
         c->paused_by_upstream = 0;
-        if (!c->req_done || c->state == PX_ST_UPGRADED)
+        if (c->state == PX_ST_UPGRADED) {
             px__client_read_start(c);
+        } else if (!c->req_done) {
+            if (c->up != NULL && !c->resp_started)
+                uv_timer_stop(&c->up->timer);
+            uv_timer_start(&c->timer, c->timer.timer_cb, c->eng->cfg->client_idle_ms, 0);
+            px__client_read_start(c);
+        }
     }
 }
 
@@ -241,6 +253,18 @@ static void px__response_done(px_conn_t *c)
     }
     px__conn_set_state(c, PX_ST_DISCARD_BODY);
     px__client_read_start(c);
+}
+
+/* The client reads slower than upstream sends: stop reading upstream (its stall timer too)
+ * and give the client the idle timeout to take what is queued. */
+void px__pause_upstream(px_conn_t *c)
+{
+    if (c->up == NULL || c->up_paused)
+        return;
+    c->up_paused = 1;
+    px_upstream_read_stop(c->up);
+    uv_timer_stop(&c->up->timer);
+    uv_timer_start(&c->timer, c->timer.timer_cb, c->eng->cfg->client_idle_ms, 0);
 }
 
 void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
@@ -335,7 +359,7 @@ void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
         if (used > 0)
             px_conn_send(c, data, used);
         if (c->up != NULL && c->tcp.write_queue_size > PX_WQ_HIGH)
-            px_upstream_read_stop(c->up);
+            px__pause_upstream(c);
         if (c->rs.msg_done)
             px__response_done(c);
         return;
