@@ -1,8 +1,10 @@
 #!/bin/bash
 # Builds airlock twice (normal and ASan+UBSan), runs every unit and integration test in
-# both with CTest, then runs each libFuzzer target for a bounded time. Exit 0 only when all
-# of it passed. This is the README's test command; .ci/run runs exactly this.
+# both with CTest, the unit tests once more under valgrind, then runs each libFuzzer target
+# for a bounded time. Exit 0 only when all of it passed. This is the README's test command;
+# .ci/run runs exactly this.
 #   FUZZ_SECONDS   seconds per fuzz target (default 30; 0 skips fuzzing)
+#   VALGRIND       0 skips the valgrind pass over the unit tests
 #   JOBS           parallel build/test jobs (default 2)
 set -u
 cd "$(dirname "$0")/.."
@@ -35,6 +37,21 @@ if build build-ci-asan Asan; then
         ctest --output-on-failure -j"$JOBS" --timeout 1200) || status=1
 else
     echo "sanitizer build FAILED"; status=1
+fi
+
+if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/tests ]; then
+    step "unit tests under valgrind (memcheck, normal build)"
+    vfail=0
+    for t in build-ci/tests/test_*; do
+        [ -x "$t" ] || continue
+        if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+            --track-fds=no "$t" > "$t.valgrind.log" 2>&1; then
+            echo "valgrind $(basename "$t"): ok"
+        else
+            echo "valgrind $(basename "$t"): FAILED"; tail -40 "$t.valgrind.log"; vfail=1
+        fi
+    done
+    [ "$vfail" -eq 0 ] || status=1
 fi
 
 if [ "$FUZZ_SECONDS" != 0 ]; then
