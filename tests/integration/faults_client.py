@@ -13,9 +13,9 @@
       starts a POST of TOTAL bytes, sends SENT of them, then closes (or resets)
   faults_client.py trickle HOST PORT HOSTNAME PIECES GAP
       a POST of PIECES x 1000 bytes, one piece every GAP seconds; prints the answer as halfclose
-  faults_client.py slowread HOST PORT HOSTNAME PATH PAUSE
+  faults_client.py slowread HOST PORT HOSTNAME PATH PAUSE [STEP GAP]
       sends a GET with a small receive buffer, reads nothing for PAUSE seconds, then reads
-      everything; prints "status=200 bytes=N eof=1"
+      everything (or STEP bytes every GAP seconds); prints "status=200 bytes=N eof=1"
   faults_client.py load HOST PORT HOSTNAME PATH SECONDS [CAFILE]
       requests in a loop for SECONDS: keep-alive, new connections and (with CAFILE) HTTPS
       on 443; prints "total=N ok=N other=N errors=N" (ok = 200; other lists the statuses)
@@ -164,7 +164,7 @@ def trickle(host, port, name, pieces, gap):
     print("status=%s body=%s" % (status, body.strip().decode(errors="replace") or "-"))
 
 
-def slowread(host, port, name, path, pause):
+def slowread(host, port, name, path, pause, step=None, gap=None):
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.settimeout(30)
@@ -175,7 +175,16 @@ def slowread(host, port, name, path, pause):
     eof = 0
     try:
         while True:
-            d = s.recv(1 << 20)
+            if step is not None:
+                d = b""
+                while len(d) < int(step):
+                    piece = s.recv(int(step) - len(d))
+                    if not piece:
+                        break
+                    d += piece
+                time.sleep(float(gap))
+            else:
+                d = s.recv(1 << 20)
             if not d:
                 eof = 1
                 break
