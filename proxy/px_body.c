@@ -202,9 +202,24 @@ size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *too
         used = (size_t)(llhttp_get_error_pos(&c->req_parser) - data);
     } else if (err != HPE_OK) {
         const char *why = llhttp_get_error_reason(&c->req_parser);
+        char tail[200];
+        snprintf(tail, sizeof(tail), "malformed request body: %s", why != NULL ? why : "?");
         if (c->state == PX_ST_RELAY_BODY && !c->logged)
-            px_conn_log_line(c, "ERROR", -1, why != NULL ? why : "malformed request body");
-        px_conn_close(c);
+            px_conn_log_line(c, "ERROR", -1, tail);
+        if (c->resp_started || c->state != PX_ST_RELAY_BODY) {
+            px_conn_close(c);
+            return 0;
+        }
+        /* nothing was answered yet: drop the half-sent request upstream, tell the client */
+        if (c->up != NULL) {
+            px_upstream_t *u = c->up;
+            c->up = NULL;
+            u->conn = NULL;
+            px_upstream_close(u);
+        }
+        c->logged = 1;
+        px__answer_error(c, 400, "bad_request", tail);
+        px__close_when_flushed(c);
         return 0;
     }
     if (c->rq.msg_done) {
