@@ -511,7 +511,10 @@ void px__exchange_done(px_conn_t *c)
     if (c->up != NULL) {
         px_upstream_t *u = c->up;
         c->up = NULL;
-        int reusable = c->resp_done && c->req_done && !c->resp_close &&
+        /* whether upstream may be reused depends on upstream alone: the client's own
+         * Connection: close is hop-by-hop and never went there */
+        int reusable = c->resp_done && c->req_done && c->resp_started &&
+                       !llhttp_message_needs_eof(&c->resp_parser) &&
                        llhttp_should_keep_alive(&c->resp_parser);
         u->conn = NULL;
         px_upstream_release(u, reusable);
@@ -521,14 +524,12 @@ void px__exchange_done(px_conn_t *c)
     if (c->req != NULL) {
         px__addons_end(c);
         addon_req_reset(c->req);
+        free(c->req); /* an idle keep-alive connection keeps no request view */
+        c->req = NULL;
     }
     px_snapshot_unref(c->snap);
     c->snap = NULL;
-    px_head_reset(&c->rq);
-    c->rq.len = 0;
-    if (c->rq.cap > 16384) {
-        px_head_free(&c->rq);
-    }
+    px_head_free(&c->rq); /* nor a head buffer */
     px_head_free(&c->rs);
     free(c->bodybuf);
     free(c->outbody);
@@ -570,6 +571,11 @@ static void on_client_timer(uv_timer_t *t)
 /* Parses buffered pipelined bytes, one request at a time; then reads the socket again. */
 void px__process_pending(px_conn_t *c)
 {
+    /* Requests answered at once (403s) end inside px__client_data and land here again:
+     * the outer loop takes the next one, so thousands of pipelined requests never nest. */
+    if (c->in_pending)
+        return;
+    c->in_pending = 1;
     while (!c->closing && c->state == PX_ST_READ_HEAD && c->pending_len > 0) {
         char *p = c->pending;
         size_t n = c->pending_len;
@@ -577,6 +583,7 @@ void px__process_pending(px_conn_t *c)
         c->pending_len = 0;
         px__client_data(c, p, n, p);
     }
+    c->in_pending = 0;
     if (!c->closing && c->state == PX_ST_READ_HEAD) {
         uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->client_idle_ms,
                        c->eng->cfg->client_idle_ms);

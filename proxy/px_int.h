@@ -109,6 +109,7 @@ struct px_conn {
     int tls_done;             /* handshake complete */
     int in_pump;              /* inside the plaintext loop (re-entrancy guard) */
     int pump_again;
+    int in_pending;           /* inside px__process_pending (re-entrancy guard) */
     int has_sni;
     char sni[PX_HOST_MAX + 1];/* normalized SNI */
 
@@ -259,6 +260,7 @@ void px__pending_add(px_conn_t *c, const char *data, size_t len);
 void px__addons_end(px_conn_t *c);
 void px__answer(px_conn_t *c, int status, const char *json, size_t json_len, int close);
 void px__answer_error(px_conn_t *c, int status, const char *error, const char *message);
+void px__answer_error_keep(px_conn_t *c, int status, const char *error, const char *message);
 void px__bad_request(px_conn_t *c, int status, const char *reason);
 void px__addon_answer(px_conn_t *c, const addon_answer_t *ans);
 void px__after_answer(px_conn_t *c);

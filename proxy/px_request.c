@@ -34,7 +34,8 @@ void px__answer(px_conn_t *c, int status, const char *json, size_t json_len, int
     px_conn_send(c, out, n);
 }
 
-void px__answer_error(px_conn_t *c, int status, const char *error, const char *message)
+static void px__answer_error_mode(px_conn_t *c, int status, const char *error,
+                                  const char *message, int close)
 {
     char json[1024];
     px_sbuf_t b;
@@ -44,7 +45,17 @@ void px__answer_error(px_conn_t *c, int status, const char *error, const char *m
     px_sbuf_adds(&b, ", \"message\": ");
     px_sbuf_json_str(&b, message, strlen(message));
     px_sbuf_adds(&b, "}");
-    px__answer(c, status, json, b.len, 1);
+    px__answer(c, status, json, b.len, close);
+}
+
+void px__answer_error(px_conn_t *c, int status, const char *error, const char *message)
+{
+    px__answer_error_mode(c, status, error, message, 1);
+}
+
+void px__answer_error_keep(px_conn_t *c, int status, const char *error, const char *message)
+{
+    px__answer_error_mode(c, status, error, message, 0);
 }
 
 /* A head that cannot be parsed: answer 400/431, log, close. */

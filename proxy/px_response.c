@@ -171,6 +171,13 @@ void px_conn_upstream_failed(px_conn_t *c, const char *why)
         return;
     }
     px_conn_log_line(c, "ERROR", -1, why);
+    if (c->req_done && c->state != PX_ST_UPGRADED && !c->passthrough) {
+        /* the request was read whole: answer and keep the connection (DESIGN.md §5) */
+        px__answer_error_keep(c, 502, "upstream_error", why);
+        px__conn_set_state(c, PX_ST_DISCARD_BODY);
+        px__exchange_done(c);
+        return;
+    }
     px__answer_error(c, 502, "upstream_error", why);
     px__close_when_flushed(c);
 }

@@ -89,6 +89,23 @@ t_eq "pipelined: two 200 and one 403" "2 1" "$n200 $n403"
 first=$(printf '%s' "$out" | grep -o 'uri=[^ ]*' | tr '\n' ' ')
 t_eq "pipelined answers in order" "uri=/echo uri=/echo?2 " "$first"
 
+# --- 2400 pipelined blocked requests in one write: answered in order, no deep recursion ---
+out=$(/usr/bin/python3 - <<'PYX'
+import socket
+s = socket.create_connection(("127.0.0.1", 80), timeout=20)
+s.sendall(b"GET / HTTP/1.1\r\nHost: e.test\r\n\r\n" * 2400 +
+          b"GET /echo HTTP/1.1\r\nHost: nginx.test\r\nConnection: close\r\n\r\n")
+data = b""
+while True:
+    d = s.recv(1 << 20)
+    if not d: break
+    data += d
+print(data.count(b"HTTP/1.1 403"), data.count(b"HTTP/1.1 200"))
+PYX
+)
+t_eq "2400 pipelined blocked requests then an allowed one" "2400 1" "$out"
+kill -0 "$AIRLOCK_PID"; t_check "airlock survived the pipelined flood" test $? -eq 0
+
 # --- chunked upload, streamed ---
 head -c 3000000 /dev/urandom > "$T_DIR/up.bin"
 want="$(stat -c %s "$T_DIR/up.bin") $(sha256sum "$T_DIR/up.bin" | cut -d' ' -f1)"
