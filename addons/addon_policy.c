@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "addons/addon_glob.h"
+#include "addons/addon_out.h"
 #include "addons/addon_yaml.h"
 #include "proxy/px_err.h"
 
@@ -669,50 +670,6 @@ int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t po
 /* ---- describing ------------------------------------------------------------------------- */
 
 /* An snprintf-style writer: counts everything, stores what fits, keeps buf NUL-terminated. */
-typedef struct addon__policy_out {
-    char *buf;
-    size_t len;
-    size_t pos;
-} addon__policy_out_t;
-
-static void out_put(addon__policy_out_t *o, const char *s, size_t n)
-{
-    if (o->len > 0 && o->pos < o->len - 1) {
-        size_t room = o->len - 1 - o->pos;
-        size_t w = n < room ? n : room;
-        memcpy(o->buf + o->pos, s, w);
-        o->buf[o->pos + w] = '\0';
-    }
-    o->pos += n;
-}
-
-static void out_fmt(addon__policy_out_t *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void out_fmt(addon__policy_out_t *o, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        out_put(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-/* Writes bytes from the config or the request so that the line stays one printable line. */
-static void out_esc(addon__policy_out_t *o, addon_str_t s)
-{
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.base[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\')
-            out_put(o, (const char *)&s.base[i], 1);
-        else if (c == '\\')
-            out_put(o, "\\\\", 2);
-        else
-            out_fmt(o, "\\x%02x", c);
-    }
-}
 
 static const char *policy_kind_name(addon_policy_kind_t kind)
 {
@@ -731,53 +688,53 @@ static const addon__policy_entry_t *policy_entry(const addon_policy_t *p, addon_
     return NULL;
 }
 
-static void out_entry(addon__policy_out_t *o, addon_policy_kind_t kind,
+static void out_entry(addon_out_t *o, addon_policy_kind_t kind,
                       const addon__policy_entry_t *e)
 {
     if (kind == ADDON_POLICY_DOMAINS) {
-        out_esc(o, e->host);
+        addon_out_esc(o, e->host);
         return;
     }
-    out_fmt(o, "host ");
-    out_esc(o, e->host);
-    out_fmt(o, ", path ");
+    addon_out_fmt(o, "host ");
+    addon_out_esc(o, e->host);
+    addon_out_fmt(o, ", path ");
     if (e->path.len == 0)
-        out_fmt(o, "any");
+        addon_out_fmt(o, "any");
     else
-        out_esc(o, e->path);
-    out_fmt(o, ", methods ");
+        addon_out_esc(o, e->path);
+    addon_out_fmt(o, ", methods ");
     if (e->nmethods == 0)
-        out_fmt(o, "any");
+        addon_out_fmt(o, "any");
     for (size_t i = 0; i < e->nmethods; i++) {
         if (i > 0)
-            out_fmt(o, ",");
-        out_esc(o, e->methods[i]);
+            addon_out_fmt(o, ",");
+        addon_out_esc(o, e->methods[i]);
     }
     for (size_t i = 0; i < e->nports; i++)
-        out_fmt(o, "%s%u", i == 0 ? ", also ports " : ",", e->ports[i]);
+        addon_out_fmt(o, "%s%u", i == 0 ? ", also ports " : ",", e->ports[i]);
     if (e->passthrough)
-        out_fmt(o, ", tls passthrough");
+        addon_out_fmt(o, ", tls passthrough");
 }
 
 size_t addon_policy_describe(const addon_policy_t *p, char *buf, size_t len)
 {
-    addon__policy_out_t o = {buf, len, 0};
+    addon_out_t o = {buf, len, 0};
     if (len > 0)
         buf[0] = '\0';
     size_t nd = p != NULL ? p->ndomains : 0;
     size_t nu = p != NULL ? p->nurls : 0;
-    out_put(&o, p != NULL ? p->name : "<none>", strlen(p != NULL ? p->name : "<none>"));
-    out_fmt(&o, ": %zu domains, %zu url_prefixes%s\n", nd, nu,
+    addon_out_put(&o, p != NULL ? p->name : "<none>", strlen(p != NULL ? p->name : "<none>"));
+    addon_out_fmt(&o, ": %zu domains, %zu url_prefixes%s\n", nd, nu,
             nd + nu == 0 ? " (everything is blocked)" : "");
     for (size_t i = 0; i < nd; i++) {
-        out_fmt(&o, "domains[%zu] ", i);
+        addon_out_fmt(&o, "domains[%zu] ", i);
         out_entry(&o, ADDON_POLICY_DOMAINS, &p->domains[i]);
-        out_fmt(&o, "\n");
+        addon_out_fmt(&o, "\n");
     }
     for (size_t i = 0; i < nu; i++) {
-        out_fmt(&o, "url_prefixes[%zu] ", i);
+        addon_out_fmt(&o, "url_prefixes[%zu] ", i);
         out_entry(&o, ADDON_POLICY_URL_PREFIXES, &p->urls[i]);
-        out_fmt(&o, "\n");
+        addon_out_fmt(&o, "\n");
     }
     return o.pos;
 }
@@ -804,45 +761,45 @@ const char *addon_policy_precheck_name(addon_policy_precheck_t c)
 size_t addon_policy_explain(const addon_policy_t *p, const addon_policy_query_t *q,
                             const addon_policy_decision_t *d, char *buf, size_t len)
 {
-    addon__policy_out_t o = {buf, len, 0};
+    addon_out_t o = {buf, len, 0};
     if (len > 0)
         buf[0] = '\0';
     const addon__policy_entry_t *e = policy_entry(p, d->kind, d->index);
     const char *kind = policy_kind_name(d->kind);
     if (d->allowed && e != NULL) {
-        out_fmt(&o, "allowed by %s[%zu] (", kind, d->index);
+        addon_out_fmt(&o, "allowed by %s[%zu] (", kind, d->index);
         out_entry(&o, d->kind, e);
-        out_fmt(&o, ")");
+        addon_out_fmt(&o, ")");
         return o.pos;
     }
     switch (e != NULL ? d->verdict : ADDON_POLICY_BLOCK_HOST) {
     case ADDON_POLICY_BLOCK_METHOD:
-        out_fmt(&o, "blocked: method ");
-        out_esc(&o, q->method);
-        out_fmt(&o, " not allowed (%s[%zu] matches host and path)", kind, d->index);
+        addon_out_fmt(&o, "blocked: method ");
+        addon_out_esc(&o, q->method);
+        addon_out_fmt(&o, " not allowed (%s[%zu] matches host and path)", kind, d->index);
         break;
     case ADDON_POLICY_BLOCK_PORT:
-        out_fmt(&o, "blocked: port %u not allowed (%s[%zu] matches host%s)", q->port, kind,
+        addon_out_fmt(&o, "blocked: port %u not allowed (%s[%zu] matches host%s)", q->port, kind,
                 d->index, d->kind == ADDON_POLICY_URL_PREFIXES ? " and path" : "");
         break;
     case ADDON_POLICY_BLOCK_PATH:
-        out_fmt(&o, "blocked: no entry matches path ");
-        out_esc(&o, q->path);
-        out_fmt(&o, " (%s[%zu] matches host ", kind, d->index);
-        out_esc(&o, q->host);
-        out_fmt(&o, ")");
+        addon_out_fmt(&o, "blocked: no entry matches path ");
+        addon_out_esc(&o, q->path);
+        addon_out_fmt(&o, " (%s[%zu] matches host ", kind, d->index);
+        addon_out_esc(&o, q->host);
+        addon_out_fmt(&o, ")");
         break;
     default:
         if (d->verdict == ADDON_POLICY_BLOCK_PRECHECK) {
-            out_fmt(&o, "blocked: pre-check: %s", addon_policy_precheck_name(d->precheck));
+            addon_out_fmt(&o, "blocked: pre-check: %s", addon_policy_precheck_name(d->precheck));
             break;
         }
-        out_fmt(&o, "blocked: no entry matches host ");
-        out_esc(&o, q->host);
+        addon_out_fmt(&o, "blocked: no entry matches host ");
+        addon_out_esc(&o, q->host);
         if (addon_policy_count(p, ADDON_POLICY_DOMAINS) +
                 addon_policy_count(p, ADDON_POLICY_URL_PREFIXES) ==
             0)
-            out_fmt(&o, " (the allowlist is empty)");
+            addon_out_fmt(&o, " (the allowlist is empty)");
         break;
     }
     return o.pos;

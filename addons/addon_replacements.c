@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 
 #include "addons/addon_glob.h"
+#include "addons/addon_out.h"
 #include "addons/addon_yaml.h"
 #include "proxy/px_err.h"
 
@@ -747,75 +748,31 @@ int addon_replacements_find_aws(const addon_replacements_t *r, addon_str_t akid)
 
 /* ---- describe --------------------------------------------------------------------------- */
 
-typedef struct addon__repl_out {
-    char *buf;
-    size_t len;
-    size_t pos;
-} addon__repl_out_t;
-
-static void out_put(addon__repl_out_t *o, const char *s, size_t n)
-{
-    if (o->len > 0 && o->pos < o->len - 1) {
-        size_t room = o->len - 1 - o->pos;
-        size_t w = n < room ? n : room;
-        memcpy(o->buf + o->pos, s, w);
-        o->buf[o->pos + w] = '\0';
-    }
-    o->pos += n;
-}
-
-static void out_fmt(addon__repl_out_t *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void out_fmt(addon__repl_out_t *o, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        out_put(o, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
-}
-
-/* Patterns from the file, kept on one printable line. */
-static void out_esc(addon__repl_out_t *o, addon_str_t s)
-{
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.base[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\')
-            out_put(o, (const char *)&s.base[i], 1);
-        else if (c == '\\')
-            out_put(o, "\\\\", 2);
-        else
-            out_fmt(o, "\\x%02x", c);
-    }
-}
 
 /* A surrogate is not secret, but it is shown shortened: its first few bytes, "…", its length.
  * A short one shows at most half of itself. */
-static void out_surrogate(addon__repl_out_t *o, addon_str_t s)
+static void out_surrogate(addon_out_t *o, addon_str_t s)
 {
     size_t shown = s.len / 2 < ADDON__REPL_SHORT ? s.len / 2 : ADDON__REPL_SHORT;
     addon_str_t head = {s.base, shown};
-    out_esc(o, head);
-    out_fmt(o, "\xe2\x80\xa6(%zu)", s.len);
+    addon_out_esc(o, head);
+    addon_out_fmt(o, "\xe2\x80\xa6(%zu)", s.len);
 }
 
-static void out_list(addon__repl_out_t *o, const char *label, const addon_str_t *v, size_t n)
+static void out_list(addon_out_t *o, const char *label, const addon_str_t *v, size_t n)
 {
-    out_fmt(o, " %s [", label);
+    addon_out_fmt(o, " %s [", label);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            out_fmt(o, ", ");
-        out_esc(o, v[i]);
+            addon_out_fmt(o, ", ");
+        addon_out_esc(o, v[i]);
     }
-    out_fmt(o, "]");
+    addon_out_fmt(o, "]");
 }
 
 size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, size_t len)
 {
-    addon__repl_out_t o = {buf, len, 0};
+    addon_out_t o = {buf, len, 0};
     if (len > 0)
         buf[0] = '\0';
     size_t n = addon_replacements_count(r);
@@ -823,30 +780,30 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
     for (size_t i = 0; i < n; i++)
         nmasked += r->entries[i].kind == ADDON_REPLACEMENTS_MASKED;
     const char *name = addon_replacements_name(r);
-    out_put(&o, name, strlen(name));
-    out_fmt(&o, ": %zu replacements (%zu masked, %zu aws-sigv4)%s\n", n, nmasked, n - nmasked,
+    addon_out_put(&o, name, strlen(name));
+    addon_out_fmt(&o, ": %zu replacements (%zu masked, %zu aws-sigv4)%s\n", n, nmasked, n - nmasked,
             n == 0 ? " (nothing is masked)" : "");
     for (size_t i = 0; i < n; i++) {
         const addon__repl_entry_t *e = &r->entries[i];
-        out_fmt(&o, "entry[%zu] ", i);
+        addon_out_fmt(&o, "entry[%zu] ", i);
         out_surrogate(&o, e->surrogate);
         if (e->kind == ADDON_REPLACEMENTS_MASKED) {
-            out_fmt(&o, " masked");
+            addon_out_fmt(&o, " masked");
             out_list(&o, "scopes", e->scopes, e->nscopes);
             out_list(&o, "headers", e->headers, e->nheaders);
             if (e->allow_foreign)
-                out_fmt(&o, " allow_foreign_credentials");
+                addon_out_fmt(&o, " allow_foreign_credentials");
         } else {
-            out_fmt(&o, " aws-sigv4");
+            addon_out_fmt(&o, " aws-sigv4");
             out_list(&o, "scopes", e->scopes, e->nscopes);
             if (e->token.base != NULL)
-                out_fmt(&o, " session_token");
+                addon_out_fmt(&o, " session_token");
             if (e->surrogate_token.base != NULL)
-                out_fmt(&o, " surrogate_session_token");
+                addon_out_fmt(&o, " surrogate_session_token");
         }
         if (e->nscopes == 0)
-            out_fmt(&o, " (no scopes: never applies)");
-        out_fmt(&o, "\n");
+            addon_out_fmt(&o, " (no scopes: never applies)");
+        addon_out_fmt(&o, "\n");
     }
     /* An earlier surrogate inside a later one is replaced first and hides the later one. */
     for (size_t j = 0; j < n; j++) {
@@ -858,7 +815,7 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
                 continue;
             if (earlier->len <= later->len &&
                 memmem(later->base, later->len, earlier->base, earlier->len) != NULL)
-                out_fmt(&o,
+                addon_out_fmt(&o,
                         "note: entry[%zu]'s surrogate contains entry[%zu]'s, which is applied "
                         "first (file order); list the longer surrogate first\n",
                         j, i);
