@@ -17,13 +17,7 @@
 #include "proxy/px_hello.h"
 #include "ca/ca.h"
 #include "proxy/px_upstream.h"
-
-typedef struct px__wreq {
-    uv_write_t req;
-    px_conn_t *conn;
-    char *owned;
-    char data[];
-} px__wreq_t;
+#include "proxy/px_write.h"
 
 void px__conn_set_state(px_conn_t *c, px_state_t st)
 {
@@ -88,10 +82,7 @@ void px_conn_close(px_conn_t *c)
 
 static void on_client_write(uv_write_t *req, int status)
 {
-    px__wreq_t *w = px_container_of(req, px__wreq_t, req);
-    px_conn_t *c = w->conn;
-    free(w->owned);
-    free(w);
+    px_conn_t *c = px_write_done(req);
     if (c->closing)
         return;
     if (status < 0) {
@@ -153,27 +144,8 @@ static void px__send_raw(px_conn_t *c, const char *data, size_t len, char *owned
         free(owned);
         return;
     }
-    px__wreq_t *w = malloc(sizeof(*w) + (owned != NULL ? 0 : len));
-    if (w == NULL) {
-        free(owned);
+    if (px_write((uv_stream_t *)&c->tcp, data, len, owned, c, on_client_write) < 0)
         px_conn_close(c);
-        return;
-    }
-    w->conn = c;
-    w->owned = owned;
-    uv_buf_t b;
-    if (owned != NULL) {
-        b = uv_buf_init(owned, (unsigned)len);
-    } else {
-        memcpy(w->data, data, len);
-        b = uv_buf_init(w->data, (unsigned)len);
-    }
-    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_client_write);
-    if (rc < 0) {
-        free(w->owned);
-        free(w);
-        px_conn_close(c);
-    }
 }
 
 void px_conn_send(px_conn_t *c, const char *data, size_t len)

@@ -10,13 +10,7 @@
 #include "proxy/px_int.h"
 #include "proxy/px_upstream.h"
 #include "proxy/px_tls.h"
-
-typedef struct px__uwreq {
-    uv_write_t req;
-    px_upstream_t *up;
-    char *owned;
-    char data[];
-} px__uwreq_t;
+#include "proxy/px_write.h"
 
 /* Connect attempts: the addresses that passed the destination check. */
 typedef struct px__dial {
@@ -172,10 +166,7 @@ void px_upstream_shutdown(px_upstream_t *u)
 
 static void on_up_write(uv_write_t *req, int status)
 {
-    px__uwreq_t *w = px_container_of(req, px__uwreq_t, req);
-    px_upstream_t *u = w->up;
-    free(w->owned);
-    free(w);
+    px_upstream_t *u = px_write_done(req);
     if (u->closing)
         return;
     px_conn_t *c = u->conn;
@@ -230,31 +221,11 @@ static void px__send_raw(px_upstream_t *u, const char *data, size_t len, char *o
         free(owned);
         return;
     }
-    px__uwreq_t *w = malloc(sizeof(*w) + (owned != NULL ? 0 : len));
-    if (w == NULL) {
-        free(owned);
-        if (u->conn != NULL)
-            px_conn_upstream_failed(u->conn, "out of memory");
-        return;
-    }
-    w->up = u;
-    w->owned = owned;
-    uv_buf_t b;
-    if (owned != NULL) {
-        b = uv_buf_init(owned, (unsigned)len);
-    } else {
-        memcpy(w->data, data, len);
-        b = uv_buf_init(w->data, (unsigned)len);
-    }
-    int rc = uv_write(&w->req, (uv_stream_t *)&u->tcp, &b, 1, on_up_write);
-    if (rc < 0) {
-        free(w->owned);
-        free(w);
-        if (u->conn != NULL) {
-            char why[128];
-            snprintf(why, sizeof(why), "Connection failed: %s", uv_strerror(rc));
-            px_conn_upstream_failed(u->conn, why);
-        }
+    int rc = px_write((uv_stream_t *)&u->tcp, data, len, owned, u, on_up_write);
+    if (rc < 0 && u->conn != NULL) {
+        char why[128];
+        snprintf(why, sizeof(why), "Connection failed: %s", px_strerror(rc));
+        px_conn_upstream_failed(u->conn, why);
     }
 }
 
