@@ -231,7 +231,7 @@ static void test_aws_token_added_signed(void **state)
                               "mybucket.s3.amazonaws.com", "Authorization", auth, "x-amz-date",
                               "20260101T000000Z", "x-amz-content-sha256", "UNSIGNED-PAYLOAD", NULL);
     assert_int_equal(head(r, &ans), ADDON_NEXT);
-    char copy[512];
+    char copy[4096];
     snprintf(copy, sizeof(copy), "%s", hdr(r, "authorization"));
     assert_non_null(
         strstr(copy, "SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token,"));

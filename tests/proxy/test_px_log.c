@@ -67,7 +67,7 @@ static void test_px_log_appends_in_order_and_flushes_at_close(void **state)
     for (int i = 0; i < 100000; i++)
         px_log_printf(log, "allowed GET http://a.test/%d -> 200", i);
     px_log_close(log); /* must drain everything */
-    size_t len;
+    size_t len = 0;
     char *buf = slurp(path, &len);
     assert_non_null(buf);
     assert_memory_equal(buf, "existing line\n", 14);
@@ -98,7 +98,7 @@ static void test_px_log_neutralizes_newlines_and_caps_length(void **state)
     free(big);
     px_log_flush(log);
     px_log_close(log);
-    size_t len;
+    size_t len = 0;
     char *buf = slurp(path, &len);
     assert_non_null(buf);
     assert_memory_equal(buf, "a  forged line\n", 15);
@@ -141,7 +141,7 @@ static void test_px_log_concurrent_writers_never_interleave(void **state)
         waitpid(kids[k], &st, 0);
         assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     }
-    size_t len;
+    size_t len = 0;
     char *buf = slurp(path, &len);
     assert_non_null(buf);
     int count[2] = {0, 0};
