@@ -16,6 +16,8 @@
 #define PX_HANDSHAKE_MS (10 * 1000)       /* client TLS handshake */
 #define PX_CIDR_MAX 32                    /* --allow-upstream-cidr entries */
 #define PX_CONNS_MAX 20000                /* client connections at once */
+#define PX_TRIM_CHECK_MS (5 * 1000)       /* how often to look for a finished burst */
+#define PX_TRIM_DROP 64                   /* connections gone since the peak = a burst ended */
 
 typedef struct px_cidr {
     int family; /* AF_INET or AF_INET6 */

@@ -638,6 +638,8 @@ void px_conn_accept(px_listener_t *l)
         eng->conns->prev = c;
     eng->conns = c;
     eng->nconns++;
+    if (eng->nconns > eng->nconns_peak)
+        eng->nconns_peak = eng->nconns;
     if (eng->nconns > PX_CONNS_MAX || eng->stopping) {
         px_conn_close(c);
         return;

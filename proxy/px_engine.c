@@ -2,6 +2,9 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,12 +75,27 @@ static void px__engine_stop(px_engine_t *eng)
     uv_close((uv_handle_t *)&eng->sig_hup, NULL);
     uv_check_stop(&eng->log_kick);
     uv_close((uv_handle_t *)&eng->log_kick, NULL);
+    uv_close((uv_handle_t *)&eng->trim, NULL);
 }
 
 static void on_log_kick(uv_check_t *h)
 {
     px_engine_t *eng = h->data;
     px_log_kick(eng->log);
+}
+
+/* glibc keeps the memory of freed connections (buffers, TLS state) for reuse; after a burst
+ * of thousands of connections that is tens of MB held for good. Once the connection count has
+ * fallen well below its peak, give the free heap back. */
+static void on_trim(uv_timer_t *t)
+{
+    px_engine_t *eng = t->data;
+    if (eng->nconns_peak < eng->nconns + PX_TRIM_DROP)
+        return;
+    eng->nconns_peak = eng->nconns;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -304,6 +322,10 @@ int px_engine_run(const px_config_t *cfg)
     eng->log_kick.data = eng;
     uv_check_start(&eng->log_kick, on_log_kick);
     uv_unref((uv_handle_t *)&eng->log_kick);
+    uv_timer_init(eng->loop, &eng->trim);
+    eng->trim.data = eng;
+    uv_timer_start(&eng->trim, on_trim, PX_TRIM_CHECK_MS, PX_TRIM_CHECK_MS);
+    uv_unref((uv_handle_t *)&eng->trim);
     px_log_set_batched(eng->log, 1);
 
     {

@@ -205,6 +205,8 @@ struct px_engine {
     px_pool_t pool;
     px_conn_t *conns;
     size_t nconns;
+    size_t nconns_peak;            /* highest nconns since the last heap trim */
+    uv_timer_t trim;               /* returns a finished burst's heap to the OS */
     uint64_t next_id;
     int stopping;
     int exit_code;

@@ -14,7 +14,7 @@
 # replay is re-signed in full. X-Amz-Date is taken fresh for every run (no skew warnings).
 #
 # Environment: RUNS=3 (medians), DURATION=10, WARMUP=2 (seconds), CONNS=16, BODY=1024 (bytes
-# per PUT), PROXY_CPU=0, LOAD_CPU=1, AIRLOCK=binary (default build-aws/airlock),
+# per PUT), PROXY_CPU=0, LOAD_CPU=1, AIRLOCK=binary (default build-bench/airlock),
 # KEEP_TEST_DIR=1. Prints figures; never fails on a timing (it fails if any reply is not 200).
 # CONNS stays at 16 because airlock keeps at most PX_POOL_PER_KEY_MAX (16) idle upstream
 # connections per host: with more client connections than that, upstream connections are
@@ -24,7 +24,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-: "${AIRLOCK:=$ROOT/build-aws/airlock}"
+: "${AIRLOCK:=$ROOT/build-bench/airlock}"
 export AIRLOCK
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-10}

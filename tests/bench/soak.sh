@@ -18,7 +18,9 @@
 #   SAMPLE [5]          seconds between RSS/fd samples
 #   RSS_FLAT_PCT [10]   allowed RSS spread after warm-up, in percent
 #   IDLE [30]           seconds of idle at the end (phase 3)
-#   AIRLOCK [build-hard/airlock], KEEP_TEST_DIR=1 keeps the scratch directory
+#   TRIM_WAIT [7]       seconds after a phase-1 round before RSS must be back near the baseline
+#   RSS_BURST_PCT [25]  how much of phase 1's RSS growth may stay after TRIM_WAIT
+#   AIRLOCK [build-bench/airlock], KEEP_TEST_DIR=1 keeps the scratch directory
 #
 # Checks (prints "ok -"/"FAIL -" lines and "# figures:" lines; exit 1 on a failed check):
 # every phase-1 request answered 200 on every connection; airlock held every connection;
@@ -30,7 +32,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-: "${AIRLOCK:=$ROOT/build-hard/airlock}"
+: "${AIRLOCK:=$ROOT/build-bench/airlock}"
 export AIRLOCK
 CONNS=${CONNS:-10000}
 CONNS_TLS=${CONNS_TLS:-1000}
@@ -43,6 +45,8 @@ WARMUP=${WARMUP:-10}
 SAMPLE=${SAMPLE:-5}
 RSS_FLAT_PCT=${RSS_FLAT_PCT:-10}
 IDLE=${IDLE:-30}
+TRIM_WAIT=${TRIM_WAIT:-7}
+RSS_BURST_PCT=${RSS_BURST_PCT:-25}
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ -x "$AIRLOCK" ] || { echo "no airlock binary at $AIRLOCK" >&2; exit 2; }
@@ -198,9 +202,15 @@ for round in $(seq 1 "$ROUNDS"); do
         test "${peak:-0}" -ge $((BASE_FDS + CONNS))
     kill -0 "$AIRLOCK_PID"; t_check "phase 1: airlock alive" test $? -eq 0
     f=$(settle_fds 15)
+    r0=$(rss)
+    sleep "$TRIM_WAIT" # airlock gives a finished burst's heap back within 5 s (PX_TRIM_CHECK_MS)
     RSS1+=("$(rss)")
-    echo "# figures: phase 1, round $round, after closing: fds $f, RSS $(rss) KiB"
+    echo "# figures: phase 1, round $round, after closing: fds $f, RSS $r0 KiB, $TRIM_WAIT s later $(rss) KiB"
     t_eq "phase 1: fds back to the baseline" "$BASE_FDS" "$f"
+    prss=$(echo "$p1" | sed -n 's/.*peak_rss_kib=\([0-9]*\).*/\1/p')
+    r1=$(rss)
+    t_check "phase 1: the burst's memory given back: RSS $r1 KiB keeps at most $RSS_BURST_PCT% of the growth from $BASE_RSS to $prss KiB" \
+        test $(((r1 - BASE_RSS) * 100)) -le $(((${prss:-0} - BASE_RSS) * RSS_BURST_PCT))
 done
 if [ "$ROUNDS" -gt 1 ]; then
     # the first round sets the allocator's high-water mark; later rounds must not add to it

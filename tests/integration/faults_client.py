@@ -19,6 +19,10 @@
   faults_client.py load HOST PORT HOSTNAME PATH SECONDS [CAFILE]
       requests in a loop for SECONDS: keep-alive, new connections and (with CAFILE) HTTPS
       on 443; prints "total=N ok=N other=N errors=N" (ok = 200; other lists the statuses)
+  faults_client.py burst HOST HOSTNAME PATH N N_TLS CAFILE PID
+      N connections held open at once (N_TLS of them TLS on 443, the rest plain on 80), one
+      keep-alive request each; prints "opened=N ok=N peak_rss_kib=R" (R: PID's RSS while all
+      are open), then closes them all
 """
 import http.client
 import os
@@ -231,6 +235,36 @@ def load(host, port, name, path, seconds, cafile=None):
     print("total=%d ok=%d other=%s errors=%d" % (total, ok, other or "-", errors))
 
 
+def burst(host, name, path, n, n_tls, cafile, pid):
+    ctx = ssl.create_default_context(cafile=cafile)
+    req = ("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path, name)).encode()
+    held, ok = [], 0
+    for i in range(int(n)):
+        try:
+            s = socket.create_connection((host, 443 if i < int(n_tls) else 80), timeout=10)
+            if i < int(n_tls):
+                s = ctx.wrap_socket(s, server_hostname=name)
+            held.append(s)
+            s.sendall(req)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += s.recv(65536)
+            head, rest = data.split(b"\r\n\r\n", 1)
+            want = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    want = int(line.split(b":")[1])
+            while len(rest) < want:
+                rest += s.recv(65536)
+            ok += head.startswith(b"HTTP/1.1 200 ")
+        except (OSError, ValueError):
+            pass
+    rss = [l.split()[1] for l in open("/proc/%s/status" % pid) if l.startswith("VmRSS:")][0]
+    print("opened=%d ok=%d peak_rss_kib=%s" % (len(held), ok, rss), flush=True)
+    for s in held:
+        s.close()
+
+
 if __name__ == "__main__":
     {"slowloris": slowloris, "idle": idle, "halfclose": halfclose, "abort": abort,
-     "load": load, "trickle": trickle, "slowread": slowread}[sys.argv[1]](*sys.argv[2:])
+     "load": load, "trickle": trickle, "slowread": slowread, "burst": burst}[sys.argv[1]](*sys.argv[2:])
