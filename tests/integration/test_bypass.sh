@@ -1,6 +1,8 @@
 #!/bin/bash
 # Hardening, item 2: every way an agent might reach a host that is not allowed, or smuggle a
-# request past the policy, on the listeners that exist (53, 80 with TLS sniffing, 443).
+# request past the policy, on every listener: 53, 80 (with TLS sniffing), 443, the explicit
+# proxy (--listen-proxy 127.0.0.1:3128) and the transparent one (--listen-transparent
+# 127.0.0.1:3129, fed by an nftables redirect of 127.0.0.10:{80,443,8080,8443}).
 #
 # Addresses in the test's own namespace: airlock 127.0.0.1; the allowed upstream 127.0.0.3
 # (allowed.test, api.test, ported.test, *.wild.test; :80 :8080 :443 :8443) and the blocked
@@ -47,8 +49,19 @@ for i in $(seq 1 40); do
 done
 : > "$T_DIR/ok.conns"; : > "$T_DIR/ok.reqs"; : > "$T_DIR/evil.conns"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
-    --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 || exit 1
+    --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 \
+    --listen-proxy 127.0.0.1:3128 --listen-transparent 127.0.0.1:3129 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
+# the transparent topology: what the agent sends to 127.0.0.10 (an address it believes is
+# the server) is redirected to airlock's transparent listener, original port kept
+NFT_OK=0
+if command -v nft > /dev/null && nft -f - <<'NFT'
+table ip bypass_nat {
+  chain output { type nat hook output priority -100; policy accept;
+    ip daddr 127.0.0.10 tcp dport { 80, 443, 8080, 8443 } redirect to :3129; }
+}
+NFT
+then NFT_OK=1; fi
 
 # h80 'request' [quiet]: raw bytes (printf %b escapes) to port 80; h443 SNI|- 'request' [quiet]:
 # the same inside TLS on 443 (h80tls: TLS on port 80).
@@ -57,6 +70,18 @@ SEND="$HERE/bypass_send.py"
 h80() { printf '%b' "$1" | "$PY" "$SEND" --quiet "${2:-0.5}" 127.0.0.1 80; }
 h443() { printf '%b' "$2" | "$PY" "$SEND" --tls "$1" --ca "$CA" --quiet "${3:-0.5}" 127.0.0.1 443; }
 h80tls() { printf '%b' "$2" | "$PY" "$SEND" --tls "$1" --ca "$CA" --quiet "${3:-0.5}" 127.0.0.1 80; }
+# explicit proxy: hp 'request' (plain, to 127.0.0.1:3128); hpc AUTHORITY SNI|-|plain 'request':
+# CONNECT AUTHORITY, then the request inside the tunnel (TLS with that SNI, or plain bytes)
+hp() { printf '%b' "$1" | "$PY" "$SEND" --quiet "${2:-0.5}" 127.0.0.1 3128; }
+hpc() {
+    local tls=(--tls "$2" --ca "$CA")
+    [ "$2" = plain ] && tls=()
+    printf '%b' "$3" | "$PY" "$SEND" --connect "$1" "${tls[@]}" --quiet "${4:-0.5}" 127.0.0.1 3128
+}
+# transparent: ht PORT 'request' (plain) and hts PORT SNI|- 'request' (TLS), both to
+# 127.0.0.10:PORT, which the kernel hands to airlock's transparent listener
+ht() { printf '%b' "$2" | "$PY" "$SEND" --quiet "${3:-0.5}" 127.0.0.10 "$1"; }
+hts() { printf '%b' "$3" | "$PY" "$SEND" --tls "$2" --ca "$CA" --quiet "${4:-0.5}" 127.0.0.10 "$1"; }
 EVIL_SEEN=0
 SMUG_SEEN=0
 # chk "description" 'ERE the first line must match' "$out" [known-bug text]
@@ -385,6 +410,121 @@ ctl=$(LC_ALL=C tr -d '\n' < "$T_DIR/net.log" | LC_ALL=C tr -d '\040-\176\200-\37
 t_eq "no raw control bytes in the network log" "0" "$ctl"
 grep -q '^DNS A a\\032b.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line escapes a space as \\032" test $? -eq 0
 grep -q '^DNS A \\010evil.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line escapes a newline as \\010" test $? -eq 0
+
+# ---- the explicit-proxy listener (HTTP_PROXY / HTTPS_PROXY) ----
+chk "proxy control: CONNECT allowed.test:443, then TLS" "$S200" \
+    "$(hpc allowed.test:443 allowed.test "GET /a HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+logged "proxy control: the tunnel's request line" "allowed GET https://allowed.test/a -> 200"
+chk "proxy control: absolute-form GET http://allowed.test/" "$S200" \
+    "$(hp "GET http://allowed.test/a HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+chk "proxy: CONNECT evil.test:443" "$S403" "$(hpc evil.test:443 evil.test "$SMUG")"
+logged "proxy: CONNECT refused line" "BLOCKED CONNECT evil.test:443 -> 403"
+out=$(printf '%b' "CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n$SMUG" | "$PY" "$SEND" --quiet 0.5 127.0.0.1 3128)
+chk "proxy: CONNECT evil.test:443 with the tunnel's bytes sent at once" "$S403" "$out"
+t_eq "proxy: refused CONNECT: one answer, then the connection ends" "403 <EOF>" \
+    "$(statuses "$out") $(printf '%s' "$out" | grep -o '<EOF>$')"
+for auth in EVIL.TEST:443 evil.test.:443 127.0.0.4:443 '[::ffff:127.0.0.4]:443' 2130706436:443 \
+            0x7f000004:443 0177.0.0.4:443 127.4:443 allowed.test.evil.test:443; do
+    chk "proxy: CONNECT $auth" "^HTTP/1.1 (400|403) " "$(hpc "$auth" evil.test "$SMUG")"
+done
+chk "proxy: CONNECT allowed.test:443@evil.test:443" "^HTTP/1.1 (400|403) " \
+    "$(hpc allowed.test:443@evil.test:443 evil.test "$SMUG")"
+chk "proxy: CONNECT allowed.test (no port)" "^HTTP/1.1 (400|403) " "$(hpc allowed.test evil.test "$SMUG")"
+chk "proxy: CONNECT allowed.test:8443 (a port the entry does not name)" "$S403" \
+    "$(hpc allowed.test:8443 allowed.test "$SMUG")"
+chk "proxy: CONNECT ported.test:443 (the entry allows only 8080)" "$S403" \
+    "$(hpc ported.test:443 ported.test "$SMUG")"
+chk "proxy: CONNECT allowed.test:443, then SNI evil.test" "^(HTTP/1.1 403 |<HANDSHAKE-FAILED)" \
+    "$(hpc allowed.test:443 evil.test "$SMUG")"
+chk "proxy: CONNECT allowed.test:443, SNI allowed.test, Host evil.test" "$S403" \
+    "$(hpc allowed.test:443 allowed.test "$SMUG")"
+logged "proxy: Host inside the tunnel differs from the CONNECT host" \
+    "BLOCKED GET https://evil.test/smuggled -> 403 (host mismatch: header=evil.test, connect=allowed.test)"
+chk "proxy: CONNECT allowed.test:443, no SNI, Host evil.test" "$S403" "$(hpc allowed.test:443 - "$SMUG")"
+chk "proxy: CONNECT allowed.test:443, SNI allowed.test, absolute URL https://evil.test/" "$S403" \
+    "$(hpc allowed.test:443 allowed.test "GET https://evil.test/smuggled HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+chk "proxy: CONNECT allowed.test:443, Host allowed.test:8443 inside" "$S403" \
+    "$(hpc allowed.test:443 allowed.test "GET /smuggled HTTP/1.1\r\nHost: allowed.test:8443\r\n$CL\r\n")"
+chk "proxy: CONNECT allowed.test:443, then plain HTTP inside the tunnel" "^(<EOF>|<RESET>|HTTP/1.1 400 |<NOTHING>)" \
+    "$(hpc allowed.test:443 plain "$SMUG")"
+chk "proxy: CONNECT allowed.test:80, then plain HTTP inside the tunnel" "^(<EOF>|<RESET>|HTTP/1.1 40[03] |<NOTHING>)" \
+    "$(hpc allowed.test:80 plain "GET /smuggled HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+chk "proxy: CONNECT evil.test:443 inside an allowed tunnel" "$S403" \
+    "$(hpc allowed.test:443 allowed.test "CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n$SMUG")"
+out=$(hpc allowed.test:443 allowed.test "GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: evil.test\r\n$CL\r\n")
+chk "proxy: second request in the tunnel names another host" "$S200" "$out"
+t_eq "proxy: tunnel keep-alive: 200 then 403" "200 403" "$(statuses "$out")"
+chk "proxy: absolute-form GET http://evil.test/" "$S403" "$(hp "GET http://evil.test/smuggled HTTP/1.1\r\nHost: evil.test\r\n$CL\r\n")"
+chk "proxy: absolute-form http://allowed.test/, Host evil.test" "$S403" \
+    "$(hp "GET http://allowed.test/smuggled HTTP/1.1\r\nHost: evil.test\r\n$CL\r\n")"
+chk "proxy: absolute-form http://evil.test/, Host allowed.test" "$S403" \
+    "$(hp "GET http://evil.test/smuggled HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+chk "proxy: absolute-form https://evil.test/ over the plain proxy connection" "^HTTP/1.1 (400|403) " \
+    "$(hp "GET https://evil.test/smuggled HTTP/1.1\r\nHost: evil.test\r\n$CL\r\n")"
+chk "proxy: origin-form with Host evil.test" "$S403" "$(hp "$SMUGC")"
+chk "proxy: absolute-form http://allowed.test:8443/" "$S403" \
+    "$(hp "GET http://allowed.test:8443/smuggled HTTP/1.1\r\nHost: allowed.test:8443\r\n$CL\r\n")"
+chk "proxy: absolute-form http://127.0.0.4/" "$S403" "$(hp "GET http://127.0.0.4/smuggled HTTP/1.1\r\nHost: 127.0.0.4\r\n$CL\r\n")"
+out=$(hp "GET http://allowed.test/a HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET http://evil.test/smuggled HTTP/1.1\r\nHost: evil.test\r\n$CL\r\n")
+chk "proxy: pipelined blocked request behind an allowed one" "$S200" "$out"
+t_eq "proxy: pipelined: 200 then 403" "200 403" "$(statuses "$out")"
+chk "proxy: CL.TE smuggling in absolute form" "$S400" \
+    "$(hp "POST http://allowed.test/a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: $((SMUG_LEN + 5))\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n$SMUG")"
+chk "proxy: WebSocket Upgrade to evil.test" "$S403" \
+    "$(hp "GET http://evil.test/smuggled HTTP/1.1\r\nHost: evil.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")"
+chk "proxy: lowercase connect" "^HTTP/1.1 (400|403|405) " "$(hp "connect evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n")"
+chk "proxy: CONNECT over HTTP/1.0" "$S403" "$(hp "CONNECT evil.test:443 HTTP/1.0\r\n\r\n")"
+chk "proxy: TLS straight to the proxy port, SNI evil.test" "^(<HANDSHAKE-FAILED|<EOF>|<RESET>|HTTP/1.1 40[03] )" \
+    "$(printf '%b' "$SMUG" | "$PY" "$SEND" --tls evil.test --ca "$CA" --quiet 0.5 127.0.0.1 3128)"
+
+# ---- the transparent listener (an nftables redirect, original destination kept) ----
+if [ "$NFT_OK" = 1 ]; then
+    chk "transparent control: TLS to 127.0.0.10:443, SNI allowed.test" "$S200" \
+        "$(hts 443 allowed.test "GET /a HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+    chk "transparent control: plain to 127.0.0.10:80, Host allowed.test" "$S200" \
+        "$(ht 80 "GET /a HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+    chk "transparent control: plain to :8080, Host ported.test" "$S200" \
+        "$(ht 8080 "GET /a HTTP/1.1\r\nHost: ported.test\r\n$CL\r\n")"
+    chk "transparent: SNI evil.test" "^(HTTP/1.1 403 |<HANDSHAKE-FAILED)" "$(hts 443 evil.test "$SMUG")"
+    chk "transparent: SNI allowed.test, Host evil.test" "$S403" "$(hts 443 allowed.test "$SMUG")"
+    logged "transparent: SNI mismatch line" \
+        "BLOCKED GET https://evil.test/smuggled -> 403 (host mismatch: header=evil.test, sni=allowed.test)"
+    chk "transparent: no SNI, Host evil.test" "$S403" "$(hts 443 - "$SMUG")"
+    chk "transparent: plain, Host evil.test" "$S403" "$(ht 80 "$SMUGC")"
+    chk "transparent: plain, absolute URL evil.test, Host allowed.test" "$S403" \
+        "$(ht 80 "GET http://evil.test/smuggled HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+    # ported.test is allowed on 80 (the default) and 8080: the Host's port must not pick the
+    # destination, the port the agent dialed does
+    n80=$(grep -c '^80 GET /port-check' "$T_DIR/ok.reqs")
+    chk "transparent: Host ported.test:8080 on port 80" "$S200" \
+        "$(ht 80 "GET /port-check HTTP/1.1\r\nHost: ported.test:8080\r\n$CL\r\n")"
+    t_eq "transparent: ... went to port 80, the one dialed" "$((n80 + 1))" "$(grep -c '^80 GET /port-check' "$T_DIR/ok.reqs")"
+    chk "transparent: Host allowed.test:80 on port 8080" "$S403" \
+        "$(ht 8080 "GET /smuggled HTTP/1.1\r\nHost: allowed.test:80\r\n$CL\r\n")"
+    chk "transparent: TLS on 8443, SNI allowed.test (8443 not allowed for it)" "$S403" \
+        "$(hts 8443 allowed.test "GET /smuggled HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
+    chk "transparent: CONNECT evil.test:443 on port 80" "$S403" \
+        "$(ht 80 "CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n$SMUG")"
+    logged "transparent: CONNECT line" "BLOCKED CONNECT evil.test:443 -> 403 (tunneling not allowed)"
+    chk "transparent: CONNECT inside TLS on 443" "$S403" \
+        "$(hts 443 allowed.test "CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n$SMUG")"
+    out=$(hts 443 allowed.test "GET /a HTTP/1.1\r\nHost: allowed.test\r\n\r\n$SMUGC")
+    chk "transparent: pipelined blocked request behind an allowed one" "$S200" "$out"
+    t_eq "transparent: pipelined: 200 then 403" "200 403" "$(statuses "$out")"
+    chk "transparent: CL.TE smuggling" "$S400" \
+        "$(ht 80 "POST /a HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: $((SMUG_LEN + 5))\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n$SMUG")"
+    chk "transparent: h2c Upgrade to allowed.test then a request for evil.test" "^HTTP/1.1 (200|400|403) " \
+        "$(ht 80 "GET /a HTTP/1.1\r\nHost: allowed.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n<PAUSE>$SMUGC")"
+    chk "transparent: HTTP/2 preface on 80" "^(HTTP/1.1 400 |<EOF>|<RESET>|<NOTHING>)" \
+        "$(ht 80 "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")"
+    out=$(ht 443 "\x16\x03\x01\x00\x05hello$SMUG" | od -An -c | tr -s ' \n' ' ')
+    chk "transparent: a broken TLS record on 443: an alert or a close" "^( 025 003|<NOTHING>| < E O F >| < R E S E T >)" "$out"
+    chk "transparent: plain HTTP on 443, Host evil.test" "$S403" "$(ht 443 "$SMUGC")"
+    chk "transparent: a direct connection to the listener, Host evil.test" "$S403" \
+        "$(printf '%b' "$SMUGC" | "$PY" "$SEND" --quiet 0.5 127.0.0.1 3129)"
+else
+    t_fail "transparent listener: nft could not install the redirect (is nftables installed?)"
+fi
 
 # blocked requests resolve nothing (the DNS responder never forwards either)
 t_eq "the upstream resolver was never asked about evil.test or an IP literal" "0" \
