@@ -1,6 +1,8 @@
 /* Upstream resolver: c-ares driven by the libuv loop (one uv_poll per c-ares socket, one
  * uv_timer for c-ares timeouts, one uv_timer per request for its total timeout and for
- * delivering results from the loop). See dns_resolve.h. */
+ * delivering results from the loop). Requests for a name share the one c-ares lookup in
+ * flight for it (a dns__lookup), so a burst of first requests asks upstream once per record
+ * type. See dns_resolve.h. */
 #include "dns/dns_resolve.h"
 
 #include <ares.h>
@@ -18,6 +20,8 @@
 #define DNS__DEFAULT_PORT 53
 /* "[" IPv6 "%zone" "]:" port, NUL */
 #define DNS__SERVER_TEXT_MAX 80
+/* Hash buckets for the lookups in flight (a power of two). */
+#define DNS__LOOKUP_BUCKETS 256
 
 typedef struct dns__poll dns__poll_t;
 
@@ -28,19 +32,34 @@ struct dns__poll {
     dns__poll_t *next;
 };
 
-/* One address kept compactly in the cache. */
-typedef struct dns__cache_addr {
+/* One address without a port, as the cache keeps it and a lookup collects it. */
+typedef struct dns__addr {
     int family;
     uint8_t bytes[16];
-} dns__cache_addr_t;
+} dns__addr_t;
 
 typedef struct dns__cache_entry {
     char host[DNS_RESOLVE_HOST_MAX + 1]; /* lowercased, no trailing dot; "" = free */
     uint64_t expires;                    /* uv_now() milliseconds */
     uint64_t used;                       /* LRU stamp */
     size_t naddrs;
-    dns__cache_addr_t addrs[DNS_RESOLVE_ADDRS_MAX];
+    dns__addr_t addrs[DNS_RESOLVE_ADDRS_MAX];
 } dns__cache_entry_t;
+
+typedef struct dns__lookup dns__lookup_t;
+
+/* One ares_getaddrinfo in flight for a name, and the requests waiting on it. It lives from
+ * that call to its on_ares_done, with waiters or without (c-ares 1.18 cannot cancel one
+ * query), and stays joinable all that time. */
+struct dns__lookup {
+    dns_resolver_t *r;
+    dns__lookup_t *next;                 /* in its hash bucket */
+    dns_resolve_req_t *waiters;          /* in the order they came */
+    dns_resolve_req_t *last;             /* the newest waiter */
+    uint64_t sent;                       /* uv_now() when its queries went out */
+    char key[DNS_RESOLVE_HOST_MAX + 1];  /* as the cache spells it */
+    char name[DNS_RESOLVE_HOST_MAX + 1]; /* as its first request spelled it: what is asked */
+};
 
 struct dns_resolve_req {
     dns_resolver_t *r;
@@ -49,16 +68,17 @@ struct dns_resolve_req {
     void *data;
     dns_resolve_req_t *prev;
     dns_resolve_req_t *next;
+    dns__lookup_t *lookup; /* the lookup it waits on, NULL once it stopped waiting */
+    dns_resolve_req_t *wprev;
+    dns_resolve_req_t *wnext;
+    uint64_t joined; /* uv_now() when it began waiting on lookup */
     uint16_t port;
-    int ares_pending; /* c-ares still holds this request as its callback argument */
-    int timer_closed;
     int done;        /* the callback fired or the request was cancelled */
     int have_result; /* status/addrs/err are final, delivery is scheduled */
     int status;
     const char *err;
     size_t naddrs;
     struct sockaddr_storage addrs[DNS_RESOLVE_ADDRS_MAX];
-    char key[DNS_RESOLVE_HOST_MAX + 1];
 };
 
 struct dns_resolver {
@@ -69,6 +89,8 @@ struct dns_resolver {
     dns__poll_t *polls;
     dns_resolve_req_t *reqs; /* every request not yet freed */
     size_t nreqs;
+    dns__lookup_t *lookups[DNS__LOOKUP_BUCKETS];
+    size_t nlookups;
     int open_handles; /* the timer and the polls */
     int closing;
     dns_resolver_close_cb close_cb;
@@ -84,7 +106,7 @@ static void dns__resolver_maybe_done(dns_resolver_t *r)
     dns_resolver_close_cb cb;
     void *data;
 
-    if (!r->closing || r->open_handles != 0 || r->reqs != NULL)
+    if (!r->closing || r->open_handles != 0 || r->reqs != NULL || r->nlookups != 0)
         return;
     cb = r->close_cb;
     data = r->close_data;
@@ -202,12 +224,11 @@ static void on_ares_sock_state(void *data, ares_socket_t fd, int readable, int w
 
 /* ---- requests ---- */
 
-static void dns__req_maybe_free(dns_resolve_req_t *req)
+static void on_req_timer_closed(uv_handle_t *h)
 {
+    dns_resolve_req_t *req = DNS__CONTAINER_OF(h, dns_resolve_req_t, timer);
     dns_resolver_t *r = req->r;
 
-    if (!req->timer_closed || req->ares_pending)
-        return;
     if (req->prev != NULL)
         req->prev->next = req->next;
     else
@@ -219,12 +240,37 @@ static void dns__req_maybe_free(dns_resolve_req_t *req)
     dns__resolver_maybe_done(r);
 }
 
-static void on_req_timer_closed(uv_handle_t *h)
+/* Takes req off its lookup's waiters; the lookup runs on, even with none left. */
+static void dns__req_leave(dns_resolve_req_t *req)
 {
-    dns_resolve_req_t *req = DNS__CONTAINER_OF(h, dns_resolve_req_t, timer);
+    dns__lookup_t *lk = req->lookup;
 
-    req->timer_closed = 1;
-    dns__req_maybe_free(req);
+    if (lk == NULL)
+        return;
+    if (req->wprev != NULL)
+        req->wprev->wnext = req->wnext;
+    else
+        lk->waiters = req->wnext;
+    if (req->wnext != NULL)
+        req->wnext->wprev = req->wprev;
+    else
+        lk->last = req->wprev;
+    req->lookup = NULL;
+    req->wprev = NULL;
+    req->wnext = NULL;
+}
+
+static void dns__req_join(dns_resolve_req_t *req, dns__lookup_t *lk)
+{
+    req->lookup = lk;
+    req->joined = uv_now(lk->r->loop);
+    req->wprev = lk->last;
+    req->wnext = NULL;
+    if (lk->last != NULL)
+        lk->last->wnext = req;
+    else
+        lk->waiters = req;
+    lk->last = req;
 }
 
 static void on_req_timer(uv_timer_t *t)
@@ -232,6 +278,7 @@ static void on_req_timer(uv_timer_t *t)
     dns_resolve_req_t *req = DNS__CONTAINER_OF(t, dns_resolve_req_t, timer);
 
     if (!req->have_result) {
+        dns__req_leave(req); /* its own timeout: the others sharing the lookup wait on */
         req->have_result = 1;
         req->status = PX_ETIMEOUT;
         req->err = "timed out";
@@ -248,6 +295,7 @@ static void dns__req_finish(dns_resolve_req_t *req, int status, const char *err)
 {
     if (req->done || req->have_result)
         return;
+    dns__req_leave(req);
     req->have_result = 1;
     req->status = status;
     req->err = err;
@@ -324,7 +372,27 @@ static void dns__req_add_addr(dns_resolve_req_t *req, int family, const void *by
     dns__set_port(ss, req->port);
 }
 
+static void dns__req_add_addrs(dns_resolve_req_t *req, const dns__addr_t *addrs, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        dns__req_add_addr(req, addrs[i].family, addrs[i].bytes);
+}
+
 /* ---- cache ---- */
+
+/* The name as the cache and the lookups compare it: lowercased, one trailing dot dropped. */
+static void dns__key(const char *host, size_t len, char key[DNS_RESOLVE_HOST_MAX + 1])
+{
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        key[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
+    if (i > 1 && key[i - 1] == '.')
+        i--;
+    key[i] = '\0';
+}
 
 static dns__cache_entry_t *dns__cache_find(dns_resolver_t *r, const char *key)
 {
@@ -348,87 +416,140 @@ static dns__cache_entry_t *dns__cache_find(dns_resolver_t *r, const char *key)
     return NULL;
 }
 
-static void dns__cache_store(dns_resolver_t *r, const dns_resolve_req_t *req, int ttl_s)
+static void dns__cache_store(dns_resolver_t *r, const char *key, const dns__addr_t *addrs,
+                             size_t naddrs, int ttl_s)
 {
     dns__cache_entry_t *victim = &r->cache[0];
     uint64_t now = uv_now(r->loop);
     size_t i;
 
-    if (!r->cache_enabled || ttl_s <= 0 || req->naddrs == 0 || req->key[0] == '\0')
+    if (!r->cache_enabled || ttl_s <= 0 || naddrs == 0 || key[0] == '\0')
         return;
     if (ttl_s > DNS_RESOLVE_CACHE_TTL_MAX_S)
         ttl_s = DNS_RESOLVE_CACHE_TTL_MAX_S;
     for (i = 0; i < DNS_RESOLVE_CACHE_MAX; i++) {
         dns__cache_entry_t *e = &r->cache[i];
 
-        if (e->host[0] == '\0' || e->expires <= now || strcmp(e->host, req->key) == 0) {
+        if (e->host[0] == '\0' || e->expires <= now || strcmp(e->host, key) == 0) {
             victim = e;
             break;
         }
         if (e->used < victim->used)
             victim = e;
     }
-    memcpy(victim->host, req->key, sizeof(victim->host));
+    memcpy(victim->host, key, strlen(key) + 1);
     victim->expires = now + (uint64_t)ttl_s * 1000;
     victim->used = ++r->cache_clock;
-    victim->naddrs = req->naddrs;
-    for (i = 0; i < req->naddrs; i++) {
-        const struct sockaddr_storage *ss = &req->addrs[i];
-
-        victim->addrs[i].family = ss->ss_family;
-        if (ss->ss_family == AF_INET)
-            memcpy(victim->addrs[i].bytes, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-        else
-            memcpy(victim->addrs[i].bytes, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-    }
+    victim->naddrs = naddrs;
+    memcpy(victim->addrs, addrs, naddrs * sizeof(addrs[0]));
 }
 
 /* ---- lookups ---- */
 
+static dns__lookup_t **dns__lookup_bucket(dns_resolver_t *r, const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (; *key != '\0'; key++)
+        h = (h ^ (uint8_t)*key) * 16777619u;
+    return &r->lookups[h & (DNS__LOOKUP_BUCKETS - 1)];
+}
+
+static dns__lookup_t *dns__lookup_find(dns_resolver_t *r, const char *key)
+{
+    dns__lookup_t *lk;
+
+    for (lk = *dns__lookup_bucket(r, key); lk != NULL; lk = lk->next) {
+        if (strcmp(lk->key, key) == 0)
+            return lk;
+    }
+    return NULL;
+}
+
+static void dns__lookup_free(dns__lookup_t *lk)
+{
+    dns__lookup_t **pp;
+
+    for (pp = dns__lookup_bucket(lk->r, lk->key); *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == lk) {
+            *pp = lk->next;
+            break;
+        }
+    }
+    lk->r->nlookups--;
+    free(lk);
+}
+
+static void on_ares_done(void *arg, int status, int timeouts, struct ares_addrinfo *res);
+
+/* Sends lk's queries. c-ares may end lk before this returns (on_ares_done only schedules
+ * deliveries, then frees lk), so the caller must not touch lk afterwards. */
+static void dns__lookup_send(dns__lookup_t *lk)
+{
+    struct ares_addrinfo_hints hints;
+
+    lk->sent = uv_now(lk->r->loop);
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_flags = ARES_AI_NOSORT; /* sorting would connect() a UDP socket per address */
+    ares_getaddrinfo(lk->r->channel, lk->name, NULL, &hints, on_ares_done, lk);
+}
+
 static void on_ares_done(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
-    dns_resolve_req_t *req = arg;
+    dns__lookup_t *lk = arg;
+    dns_resolver_t *r = lk->r;
+    dns__addr_t addrs[DNS_RESOLVE_ADDRS_MAX];
     struct ares_addrinfo_node *n;
+    dns_resolve_req_t *req;
+    dns_resolve_req_t *next;
     const char *err = NULL;
+    size_t naddrs = 0;
     int ttl = DNS_RESOLVE_CACHE_TTL_MAX_S;
+    int code = 0;
     int pass;
-    int code;
 
     (void)timeouts;
-    req->ares_pending = 0;
-    if (req->done || req->have_result) {
-        if (res != NULL)
-            ares_freeaddrinfo(res);
-        dns__req_maybe_free(req);
-        return;
-    }
-    if (status != ARES_SUCCESS || res == NULL || res->nodes == NULL) {
-        code = dns__ares_error(status == ARES_SUCCESS ? ARES_ENODATA : status, &err);
-        if (res != NULL)
-            ares_freeaddrinfo(res);
-        dns__req_finish(req, code, err);
-        return;
-    }
-    for (pass = 0; pass < 2; pass++) { /* IPv4 first, then IPv6 */
+    for (pass = 0; status == ARES_SUCCESS && res != NULL && pass < 2; pass++) {
+        int family = pass == 0 ? AF_INET : AF_INET6; /* IPv4 first */
+
         for (n = res->nodes; n != NULL; n = n->ai_next) {
-            if (pass == 0 && n->ai_family == AF_INET && n->ai_addr != NULL)
-                dns__req_add_addr(req, AF_INET, &((struct sockaddr_in *)n->ai_addr)->sin_addr);
-            else if (pass == 1 && n->ai_family == AF_INET6 && n->ai_addr != NULL)
-                dns__req_add_addr(req, AF_INET6, &((struct sockaddr_in6 *)n->ai_addr)->sin6_addr);
-            else
+            if (n->ai_family != family || n->ai_addr == NULL)
                 continue;
             if (n->ai_ttl < ttl)
                 ttl = n->ai_ttl;
+            if (naddrs == DNS_RESOLVE_ADDRS_MAX)
+                continue;
+            addrs[naddrs].family = family;
+            if (family == AF_INET)
+                memcpy(addrs[naddrs].bytes, &((struct sockaddr_in *)n->ai_addr)->sin_addr, 4);
+            else
+                memcpy(addrs[naddrs].bytes, &((struct sockaddr_in6 *)n->ai_addr)->sin6_addr, 16);
+            naddrs++;
         }
     }
-    ares_freeaddrinfo(res);
-    if (req->naddrs == 0) {
-        code = dns__ares_error(ARES_ENODATA, &err);
-        dns__req_finish(req, code, err);
+    if (res != NULL)
+        ares_freeaddrinfo(res);
+    if (naddrs == 0)
+        code = dns__ares_error(status == ARES_SUCCESS ? ARES_ENODATA : status, &err);
+    else
+        dns__cache_store(r, lk->key, addrs, naddrs, ttl);
+    for (req = lk->waiters; req != NULL; req = next) {
+        next = req->wnext;
+        /* c-ares gave up on time, but a request that joined after the queries went out has
+         * not had a full try of its own yet: it stays for the lookup sent again below. */
+        if (status == ARES_ETIMEOUT && req->joined > lk->sent && !r->closing)
+            continue;
+        dns__req_add_addrs(req, addrs, naddrs);
+        dns__req_finish(req, code, err); /* takes req off lk */
+    }
+    if (lk->waiters != NULL) {
+        /* Starting queries from a c-ares callback is what c-ares' own getaddrinfo does for
+         * its next search domain. */
+        dns__lookup_send(lk);
         return;
     }
-    dns__cache_store(req->r, req, ttl);
-    dns__req_finish(req, 0, NULL);
+    dns__lookup_free(lk);
 }
 
 /* Accepts "1.2.3.4", "::1" and "[::1]". Returns the family, or 0 when host is no literal. */
@@ -451,9 +572,11 @@ static int dns__parse_literal(const char *host, size_t len, uint8_t bytes[16])
 int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_cb cb, void *data,
                 dns_resolve_req_t **out)
 {
-    struct ares_addrinfo_hints hints;
+    char key[DNS_RESOLVE_HOST_MAX + 1];
+    dns__cache_entry_t *e = NULL;
+    dns__lookup_t *lk = NULL;
+    dns__lookup_t *fresh = NULL;
     dns_resolve_req_t *req;
-    dns__cache_entry_t *e;
     uint8_t bytes[16];
     size_t len;
     size_t i;
@@ -474,9 +597,25 @@ int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_
     }
     if (r->nreqs >= DNS_RESOLVE_PENDING_MAX)
         return UV_EBUSY;
+    family = dns__parse_literal(host, len, bytes);
+    if (family == 0) {
+        dns__key(host, len, key);
+        e = dns__cache_find(r, key);
+        if (e == NULL)
+            lk = dns__lookup_find(r, key);
+        if (e == NULL && lk == NULL) {
+            if (r->nlookups >= DNS_RESOLVE_PENDING_MAX)
+                return UV_EBUSY;
+            fresh = calloc(1, sizeof(*fresh));
+            if (fresh == NULL)
+                return UV_ENOMEM;
+        }
+    }
     req = calloc(1, sizeof(*req));
-    if (req == NULL)
+    if (req == NULL) {
+        free(fresh);
         return UV_ENOMEM;
+    }
     req->r = r;
     req->cb = cb;
     req->data = data;
@@ -489,32 +628,30 @@ int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_
     r->nreqs++;
     *out = req;
 
-    family = dns__parse_literal(host, len, bytes);
     if (family != 0) {
         dns__req_add_addr(req, family, bytes);
         dns__req_finish(req, 0, NULL);
         return 0;
     }
-    for (i = 0; i < len; i++)
-        req->key[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
-    if (i > 1 && req->key[i - 1] == '.')
-        i--;
-    req->key[i] = '\0';
-    e = dns__cache_find(r, req->key);
     if (e != NULL) {
-        for (i = 0; i < e->naddrs; i++)
-            dns__req_add_addr(req, e->addrs[i].family, e->addrs[i].bytes);
+        dns__req_add_addrs(req, e->addrs, e->naddrs);
         dns__req_finish(req, 0, NULL);
         return 0;
     }
-
     uv_timer_start(&req->timer, on_req_timer, r->timeout_ms, 0);
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_flags = ARES_AI_NOSORT; /* sorting would connect() a UDP socket per address */
-    req->ares_pending = 1;
-    /* may call on_ares_done before returning; it only schedules the delivery */
-    ares_getaddrinfo(r->channel, host, NULL, &hints, on_ares_done, req);
+    if (lk != NULL) {
+        dns__req_join(req, lk); /* no new query: the answer on its way serves this one too */
+        return 0;
+    }
+    fresh->r = r;
+    memcpy(fresh->key, key, sizeof(fresh->key));
+    memcpy(fresh->name, host, len);
+    fresh->name[len] = '\0';
+    fresh->next = *dns__lookup_bucket(r, key);
+    *dns__lookup_bucket(r, key) = fresh;
+    r->nlookups++;
+    dns__req_join(req, fresh);
+    dns__lookup_send(fresh);
     dns__resolver_arm(r);
     return 0;
 }
@@ -523,6 +660,7 @@ void dns_resolve_cancel(dns_resolve_req_t *req)
 {
     if (req == NULL || req->done)
         return;
+    dns__req_leave(req); /* the lookup runs on for the other requests, or for the cache */
     req->done = 1;
     uv_close((uv_handle_t *)&req->timer, on_req_timer_closed);
 }

@@ -1,5 +1,8 @@
 /* The upstream resolver: c-ares on the libuv loop, asking only the one server it was given
- * (never /etc/resolv.conf, /etc/hosts or search domains). Used after a request was allowed. */
+ * (never /etc/resolv.conf, /etc/hosts or search domains). Used after a request was allowed.
+ * A request for a name already being looked up (compared case-insensitively, one trailing dot
+ * ignored) joins that lookup instead of asking upstream again; it still gets its own callback,
+ * port and timeout, and the lookup's answer or error. */
 #ifndef DNS_RESOLVE_H
 #define DNS_RESOLVE_H
 
@@ -8,7 +11,9 @@
 #include <sys/socket.h>
 #include <uv.h>
 
-/* Total time for one lookup (A and AAAA together), whatever c-ares retries. */
+/* Total time for one request (A and AAAA together), from its own dns_resolve call, whatever
+ * c-ares retries. A lookup that gives up on time before a request that joined it late had a
+ * full try of its own is sent again for such requests. */
 #define DNS_RESOLVE_TIMEOUT_MS 5000
 /* Addresses handed to a callback; more are dropped (IPv4 first). */
 #define DNS_RESOLVE_ADDRS_MAX 16
@@ -18,7 +23,8 @@
 #define DNS_RESOLVE_CACHE_MAX 64
 /* Cache lifetime cap, whatever TTL upstream gave. */
 #define DNS_RESOLVE_CACHE_TTL_MAX_S 300
-/* Lookups in flight per resolver; more fail with UV_EBUSY. */
+/* Requests pending per resolver, and names being looked up at once; more fail with
+ * UV_EBUSY. */
 #define DNS_RESOLVE_PENDING_MAX 4096
 
 typedef struct dns_resolver dns_resolver_t;
@@ -38,8 +44,7 @@ typedef void (*dns_resolver_close_cb)(void *data);
  * negative code. */
 int dns_resolver_create(uv_loop_t *loop, const char *server, dns_resolver_t **out);
 
-/* Sets the total lookup timeout for lookups started from now on (default
- * DNS_RESOLVE_TIMEOUT_MS). */
+/* Sets the total timeout for requests made from now on (default DNS_RESOLVE_TIMEOUT_MS). */
 void dns_resolver_set_timeout(dns_resolver_t *r, uint64_t ms);
 
 /* Turns the answer cache on (default) or off; turning it off empties it. */
@@ -53,10 +58,11 @@ int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_
                 dns_resolve_req_t **req);
 
 /* Cancels a request whose callback has not fired yet: the callback will never fire and req
- * is invalid on return. Safe to call from any callback except on a request already done. */
+ * is invalid on return. Safe to call from any callback except on a request already done.
+ * Other requests for the same name are unaffected; their lookup runs on (and fills the cache). */
 void dns_resolve_cancel(dns_resolve_req_t *req);
 
-/* Ends every lookup still pending: their callbacks fire with UV_ECANCELED from the loop (not
+/* Ends every request still pending: their callbacks fire with UV_ECANCELED from the loop (not
  * inside this call), then all handles close and close_cb (may be NULL) fires with data; the
  * resolver is freed after it. dns_resolve fails with UV_ECANCELED from now on. Idempotent. */
 void dns_resolver_close(dns_resolver_t *r, dns_resolver_close_cb close_cb, void *data);
