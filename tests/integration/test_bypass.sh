@@ -411,6 +411,12 @@ t_eq "no raw control bytes in the network log" "0" "$ctl"
 grep -q '^DNS A a\\032b.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line escapes a space as \\032" test $? -eq 0
 grep -q '^DNS A \\010evil.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line escapes a newline as \\010" test $? -eq 0
 
+# ---- the DNS listener's TCP port is no proxy either ----
+out=$(printf '%b' "CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n$SMUG" | "$PY" "$SEND" --quiet 1 127.0.0.1 53 | od -An -c | tr -s ' \n' ' ')
+chk "CONNECT sent to TCP port 53: no HTTP answer, no tunnel" "^(<NOTHING>| < E O F >| < R E S E T >| [0-9])" "$out"
+chk "GET for evil.test sent to TCP port 53" "^(<NOTHING>| < E O F >| < R E S E T >| [0-9])" \
+    "$(printf '%b' "$SMUGC" | "$PY" "$SEND" --quiet 1 127.0.0.1 53 | od -An -c | tr -s ' \n' ' ')"
+
 # ---- the explicit-proxy listener (HTTP_PROXY / HTTPS_PROXY) ----
 chk "proxy control: CONNECT allowed.test:443, then TLS" "$S200" \
     "$(hpc allowed.test:443 allowed.test "GET /a HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
