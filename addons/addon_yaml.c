@@ -1,3 +1,6 @@
+/* The libyaml reader: parses a stream event by event into the document of addon_yaml_tree.c,
+ * resolving plain scalars and turning libyaml's marks and offsets into "name:line:col" once,
+ * here. The only file that includes yaml.h. */
 #include "addons/addon_yaml.h"
 
 #include <errno.h>
@@ -11,40 +14,12 @@
 
 #include <yaml.h>
 
+#include "addons/addon_yaml_int.h"
 #include "proxy/px_err.h"
 
-#define ADDON__YAML_BLOCK_MIN (16 * 1024) /* arena block size */
-#define ADDON__YAML_QUOTE_MAX 64          /* bytes of a key quoted in a message */
 #define ADDON__YAML_TAG_STR "tag:yaml.org,2002:str"
 #define ADDON__YAML_TAG_SEQ "tag:yaml.org,2002:seq"
 #define ADDON__YAML_TAG_MAP "tag:yaml.org,2002:map"
-
-struct addon_yaml_node {
-    const addon_yaml_doc_t *doc;
-    addon_yaml_type_t type;
-    int quoted;
-    unsigned line;
-    unsigned col;
-    const char *text; /* scalars; "" for collections */
-    size_t len;
-    const addon_yaml_node_t **kids; /* sequence items, or key, value, key, value... */
-    size_t count;                   /* items, or pairs */
-};
-
-/* Nodes, texts and child arrays live in one chain of blocks freed with the document. */
-typedef struct addon__yaml_block {
-    struct addon__yaml_block *next;
-    size_t used;
-    size_t cap;
-    max_align_t data[];
-} addon__yaml_block_t;
-
-struct addon_yaml_doc {
-    char *name;
-    const addon_yaml_node_t *root;
-    addon__yaml_block_t *blocks;
-    size_t nodes;
-};
 
 /* An open collection: its node, and where its children start on the pending stack. */
 typedef struct addon__yaml_frame {
@@ -66,61 +41,6 @@ typedef struct addon__yaml_builder {
     size_t errlen;
 } addon__yaml_builder_t;
 
-static void *yaml_alloc(addon_yaml_doc_t *doc, size_t size)
-{
-    size_t align = sizeof(max_align_t);
-    size = (size + align - 1) / align * align;
-    addon__yaml_block_t *b = doc->blocks;
-    if (b == NULL || b->cap - b->used < size) {
-        size_t cap = size > ADDON__YAML_BLOCK_MIN ? size : ADDON__YAML_BLOCK_MIN;
-        b = malloc(sizeof(*b) + cap);
-        if (b == NULL)
-            return NULL;
-        b->cap = cap;
-        b->used = 0;
-        b->next = doc->blocks;
-        doc->blocks = b;
-    }
-    void *p = (char *)b->data + b->used;
-    b->used += size;
-    return p;
-}
-
-/* Writes s as 'text' with non-printable bytes as \xHH, cut at ADDON__YAML_QUOTE_MAX bytes. */
-static void yaml_quote(const char *s, size_t len, char *out, size_t outlen)
-{
-    size_t o = 0;
-    if (outlen < 8)
-        return;
-    out[o++] = '\'';
-    for (size_t i = 0; i < len && i < ADDON__YAML_QUOTE_MAX && o + 6 < outlen; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c < 0x7f && c != '\'') {
-            out[o++] = (char)c;
-        } else {
-            int n = snprintf(out + o, outlen - o, "\\x%02x", c);
-            if (n > 0)
-                o += (size_t)n;
-        }
-    }
-    if (len > ADDON__YAML_QUOTE_MAX && o + 5 < outlen) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o++] = '\'';
-    out[o] = '\0';
-}
-
-static void yaml_vreport(char *err, size_t errlen, const char *name, unsigned line, unsigned col,
-                         const char *fmt, va_list ap)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    int n = snprintf(err, errlen, "%s:%u:%u: ", name, line, col);
-    if (n >= 0 && (size_t)n < errlen)
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-}
-
 /* Writes "name:line:col: message" to err and returns rc. */
 static int yaml_report(int rc, char *err, size_t errlen, const char *name, unsigned line,
                        unsigned col, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
@@ -130,7 +50,7 @@ static int yaml_report(int rc, char *err, size_t errlen, const char *name, unsig
 {
     va_list ap;
     va_start(ap, fmt);
-    yaml_vreport(err, errlen, name, line, col, fmt, ap);
+    addon__yaml_vreport(err, errlen, name, line, col, fmt, ap);
     va_end(ap);
     return rc;
 }
@@ -286,7 +206,7 @@ static addon_yaml_node_t *yaml_node_new(addon__yaml_builder_t *b, const yaml_eve
                           "more than %d nodes", ADDON_YAML_MAX_NODES);
         return NULL;
     }
-    addon_yaml_node_t *n = yaml_alloc(b->doc, sizeof(*n));
+    addon_yaml_node_t *n = addon__yaml_alloc(b->doc, sizeof(*n));
     if (n == NULL) {
         *rc = yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, line, col, "out of memory");
         return NULL;
@@ -366,7 +286,7 @@ static int yaml_check_map(addon__yaml_builder_t *b, const addon_yaml_node_t *map
         const addon_yaml_node_t *y = keys[i];
         if (x->len == y->len && (x->len == 0 || memcmp(x->text, y->text, x->len) == 0)) {
             char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
-            yaml_quote(y->text, y->len, q, sizeof(q));
+            addon__yaml_quote(y->text, y->len, q, sizeof(q));
             rc = yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name, y->line, y->col,
                              "duplicate key %s (first at line %u, column %u)", q, x->line, x->col);
             break;
@@ -382,7 +302,7 @@ static int yaml_on_end(addon__yaml_builder_t *b)
     addon_yaml_node_t *n = f->node;
     size_t nkids = b->npending - f->base;
     if (nkids > 0) {
-        n->kids = yaml_alloc(b->doc, nkids * sizeof(*n->kids));
+        n->kids = addon__yaml_alloc(b->doc, nkids * sizeof(*n->kids));
         if (n->kids == NULL) {
             return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
                                "out of memory");
@@ -402,7 +322,7 @@ static int yaml_on_end(addon__yaml_builder_t *b)
 static int yaml_bad_tag(addon__yaml_builder_t *b, const yaml_event_t *ev, const char *tag)
 {
     char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
-    yaml_quote(tag, strlen(tag), q, sizeof(q));
+    addon__yaml_quote(tag, strlen(tag), q, sizeof(q));
     return yaml_report(PX_EPARSE, b->err, b->errlen, b->doc->name, yaml_u(ev->start_mark.line),
                        yaml_u(ev->start_mark.column), "unsupported tag %s", q);
 }
@@ -425,7 +345,7 @@ static int yaml_on_scalar(addon__yaml_builder_t *b, const yaml_event_t *ev)
     addon_yaml_node_t *n = yaml_node_new(b, ev, type, &rc);
     if (n == NULL)
         return rc;
-    char *copy = yaml_alloc(b->doc, len + 1);
+    char *copy = addon__yaml_alloc(b->doc, len + 1);
     if (copy == NULL) {
         return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
                            "out of memory");
@@ -628,257 +548,4 @@ int addon_yaml_load_file(const char *path, addon_yaml_doc_t **out, char *err, si
     explicit_bzero(buf, len); /* the file may hold secrets (replacements) */
     free(buf);
     return rc;
-}
-
-static void yaml_free(addon_yaml_doc_t *doc, int wipe)
-{
-    if (doc == NULL)
-        return;
-    addon__yaml_block_t *b = doc->blocks;
-    while (b != NULL) {
-        addon__yaml_block_t *next = b->next;
-        if (wipe)
-            explicit_bzero(b->data, b->used);
-        free(b);
-        b = next;
-    }
-    free(doc->name);
-    free(doc);
-}
-
-void addon_yaml_free(addon_yaml_doc_t *doc)
-{
-    yaml_free(doc, 0);
-}
-
-void addon_yaml_free_wipe(addon_yaml_doc_t *doc)
-{
-    yaml_free(doc, 1);
-}
-
-const char *addon_yaml_name(const addon_yaml_doc_t *doc)
-{
-    return doc->name;
-}
-
-const addon_yaml_node_t *addon_yaml_root(const addon_yaml_doc_t *doc)
-{
-    return doc->root;
-}
-
-addon_yaml_type_t addon_yaml_type(const addon_yaml_node_t *n)
-{
-    return n->type;
-}
-
-const char *addon_yaml_type_name(addon_yaml_type_t type)
-{
-    switch (type) {
-    case ADDON_YAML_NULL:
-        return "null";
-    case ADDON_YAML_BOOL:
-        return "a boolean";
-    case ADDON_YAML_INT:
-        return "an integer";
-    case ADDON_YAML_FLOAT:
-        return "a float";
-    case ADDON_YAML_STRING:
-        return "a string";
-    case ADDON_YAML_SEQ:
-        return "a sequence";
-    case ADDON_YAML_MAP:
-        return "a mapping";
-    }
-    return "an unknown type";
-}
-
-unsigned addon_yaml_line(const addon_yaml_node_t *n)
-{
-    return n->line;
-}
-
-unsigned addon_yaml_col(const addon_yaml_node_t *n)
-{
-    return n->col;
-}
-
-int addon_yaml_quoted(const addon_yaml_node_t *n)
-{
-    return n->quoted;
-}
-
-const char *addon_yaml_text(const addon_yaml_node_t *n, size_t *len)
-{
-    if (len != NULL)
-        *len = n->len;
-    return n->text;
-}
-
-size_t addon_yaml_count(const addon_yaml_node_t *n)
-{
-    return n->count;
-}
-
-const addon_yaml_node_t *addon_yaml_item(const addon_yaml_node_t *n, size_t i)
-{
-    if (n->type != ADDON_YAML_SEQ || i >= n->count)
-        return NULL;
-    return n->kids[i];
-}
-
-const addon_yaml_node_t *addon_yaml_key(const addon_yaml_node_t *n, size_t i)
-{
-    if (n->type != ADDON_YAML_MAP || i >= n->count)
-        return NULL;
-    return n->kids[2 * i];
-}
-
-const addon_yaml_node_t *addon_yaml_value(const addon_yaml_node_t *n, size_t i)
-{
-    if (n->type != ADDON_YAML_MAP || i >= n->count)
-        return NULL;
-    return n->kids[2 * i + 1];
-}
-
-const addon_yaml_node_t *addon_yaml_get(const addon_yaml_node_t *n, const char *key)
-{
-    if (n == NULL || n->type != ADDON_YAML_MAP)
-        return NULL;
-    size_t klen = strlen(key);
-    for (size_t i = 0; i < n->count; i++) {
-        const addon_yaml_node_t *k = n->kids[2 * i];
-        if (k->len == klen && memcmp(k->text, key, klen) == 0)
-            return n->kids[2 * i + 1];
-    }
-    return NULL;
-}
-
-int addon_yaml_errorf(const addon_yaml_node_t *n, char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (n != NULL) {
-        yaml_vreport(err, errlen, n->doc->name, n->line, n->col, fmt, ap);
-    } else if (err != NULL && errlen > 0) {
-        vsnprintf(err, errlen, fmt, ap);
-    }
-    va_end(ap);
-    return PX_ECONFIG;
-}
-
-static int yaml_type_error(const addon_yaml_node_t *n, const char *want, const char *what,
-                           char *err, size_t errlen)
-{
-    return addon_yaml_errorf(n, err, errlen, "%s%sexpected %s, got %s", what ? what : "",
-                             what ? ": " : "", want, addon_yaml_type_name(n->type));
-}
-
-int addon_yaml_expect(const addon_yaml_node_t *n, addon_yaml_type_t type, const char *what,
-                      char *err, size_t errlen)
-{
-    if (n->type == type)
-        return 0;
-    return yaml_type_error(n, addon_yaml_type_name(type), what, err, errlen);
-}
-
-int addon_yaml_get_string(const addon_yaml_node_t *n, const char *what, const char **s, size_t *len,
-                          char *err, size_t errlen)
-{
-    if (n->type != ADDON_YAML_STRING)
-        return yaml_type_error(n, "a string", what, err, errlen);
-    *s = n->text;
-    if (len != NULL)
-        *len = n->len;
-    return 0;
-}
-
-int addon_yaml_get_bool(const addon_yaml_node_t *n, const char *what, int *out, char *err,
-                        size_t errlen)
-{
-    if (n->type != ADDON_YAML_BOOL)
-        return yaml_type_error(n, "a boolean", what, err, errlen);
-    *out = n->text[0] == 't' || n->text[0] == 'T';
-    return 0;
-}
-
-/* Parses an integer scalar the resolver accepted; 0, or -1 when it does not fit in int64. */
-static int yaml_parse_int(const char *s, size_t len, int64_t *out)
-{
-    int neg = 0;
-    unsigned base = 10;
-    size_t i = 0;
-    if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
-        base = s[1] == 'x' ? 16 : 8;
-        i = 2;
-    } else if (len > 0 && (s[0] == '-' || s[0] == '+')) {
-        neg = s[0] == '-';
-        i = 1;
-    }
-    uint64_t limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    uint64_t v = 0;
-    for (; i < len; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else
-            d = (unsigned)(c - 'A' + 10);
-        if (v > (limit - d) / base)
-            return -1;
-        v = v * base + d;
-    }
-    if (neg)
-        *out = v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v;
-    else
-        *out = (int64_t)v;
-    return 0;
-}
-
-int addon_yaml_get_int(const addon_yaml_node_t *n, const char *what, int64_t min, int64_t max,
-                       int64_t *out, char *err, size_t errlen)
-{
-    if (n->type != ADDON_YAML_INT)
-        return yaml_type_error(n, "an integer", what, err, errlen);
-    int64_t v;
-    if (yaml_parse_int(n->text, n->len, &v) != 0 || v < min || v > max) {
-        return addon_yaml_errorf(n, err, errlen, "%s%smust be between %lld and %lld, got %.40s",
-                                 what ? what : "", what ? ": " : "", (long long)min, (long long)max,
-                                 n->text);
-    }
-    *out = v;
-    return 0;
-}
-
-int addon_yaml_check_keys(const addon_yaml_node_t *n, const char *const *allowed, const char *what,
-                          char *err, size_t errlen)
-{
-    if (n->type != ADDON_YAML_MAP)
-        return yaml_type_error(n, "a mapping", what, err, errlen);
-    for (size_t i = 0; i < n->count; i++) {
-        const addon_yaml_node_t *k = n->kids[2 * i];
-        int known = 0;
-        for (size_t a = 0; allowed[a] != NULL && !known; a++) {
-            size_t alen = strlen(allowed[a]);
-            known = k->len == alen && memcmp(k->text, allowed[a], alen) == 0;
-        }
-        if (known)
-            continue;
-        char q[ADDON__YAML_QUOTE_MAX * 4 + 8];
-        yaml_quote(k->text, k->len, q, sizeof(q));
-        char list[256];
-        size_t o = 0;
-        list[0] = '\0';
-        for (size_t a = 0; allowed[a] != NULL; a++) {
-            const char *sep = a == 0 ? "" : allowed[a + 1] == NULL ? " or " : ", ";
-            int w = snprintf(list + o, sizeof(list) - o, "%s%s", sep, allowed[a]);
-            if (w < 0 || (size_t)w >= sizeof(list) - o)
-                break;
-            o += (size_t)w;
-        }
-        return addon_yaml_errorf(k, err, errlen, "%s%sunknown key %s (expected %s)",
-                                 what ? what : "", what ? ": " : "", q, list);
-    }
-    return 0;
 }
