@@ -6,7 +6,7 @@ t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
-domains: ["nginx.test"]
+domains: ["nginx.test", "burst.test"]
 url_prefixes:
   - host: py.test
     path: ""
@@ -17,16 +17,40 @@ url_prefixes:
   - host: refused.test
 YAML
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+ip addr add 127.0.0.5/8 dev lo 2>/dev/null || true
 t_start_resolver --address=/py.test/127.0.0.3 --address=/api.test/127.0.0.3 \
-    --address=/refused.test/127.0.0.4 --address=/gone.test/
+    --address=/refused.test/127.0.0.4 --address=/gone.test/ --address=/burst.test/127.0.0.5
 mkdir -p "$T_DIR/www"
 echo "hello from nginx" > "$T_DIR/www/index.html"
 t_start_nginx || exit 1
+# A second nginx for the 1,000-request burst below: with t_start_nginx's 1024
+# worker_connections, nginx makes room by closing fresh connections (airlock then answers 502).
+mkdir -p "$T_DIR/nginx5"
+cat > "$T_DIR/nginx5.conf" <<NGINX
+daemon off;
+worker_processes 1;
+worker_rlimit_nofile 8192;
+pid $T_DIR/nginx5/nginx.pid;
+error_log $T_DIR/nginx5/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $T_DIR/nginx5/body;
+    proxy_temp_path $T_DIR/nginx5/proxy;
+    fastcgi_temp_path $T_DIR/nginx5/fastcgi;
+    uwsgi_temp_path $T_DIR/nginx5/uwsgi;
+    scgi_temp_path $T_DIR/nginx5/scgi;
+    server { listen 127.0.0.5:80 backlog=4096; root $T_DIR/www; }
+}
+NGINX
+nginx -c "$T_DIR/nginx5.conf" &
+T_PIDS+=($!)
+t_wait_port 127.0.0.5 80 || exit 1
 "$PY" "$HERE/upstream.py" 127.0.0.3 80 "$T_DIR/py-conns.log" > /dev/null 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 80 || exit 1
 t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 \
-    --allow-upstream-cidr 127.0.0.4/32 || exit 1
+    --allow-upstream-cidr 127.0.0.4/32 --allow-upstream-cidr 127.0.0.5/32 || exit 1
 
 # --- allowed, with the DNS topology (glibc resolves through airlock) ---
 out=$(curl -s -m 5 http://nginx.test/)
@@ -88,6 +112,41 @@ n403=$(printf '%s' "$out" | grep -o 'HTTP/1.1 403' | wc -l)
 t_eq "pipelined: two 200 and one 403" "2 1" "$n200 $n403"
 first=$(printf '%s' "$out" | grep -o 'uri=[^ ]*' | tr '\n' ' ')
 t_eq "pipelined answers in order" "uri=/echo uri=/echo?2 " "$first"
+
+# --- 1,000 concurrent first requests to a name not looked up yet (to the second nginx): all
+# answered, and the upstream resolver is asked a few times, not once per request (dnsmasq
+# answers with TTL 0, so nothing is cached: each ended lookup lets the next arrivals start one)
+out=$("$PY" - <<'PYX'
+import asyncio, resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if soft < 4096 and (hard < 0 or hard >= 4096):
+    resource.setrlimit(resource.RLIMIT_NOFILE, (4096, hard))
+async def one():
+    try:
+        r, w = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", 80), 10)
+        w.write(b"GET / HTTP/1.1\r\nHost: burst.test\r\nConnection: close\r\n\r\n")
+        data = await asyncio.wait_for(r.read(), 10)
+        w.close()
+        return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else "none"
+    except Exception as e:
+        return type(e).__name__
+async def main():
+    res = await asyncio.gather(*(one() for _ in range(1000)))
+    print(" ".join(f"{k}:{res.count(k)}" for k in sorted(set(res))))
+asyncio.run(main())
+PYX
+)
+t_eq "burst of 1000 first requests to burst.test: all 200" "200:1000" "$out"
+for _ in $(seq 1 40); do # a line may follow its response by a moment
+    n=$(grep -c '^allowed GET http://burst.test/ -> 200$' "$T_DIR/net.log")
+    [ "$n" = 1000 ] && break
+    sleep 0.05
+done
+t_eq "burst: 1000 allowed lines" "1000" "$n"
+qa=$(grep -c 'query\[A\] burst\.test from 127\.0\.0\.1' "$T_DIR/dnsmasq.log")
+qall=$(grep -c 'query\[[A-Z]*\] burst\.test from 127\.0\.0\.1' "$T_DIR/dnsmasq.log")
+t_check "burst: few upstream queries for burst.test ($qa A, $qall in all; one per request before)" \
+    test "$qa" -ge 1 -a "$qa" -le 50 -a "$qall" -le 100
 
 # --- 2400 pipelined blocked requests in one write: answered in order, no deep recursion ---
 out=$(/usr/bin/python3 - <<'PYX'
