@@ -18,6 +18,7 @@
 #define PX_CONNS_MAX 20000                /* client connections at once */
 #define PX_TRIM_CHECK_MS (5 * 1000)       /* how often to look for a finished burst */
 #define PX_TRIM_DROP 64                   /* connections gone since the peak = a burst ended */
+#define PX_TLS_SESSIONS_MAX 1024          /* upstream TLS sessions kept, one per host:port (LRU) */
 
 typedef struct px_cidr {
     int family; /* AF_INET or AF_INET6 */

@@ -6,14 +6,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
+#include "proxy/px_config.h"
 #include "proxy/px_err.h"
 
 struct px_tls {
     SSL *ssl;
-    BIO *rbio; /* network → SSL */
-    BIO *wbio; /* SSL → network */
+    BIO *rbio;          /* network → SSL */
+    BIO *wbio;          /* SSL → network */
+    char *host;         /* upstream only: the name given to SNI and verification (session key) */
+    uint16_t port;      /* ... with this port */
+    int offered;        /* a remembered session was set on ssl */
+    time_t verified_at; /* when the offered session's certificate was verified */
 };
 
 static void px__ssl_err(char *err, size_t errlen, const char *what)
@@ -67,6 +73,259 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
     return 0;
 }
 
+/* ---- upstream sessions ------------------------------------------------------------------
+ * The most recent resumable session (TLS 1.2 session or TLS 1.3 ticket) per host:port, kept
+ * by the upstream context.
+ *
+ * Why the key is the exact host name and port: SNI and SSL_set1_host() (or the IP check) are
+ * per SSL, and a resumed handshake carries no certificate, so OpenSSL verifies neither chain
+ * nor name on resumption; SSL_get_verify_result() then reports what was saved with the
+ * session. A session is therefore offered only to the very name (and port) it was verified
+ * for: the key is the same normalized string px_tls_set_upstream_host() hands to SNI and to
+ * the name check, never an address, so two names on one IP never share a session. Sessions
+ * enter only through new_session_cb, which OpenSSL calls once the handshake is complete
+ * (TLS 1.2) or for tickets after it (TLS 1.3), i.e. after SSL_VERIFY_PEER accepted chain and
+ * name (a failure aborts the handshake first). The trust store is fixed for the context's
+ * life. A failed handshake forgets its key's session; a TLS 1.3 ticket is taken out when
+ * offered (single use, RFC 8446 appendix C.4) and the tickets of the new connection replace
+ * it; a TLS 1.2 session stays for reuse. */
+
+#define PX__SESS_BUCKETS 256
+
+typedef struct px__sess {
+    struct px__sess *hnext;         /* same bucket */
+    struct px__sess *newer, *older; /* least recently used order */
+    SSL_SESSION *sess;              /* one reference */
+    time_t verified_at;             /* the full handshake this session descends from */
+    uint16_t port;
+    char host[];
+} px__sess_t;
+
+typedef struct px__sessions {
+    px__sess_t *buckets[PX__SESS_BUCKETS];
+    px__sess_t *newest, *oldest;
+    size_t n;
+    int ssl_idx; /* SSL ex_data slot: the px_tls_t of an upstream connection */
+} px__sessions_t;
+
+static int on_upstream_session(SSL *ssl, SSL_SESSION *sess);
+
+/* The store of ctx, or NULL when ctx is not an upstream context. */
+static px__sessions_t *px__sessions_of(SSL_CTX *ctx)
+{
+    if (SSL_CTX_sess_get_new_cb(ctx) != on_upstream_session)
+        return NULL;
+    return SSL_CTX_get_app_data(ctx);
+}
+
+static unsigned px__sess_hash(const char *host, uint16_t port)
+{
+    unsigned h = 2166136261u;
+    for (const char *s = host; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    h = (h ^ (port & 0xffu)) * 16777619u;
+    h = (h ^ (unsigned)(port >> 8)) * 16777619u;
+    return h % PX__SESS_BUCKETS;
+}
+
+/* The link pointing at host:port's entry, or at the NULL that ends its bucket. */
+static px__sess_t **px__sess_link(px__sessions_t *st, const char *host, uint16_t port)
+{
+    px__sess_t **l = &st->buckets[px__sess_hash(host, port)];
+    while (*l != NULL && ((*l)->port != port || strcmp((*l)->host, host) != 0))
+        l = &(*l)->hnext;
+    return l;
+}
+
+static void px__lru_unlink(px__sessions_t *st, px__sess_t *e)
+{
+    if (e->newer != NULL)
+        e->newer->older = e->older;
+    else
+        st->newest = e->older;
+    if (e->older != NULL)
+        e->older->newer = e->newer;
+    else
+        st->oldest = e->newer;
+    e->newer = e->older = NULL;
+}
+
+static void px__lru_push(px__sessions_t *st, px__sess_t *e)
+{
+    e->newer = NULL;
+    e->older = st->newest;
+    if (st->newest != NULL)
+        st->newest->newer = e;
+    else
+        st->oldest = e;
+    st->newest = e;
+}
+
+/* Unlinks the entry *link points at and frees it with its session reference. */
+static void px__sess_remove(px__sessions_t *st, px__sess_t **link)
+{
+    px__sess_t *e = *link;
+    *link = e->hnext;
+    px__lru_unlink(st, e);
+    SSL_SESSION_free(e->sess);
+    free(e);
+    st->n--;
+}
+
+static void px__sess_drop(px__sessions_t *st, const char *host, uint16_t port)
+{
+    px__sess_t **l = px__sess_link(st, host, port);
+    if (*l != NULL)
+        px__sess_remove(st, l);
+}
+
+/* Remembers sess (taken on success) for host:port in place of the one before, evicting the
+ * least recently used key when full. Returns 0 or PX_ENOMEM. */
+static int px__sess_put(px__sessions_t *st, const char *host, uint16_t port, SSL_SESSION *sess,
+                        time_t verified_at)
+{
+    px__sess_t *e = *px__sess_link(st, host, port);
+    if (e != NULL) {
+        SSL_SESSION_free(e->sess);
+        e->sess = sess;
+        e->verified_at = verified_at;
+        px__lru_unlink(st, e);
+        px__lru_push(st, e);
+        return 0;
+    }
+    size_t len = strlen(host);
+    e = malloc(sizeof(*e) + len + 1);
+    if (e == NULL)
+        return PX_ENOMEM;
+    if (st->n >= PX_TLS_SESSIONS_MAX)
+        px__sess_drop(st, st->oldest->host, st->oldest->port);
+    memcpy(e->host, host, len + 1);
+    e->port = port;
+    e->sess = sess;
+    e->verified_at = verified_at;
+    unsigned b = px__sess_hash(host, port);
+    e->hnext = st->buckets[b];
+    st->buckets[b] = e;
+    px__lru_push(st, e);
+    st->n++;
+    return 0;
+}
+
+/* Sets the session remembered for t's key on t->ssl, if it is still good. */
+static void px__sess_offer(px__sessions_t *st, px_tls_t *t)
+{
+    px__sess_t **l = px__sess_link(st, t->host, t->port);
+    px__sess_t *e = *l;
+    if (e == NULL)
+        return;
+    time_t now = time(NULL);
+    long age = (long)now - SSL_SESSION_get_time(e->sess);
+    if (!SSL_SESSION_is_resumable(e->sess) || age >= SSL_SESSION_get_timeout(e->sess) ||
+        now - e->verified_at >= PX_TLS_SESSION_LIFETIME_MAX) {
+        px__sess_remove(st, l);
+        return;
+    }
+    if (SSL_set_session(t->ssl, e->sess) != 1) { /* takes its own reference */
+        ERR_clear_error();
+        return;
+    }
+    t->offered = 1;
+    t->verified_at = e->verified_at;
+    if (SSL_SESSION_get_protocol_version(e->sess) >= TLS1_3_VERSION) {
+        px__sess_remove(st, l); /* one use per ticket */
+    } else {
+        px__lru_unlink(st, e);
+        px__lru_push(st, e);
+    }
+}
+
+/* A handshake for t's key failed (or never finished): forget that key's session, whichever
+ * connection brought it, so the next connection starts with a full handshake. */
+static void px__sess_forget(px_tls_t *t)
+{
+    px__sessions_t *st = px__sessions_of(SSL_get_SSL_CTX(t->ssl));
+    if (st != NULL && t->host != NULL)
+        px__sess_drop(st, t->host, t->port);
+    t->offered = 0;
+}
+
+/* A TLS 1.2 handshake resumed t's session. OpenSSL calls no new_session_cb then; when the
+ * server renewed its ticket, the SSL holds a new session and the offered one was marked not
+ * resumable, so the one the SSL holds now is remembered (often the same object). */
+static void px__sess_keep_resumed(px_tls_t *t)
+{
+    px__sessions_t *st = px__sessions_of(SSL_get_SSL_CTX(t->ssl));
+    SSL_SESSION *sess = SSL_get1_session(t->ssl);
+    if (st == NULL || sess == NULL)
+        return;
+    if (!SSL_SESSION_is_resumable(sess) ||
+        px__sess_put(st, t->host, t->port, sess, t->verified_at) != 0)
+        SSL_SESSION_free(sess);
+}
+
+/* new_session_cb: a resumable session for an upstream connection, after verification (see
+ * above). Returning 1 keeps the reference OpenSSL passes. */
+static int on_upstream_session(SSL *ssl, SSL_SESSION *sess)
+{
+    px__sessions_t *st = px__sessions_of(SSL_get_SSL_CTX(ssl));
+    px_tls_t *t = st != NULL ? SSL_get_ex_data(ssl, st->ssl_idx) : NULL;
+    if (t == NULL || t->host == NULL || SSL_get_verify_result(ssl) != X509_V_OK ||
+        !SSL_SESSION_is_resumable(sess))
+        return 0;
+    /* a ticket from a resumed connection descends from the same verification */
+    time_t verified_at = SSL_session_reused(ssl) ? t->verified_at : time(NULL);
+    return px__sess_put(st, t->host, t->port, sess, verified_at) == 0;
+}
+
+/* CRYPTO_EX_free for the context's store: runs from SSL_CTX_free() once the last SSL made
+ * from the context is gone, so no connection can still reach the store. */
+static void on_client_ctx_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+                               void *argp)
+{
+    (void)parent;
+    (void)ad;
+    (void)idx;
+    (void)argl;
+    (void)argp;
+    px__sessions_t *st = ptr;
+    if (st == NULL)
+        return;
+    for (size_t b = 0; b < PX__SESS_BUCKETS; b++)
+        while (st->buckets[b] != NULL)
+            px__sess_remove(st, &st->buckets[b]);
+    free(st);
+}
+
+/* Attaches an empty store to ctx: found through the app data, freed through a second slot
+ * whose free callback SSL_CTX_free() runs (the app data slot has none). Both slot numbers
+ * are allocated per context; a process makes one upstream context. */
+static int px__sessions_attach(SSL_CTX *ctx)
+{
+    px__sessions_t *st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        return PX_ENOMEM;
+    int free_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, on_client_ctx_free);
+    if (free_idx < 0 || SSL_CTX_set_ex_data(ctx, free_idx, st) != 1) {
+        free(st);
+        return PX_ENOMEM;
+    }
+    /* from here SSL_CTX_free() frees st */
+    st->ssl_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+    if (st->ssl_idx < 0 || SSL_CTX_set_app_data(ctx, st) != 1)
+        return PX_ENOMEM;
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx, on_upstream_session);
+    return 0;
+}
+
+size_t px_tls_client_sessions(SSL_CTX *ctx)
+{
+    px__sessions_t *st = px__sessions_of(ctx);
+    return st != NULL ? st->n : 0;
+}
+
+/* ---- contexts --------------------------------------------------------------------------- */
+
 int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -91,7 +350,11 @@ int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t 
     }
     static const unsigned char alpn[] = "\x08http/1.1";
     SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    if (px__sessions_attach(ctx) != 0) {
+        px__ssl_err(err, errlen, "cannot set up the upstream session store");
+        SSL_CTX_free(ctx);
+        return PX_ETLS;
+    }
     *out = ctx;
     return 0;
 }
@@ -122,7 +385,7 @@ px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app)
     return t;
 }
 
-int px_tls_set_upstream_host(px_tls_t *t, const char *host)
+int px_tls_set_upstream_host(px_tls_t *t, const char *host, uint16_t port)
 {
     unsigned char tmp[16];
     int is_ip = inet_pton(AF_INET, host, tmp) == 1 || inet_pton(AF_INET6, host, tmp) == 1;
@@ -137,6 +400,20 @@ int px_tls_set_upstream_host(px_tls_t *t, const char *host)
         }
         SSL_set_hostflags(t->ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     }
+    px__sessions_t *st = px__sessions_of(SSL_get_SSL_CTX(t->ssl));
+    if (st == NULL)
+        return 0;
+    /* the session key is this very string: the name just given to SNI and verification */
+    free(t->host);
+    t->host = strdup(host);
+    if (t->host == NULL)
+        return PX_ENOMEM;
+    t->port = port;
+    if (SSL_set_ex_data(t->ssl, st->ssl_idx, t) != 1) {
+        ERR_clear_error();
+        return PX_ENOMEM;
+    }
+    px__sess_offer(st, t);
     return 0;
 }
 
@@ -144,7 +421,18 @@ void px_tls_free(px_tls_t *t)
 {
     if (t == NULL)
         return;
+    if (t->host != NULL && !SSL_is_init_finished(t->ssl)) {
+        if (t->offered)
+            px__sess_forget(t); /* a resumption that failed or was abandoned */
+    } else if (t->host != NULL) {
+        /* airlock closes upstream connections without a close_notify; SSL_free() would then
+         * mark the session (shared with the store) not resumable. TLS 1.1+ no longer ties
+         * resumption to a clean close (RFC 5246 section 7.2.1); a fatal alert still
+         * invalidates it, OpenSSL marks the session when one is sent or received. */
+        SSL_set_shutdown(t->ssl, SSL_get_shutdown(t->ssl) | SSL_SENT_SHUTDOWN);
+    }
     SSL_free(t->ssl); /* frees both BIOs */
+    free(t->host);
     free(t);
 }
 
@@ -192,12 +480,17 @@ int px_tls_handshake(px_tls_t *t, char *err, size_t errlen)
 {
     ERR_clear_error();
     int rc = SSL_do_handshake(t->ssl);
-    if (rc == 1)
+    if (rc == 1) {
+        if (t->offered && SSL_session_reused(t->ssl) && SSL_version(t->ssl) < TLS1_3_VERSION)
+            px__sess_keep_resumed(t);
         return 1;
+    }
     int e = SSL_get_error(t->ssl, rc);
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
         return 0;
     px__describe(t, rc, err, errlen);
+    if (t->host != NULL)
+        px__sess_forget(t);
     return PX_ETLS;
 }
 

@@ -7,8 +7,13 @@
 
 #include <openssl/ssl.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PX_TLS_READ_CHUNK 16384 /* plaintext bytes per px_tls_read() call */
+/* Longest an upstream session is offered after the full handshake that verified the peer's
+ * certificate: resumed connections hand out new tickets, which would otherwise extend it for
+ * ever (RFC 8446 section 4.6.1 asks for such a limit). Seconds. */
+#define PX_TLS_SESSION_LIFETIME_MAX (60 * 60)
 
 typedef struct px_tls px_tls_t;
 
@@ -19,15 +24,22 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
                           char *err, size_t errlen);
 
 /* The upstream context: TLS 1.2+, peer verification against ca_file (PEM bundle) or, when
- * NULL, the system's default store; ALPN http/1.1; client session cache. */
+ * NULL, the system's default store; ALPN http/1.1; a store of resumable sessions, the most
+ * recent one per host:port (at most PX_TLS_SESSIONS_MAX), freed with the context. */
 int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t errlen);
+
+/* Sessions the upstream context ctx remembers now (0 for any other context). */
+size_t px_tls_client_sessions(SSL_CTX *ctx);
 
 /* A TLS state for one connection. server: 1 for the client side. app is stored as the SSL's
  * app data. Returns NULL when out of memory. */
 px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app);
 
-/* Sets SNI and hostname (or IP) verification for an upstream connection to host. */
-int px_tls_set_upstream_host(px_tls_t *t, const char *host);
+/* Sets SNI and hostname (or IP) verification for an upstream connection to host:port and
+ * offers the session remembered for exactly that host and port, if any; sessions this
+ * connection receives are remembered under the same key. host is borrowed (copied). Returns
+ * 0, or PX_ETLS / PX_ENOMEM. */
+int px_tls_set_upstream_host(px_tls_t *t, const char *host, uint16_t port);
 
 void px_tls_free(px_tls_t *t);
 SSL *px_tls_ssl(px_tls_t *t);

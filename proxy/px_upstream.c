@@ -486,7 +486,7 @@ static void on_up_connect(uv_connect_t *req, int status)
     }
     /* https upstream: SNI = host, chain and name verified */
     u->tls = px_tls_new(c->eng->tls_client, 0, u);
-    if (u->tls == NULL || px_tls_set_upstream_host(u->tls, c->host) != 0) {
+    if (u->tls == NULL || px_tls_set_upstream_host(u->tls, c->host, c->port) != 0) {
         px_conn_upstream_failed(c, "Connection failed: cannot set up TLS");
         return;
     }
