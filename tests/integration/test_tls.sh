@@ -6,18 +6,29 @@ t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
-domains: ["nginx.test", "git.test", "bad.test", "wrong.test", "ws.test"]
+domains: ["nginx.test", "git.test", "bad.test", "wrong.test", "ws.test",
+          "res13.test", "res13b.test", "res12.test", "res12b.test", "flip13.test", "flip12.test"]
 url_prefixes:
   - host: api.test
     path: /v1/*
     methods: [GET]
 YAML
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
-t_start_resolver --address=/ws.test/127.0.0.3
+ip addr add 127.0.0.4/8 dev lo 2>/dev/null || true # upstream session resumption, TLS 1.3 only
+ip addr add 127.0.0.5/8 dev lo 2>/dev/null || true # ... TLS 1.2 only
+t_start_resolver --address=/ws.test/127.0.0.3 \
+    --address=/res13.test/127.0.0.4 --address=/res13b.test/127.0.0.4 \
+    --address=/flip13.test/127.0.0.4 --address=/res12.test/127.0.0.5 \
+    --address=/res12b.test/127.0.0.5 --address=/flip12.test/127.0.0.5
 t_upstream_ca
 t_upstream_cert "DNS:nginx.test,DNS:git.test,DNS:api.test,DNS:other.test" "$T_DIR/good"
 t_upstream_cert "DNS:bad.test" "$T_DIR/bad" self
 t_upstream_cert "DNS:ws.test" "$T_DIR/ws"
+t_upstream_cert "DNS:res13.test,DNS:res13b.test,DNS:res12.test,DNS:res12b.test" "$T_DIR/res"
+# flip.*: trusted now, replaced by the self-signed flipbad.* later
+t_upstream_cert "DNS:flip13.test,DNS:flip12.test" "$T_DIR/flipgood"
+t_upstream_cert "DNS:flip13.test,DNS:flip12.test" "$T_DIR/flipbad" self
+cp "$T_DIR/flipgood.pem" "$T_DIR/flip.pem" && cp "$T_DIR/flipgood.key" "$T_DIR/flip.key"
 mkdir -p "$T_DIR/www"
 echo "hello over tls" > "$T_DIR/www/index.html"
 # a repository served over dumb HTTP
@@ -40,12 +51,53 @@ t_start_nginx "
         ssl_certificate $T_DIR/bad.pem; ssl_certificate_key $T_DIR/bad.key;
         server_name bad.test;
         root $T_DIR/www;
+    }
+    # upstream session resumption: every response closes the connection (keepalive_timeout 0),
+    # so each request through airlock is a new upstream handshake; the log says whether nginx
+    # resumed it ('r') or not ('.')
+    log_format resume '\$ssl_server_name \$ssl_protocol \$ssl_session_reused';
+    server {
+        listen 127.0.0.4:443 ssl;
+        ssl_protocols TLSv1.3;
+        ssl_certificate $T_DIR/res.pem; ssl_certificate_key $T_DIR/res.key;
+        server_name res13.test res13b.test;
+        keepalive_timeout 0;
+        access_log $T_DIR/nginx/resume.log resume;
+        root $T_DIR/www;
+    }
+    server {
+        listen 127.0.0.5:443 ssl;
+        ssl_protocols TLSv1.2;
+        ssl_certificate $T_DIR/res.pem; ssl_certificate_key $T_DIR/res.key;
+        server_name res12.test res12b.test;
+        keepalive_timeout 0;
+        access_log $T_DIR/nginx/resume.log resume;
+        root $T_DIR/www;
+    }
+    server {
+        listen 127.0.0.4:443 ssl;
+        ssl_protocols TLSv1.3;
+        ssl_certificate $T_DIR/flip.pem; ssl_certificate_key $T_DIR/flip.key;
+        server_name flip13.test;
+        keepalive_timeout 0;
+        access_log $T_DIR/nginx/resume.log resume;
+        root $T_DIR/www;
+    }
+    server {
+        listen 127.0.0.5:443 ssl;
+        ssl_protocols TLSv1.2;
+        ssl_certificate $T_DIR/flip.pem; ssl_certificate_key $T_DIR/flip.key;
+        server_name flip12.test;
+        keepalive_timeout 0;
+        access_log $T_DIR/nginx/resume.log resume;
+        root $T_DIR/www;
 " || exit 1
 "$PY" "$HERE/ws.py" server 127.0.0.3 443 "$T_DIR/ws.pem" "$T_DIR/ws.key" > /dev/null 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 443
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
-    --allow-upstream-cidr 127.0.0.3/32 --handshake-timeout 1 || exit 1
+    --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 \
+    --allow-upstream-cidr 127.0.0.5/32 --handshake-timeout 1 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 t_check "airlock wrote its CA" test -s "$CA"
 
@@ -144,6 +196,104 @@ out=$(echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAf
 t_contains "TLS 1.2 session resumption" "$out" "Reused"
 out=$(echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAfile "$CA" -tls1_3 2>/dev/null | grep -E 'Protocol *:|Verify return code' | tr -s ' ' | tr '\n' ' ')
 t_contains "TLS 1.3 handshake verifies" "$out" "Verify return code: 0 (ok)"
+
+# --- upstream session resumption (airlock as the TLS client) ---
+# nginx on 127.0.0.4 (TLS 1.3 only) and 127.0.0.5 (TLS 1.2 only) closes every connection after
+# one response, so each request is a new upstream handshake; its log says 'r' when resumed.
+# res_get NAME: one request through airlock; prints the status and nginx's log line for it
+# ("SNI PROTOCOL REUSED"), or the status and "-" when nothing reached the upstream.
+RLOG="$T_DIR/nginx/resume.log"
+res_get() {
+    local before code i
+    before=$(wc -l < "$RLOG")
+    code=$(curl -s -m 10 --cacert "$CA" -o /dev/null -w '%{http_code}' "https://$1/")
+    for i in $(seq 1 40); do
+        [ "$(wc -l < "$RLOG")" -gt "$before" ] && break
+        [ "$code" != 200 ] && [ "$i" -gt 4 ] && break
+        sleep 0.05
+    done
+    if [ "$(wc -l < "$RLOG")" -gt "$before" ]; then
+        echo "$code $(tail -1 "$RLOG")"
+    else
+        echo "$code -"
+    fi
+}
+res_seq() { local n; for n in "$@"; do res_get "$n"; done | paste -sd '|'; }
+# control: two names in one nginx server block share its ticket keys, and nginx resumes a
+# session offered under the other name (openssl s_client), so a session airlock leaked from one
+# name to the other would show as 'r' in (2)
+for v in 3:127.0.0.4 2:127.0.0.5; do
+    ip=${v#*:} v=${v%%:*}
+    for i in 1 2 3 4 5; do # stdin open a moment: TLS 1.3 tickets come after the handshake
+        rm -f "$T_DIR/sess1$v"
+        sleep 0.3 | openssl s_client -connect "$ip:443" -servername "res1$v.test" -tls1_$v \
+            -CAfile "$T_DIR/upca.pem" -sess_out "$T_DIR/sess1$v" > /dev/null 2>&1
+        ctl=$(echo | openssl s_client -connect "$ip:443" -servername "res1${v}b.test" -tls1_$v \
+            -CAfile "$T_DIR/upca.pem" -sess_in "$T_DIR/sess1$v" 2>/dev/null |
+            grep -E '^(Reused|New),' | head -1)
+        case $ctl in Reused*) break ;; esac
+    done
+    t_contains "control: nginx resumes a TLS 1.$v session offered for another name" "$ctl" "Reused"
+done
+for v in 3 2; do
+    a=res1$v.test b=res1${v}b.test p=TLSv1.$v
+    # (1) no pooled connection in between: the second handshake resumes the first's session,
+    # the third the ticket/session the second left (a TLS 1.3 ticket is used once)
+    out=$(res_seq $a $a $a)
+    t_eq "TLS 1.$v upstream: the later handshakes are resumed" \
+        "200 $a $p .|200 $a $p r|200 $a $p r" "$out"
+    # (2) right after: another name on the same IP:port is not offered the first name's
+    # session; it then resumes its own, and the first name still has its own
+    out=$(res_seq $b $b $a)
+    t_eq "TLS 1.$v upstream: another name on the same IP:port starts a full handshake" \
+        "200 $b $p .|200 $b $p r|200 $a $p r" "$out"
+done
+# (3) the certificate changes to an untrusted one between requests: nginx reloads (new ticket
+# keys), refuses the session airlock offers, sends the new certificate, verification rejects it
+# served_cn NAME IP: the CN of the certificate the upstream presents now
+served_cn() {
+    echo | openssl s_client -connect "$2:443" -servername "$1" 2>/dev/null |
+        openssl x509 -noout -subject 2>/dev/null | sed 's/.*CN *= *//'
+}
+reload_flip() { # reload_flip good|bad: swap the certificate, reload nginx, wait until served
+    local want=upstream i
+    [ "$1" = bad ] && want=self
+    cp "$T_DIR/flip$1.pem" "$T_DIR/flip.pem" && cp "$T_DIR/flip$1.key" "$T_DIR/flip.key"
+    nginx -c "$T_DIR/nginx.conf" -s reload 2>/dev/null
+    for i in $(seq 1 100); do
+        [ "$(served_cn flip13.test 127.0.0.4)" = "$want" ] &&
+            [ "$(served_cn flip12.test 127.0.0.5)" = "$want" ] && return 0
+        sleep 0.1
+    done
+    echo "nginx never served the $1 certificate" >&2
+    return 1
+}
+# log_count REGEX N: lines of net.log matching REGEX, once there are N (the log is written by
+# a thread of its own, a moment after the response) or after 2 s
+log_count() {
+    local i n
+    for i in $(seq 1 40); do
+        n=$(grep -c "$1" "$T_DIR/net.log")
+        [ "$n" -ge "$2" ] && break
+        sleep 0.05
+    done
+    echo "$n"
+}
+F13="flip13.test TLSv1.3" F12="flip12.test TLSv1.2"
+out=$(res_seq flip13.test flip13.test flip12.test flip12.test)
+t_eq "flip: sessions remembered while the certificate is trusted" \
+    "200 $F13 .|200 $F13 r|200 $F12 .|200 $F12 r" "$out"
+reload_flip bad
+for name in flip13.test flip12.test; do
+    out=$(res_seq "$name" "$name")
+    t_eq "flip $name: untrusted now, twice; nothing reaches the upstream" "502 -|502 -" "$out"
+    n=$(log_count "^ERROR GET https://$name/ -> Connection failed: certificate verify failed" 2)
+    t_eq "flip $name: both ERROR lines say certificate verify failed" "2" "$n"
+done
+reload_flip good
+out=$(res_seq flip13.test flip13.test flip12.test flip12.test)
+t_eq "flip: trusted again, a full handshake then resumption" \
+    "200 $F13 .|200 $F13 r|200 $F12 .|200 $F12 r" "$out"
 
 # --- stalled handshake and garbage ---
 out=$(timeout 10 /usr/bin/python3 -c '
