@@ -827,13 +827,15 @@ void dns_resolver_close(dns_resolver_t *r, dns_resolver_close_cb close_cb, void 
     r->closing = 1;
     r->close_cb = close_cb;
     r->close_data = data;
-    /* Lookups still pending end with UV_ECANCELED, delivered from the loop as usual. */
+    /* Requests still pending end with UV_ECANCELED, delivered from the loop as usual; this
+     * also takes them off their lookups. */
     for (req = r->reqs; req != NULL; req = next) {
         next = req->next;
         dns__req_finish(req, UV_ECANCELED, "cancelled");
     }
     /* ares_cancel first: in c-ares 1.18 a getaddrinfo with two queries outstanding must not
-     * meet ARES_EDESTRUCTION (it would end the lookup twice). Callbacks only mark requests. */
+     * meet ARES_EDESTRUCTION (it would end the lookup twice). Each lookup ends here once and
+     * is freed; it has no request left to deliver to. */
     ares_cancel(r->channel);
     ares_destroy(r->channel); /* closes its sockets through on_ares_sock_state */
     r->channel_live = 0;
