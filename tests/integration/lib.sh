@@ -54,6 +54,22 @@ t_check() { # t_check "description" command...
 t_eq() { # t_eq "description" expected actual
     if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1: expected [$2] got [$3]"; fi
 }
+# t_wait_log 'BRE' [grep flags]: waits up to 3 s until a line of the network log matches
+# (grep -q FLAGS -- BRE; pass -E or -xF for other kinds of pattern). airlock writes a
+# request's line when its exchange ends, from a writer thread, so a client can have its
+# answer a moment before the line is in the file.
+t_wait_log() {
+    local i
+    for i in $(seq 1 60); do
+        grep -q ${2:-} -- "$1" "$T_DIR/net.log" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}
+t_logged() { # t_logged "description" 'BRE a network log line must match' [grep flags]
+    if t_wait_log "$2" "${3:-}"; then t_ok "$1"; else
+        t_fail "$1: no line /$2/ (last: $(tail -1 "$T_DIR/net.log" 2>/dev/null))"; fi
+}
 t_contains() { # t_contains "description" haystack needle
     case "$2" in *"$3"*) t_ok "$1" ;; *) t_fail "$1: [$3] not in [$2]" ;; esac
 }
@@ -98,9 +114,10 @@ t_start_nginx() {
     mkdir -p "$T_DIR/www" "$T_DIR/nginx"
     cat > "$T_DIR/nginx.conf" <<NGINX
 worker_processes 1;
+worker_rlimit_nofile 8192;
 pid $T_DIR/nginx.pid;
 error_log $T_DIR/nginx/error.log;
-events { worker_connections 1024; }
+events { worker_connections 4096; }
 http {
     access_log $T_DIR/nginx/access.log;
     client_body_temp_path $T_DIR/nginx/body;

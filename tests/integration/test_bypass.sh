@@ -112,10 +112,7 @@ chk() {
 }
 # the status codes of every answer in $1, in order
 statuses() { printf '%s' "$1" | grep -ao 'HTTP/1.1 [0-9][0-9][0-9] ' | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//'; }
-logged() { # logged "description" 'exact log line'
-    if grep -qxF -- "$2" "$T_DIR/net.log"; then t_ok "$1"; else
-        t_fail "$1: no line [$2] (last: $(tail -1 "$T_DIR/net.log"))"; fi
-}
+logged() { t_logged "$1" "$2" -xF; } # logged "description" 'exact log line'
 S400='^HTTP/1.1 400 '
 S403='^HTTP/1.1 403 '
 S200='^HTTP/1.1 200 '
@@ -408,8 +405,8 @@ st=$(dig @127.0.0.1 +short +time=2 +tries=1 allowed.test A)
 t_eq "DNS still answers after the odd names" "127.0.0.1" "$st"
 ctl=$(LC_ALL=C tr -d '\n' < "$T_DIR/net.log" | LC_ALL=C tr -d '\040-\176\200-\377' | wc -c)
 t_eq "no raw control bytes in the network log" "0" "$ctl"
-grep -q '^DNS A a\\032b.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line escapes a space as \\032" test $? -eq 0
-grep -q '^DNS A \\010evil.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line escapes a newline as \\010" test $? -eq 0
+t_logged "DNS line escapes a space as \\032" '^DNS A a\\032b.test -> 127.0.0.1$'
+t_logged "DNS line escapes a newline as \\010" '^DNS A \\010evil.test -> 127.0.0.1$'
 
 # ---- the DNS listener's TCP port is no proxy either ----
 out=$(printf '%b' "CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n$SMUG" | "$PY" "$SEND" --quiet 1 127.0.0.1 53 | od -An -c | tr -s ' \n' ' ')

@@ -76,6 +76,6 @@ for sig in TERM INT; do
     t_eq "PROXY_IP from the environment answers DNS" "10.9.8.7" "$(dig +short @127.0.0.1 x.example A)"
     kill -"$sig" "$pid"; wait "$pid"; rc=$?
     t_eq "SIG$sig: exit 0" "0" "$rc"
-    t_check "SIG$sig: log flushed (TASK START and the DNS line)" grep -q '^DNS A x.example -> 10.9.8.7$' "$T_DIR/net.log"
+    t_logged "SIG$sig: log flushed (TASK START and the DNS line)" '^DNS A x.example -> 10.9.8.7$'
 done
 t_done

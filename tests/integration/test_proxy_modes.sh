@@ -93,7 +93,7 @@ out=$(inc env http_proxy=$P curl -s -m 5 http://app.test/echo-headers)  # curl r
 t_contains "explicit: absolute-form GET through HTTP_PROXY" "$out" '"request_line": "GET /echo-headers HTTP/1.1"'
 code=$(inc env HTTPS_PROXY=$P curl -s -m 5 --cacert "$CA" -o /dev/null -w '%{http_connect}' https://blocked.test/)
 t_eq "explicit: CONNECT to a host with no entry: 403 before any tunnel" "403" "$code"
-grep -q '^BLOCKED CONNECT blocked.test:443 -> 403$' "$T_DIR/net.log"; t_check "explicit: CONNECT blocked line" test $? -eq 0
+t_logged "explicit: CONNECT blocked line" '^BLOCKED CONNECT blocked.test:443 -> 403$'
 out=$(inc env HTTPS_PROXY=$P curl -s -m 5 --cacert "$CA" https://evil-ip.test/other)
 t_contains "explicit: blocked path inside an allowed tunnel: 403 JSON" "$out" '"error": "blocked_by_network_allowlist", "host": "evil-ip.test", "path": "/other"'
 out=$(inc env HTTPS_PROXY=$P REQUESTS_CA_BUNDLE="$CA" /usr/bin/python3 -c '
@@ -107,11 +107,10 @@ print(a.status_code, b)')
 t_eq "explicit: python requests allowed / CONNECT refused" "200 403" "$out"
 out=$(inc env HTTPS_PROXY=$P curl -s -m 5 --cacert "$T_DIR/upca.pem" https://pass.test/echo-headers)
 t_contains "explicit: passthrough host reached with the upstream's own certificate" "$out" '"request_line": "GET /echo-headers HTTP/1.1"'
-grep -q '^allowed CONNECT pass.test:443 -> 200 tunnel$' "$T_DIR/net.log"; t_check "explicit: passthrough line says tunnel" test $? -eq 0
+t_logged "explicit: passthrough line says tunnel" '^allowed CONNECT pass.test:443 -> 200 tunnel$'
 out=$(inc env HTTPS_PROXY=$P curl -s -m 5 -k --connect-to app.test:443:pass.test:443 https://app.test/ -o /dev/null -w '%{http_code}')
 t_check "explicit: passthrough tunnel whose SNI names another host is refused ($out)" test "$out" != 200
-grep -q '^BLOCKED CONNECT pass.test:443 -> 403 (host mismatch: connect=pass.test, sni=app.test)$' "$T_DIR/net.log"
-t_check "explicit: passthrough SNI mismatch logged" test $? -eq 0
+t_logged "explicit: passthrough SNI mismatch logged" '^BLOCKED CONNECT pass.test:443 -> 403 (host mismatch: connect=pass.test, sni=app.test)$'
 out=$(inc env HTTPS_PROXY=$P curl -s -m 5 --cacert "$CA" --connect-to app.test:443:app.test:443 -H 'Host: evil-ip.test' https://app.test/never)
 t_contains "explicit: Host differing from the CONNECT host: 403" "$out" '"error": "blocked_by_network_allowlist"'
 out=$(inc curl -s -m 3 --cacert "$T_DIR/upca.pem" --resolve app.test:443:10.77.2.2 https://app.test/ -o /dev/null -w '%{http_code}'; echo " rc=$?")
@@ -137,7 +136,7 @@ t_contains "transparent: SNI app.test while dialing another IP reaches app.test"
 t_eq "transparent: the dialed IP got no connection" "$before" "$(wc -l < "$T_DIR/evil.log")"
 out=$(trun curl -s -m 5 --cacert "$CA" https://evil-ip.test/never -o /dev/null -w '%{http_code}')
 t_eq "transparent: an allowed name is dialed by name (upstream answers 404 for /never)" "404" "$out"
-grep -q '^allowed GET https://app.test/echo-headers -> 200$' "$T_DIR/net.log"; t_check "transparent: log line" test $? -eq 0
+t_logged "transparent: log line" '^allowed GET https://app.test/echo-headers -> 200$'
 
 kill -TERM "$AIRLOCK_PID"; wait "$AIRLOCK_PID"; t_eq "SIGTERM: exit 0" "0" "$?"
 t_done
