@@ -2,7 +2,7 @@
  * uv_timer for c-ares timeouts, one uv_timer per request for its total timeout and for
  * delivering results from the loop). Requests for a name share the one c-ares lookup in
  * flight for it (a dns__lookup), so a burst of first requests asks upstream once per record
- * type. See dns_resolve.h. */
+ * type. Answers are kept in a dns_cache (dns_cache.c). See dns_resolve.h. */
 #include "dns/dns_resolve.h"
 
 #include <ares.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dns/dns_cache.h"
 #include "proxy/px_err.h"
 
 #define DNS__CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
@@ -32,20 +33,6 @@ struct dns__poll {
     dns__poll_t *next;
 };
 
-/* One address without a port, as the cache keeps it and a lookup collects it. */
-typedef struct dns__addr {
-    int family;
-    uint8_t bytes[16];
-} dns__addr_t;
-
-typedef struct dns__cache_entry {
-    char host[DNS_RESOLVE_HOST_MAX + 1]; /* lowercased, no trailing dot; "" = free */
-    uint64_t expires;                    /* uv_now() milliseconds */
-    uint64_t used;                       /* LRU stamp */
-    size_t naddrs;
-    dns__addr_t addrs[DNS_RESOLVE_ADDRS_MAX];
-} dns__cache_entry_t;
-
 typedef struct dns__lookup dns__lookup_t;
 
 /* One ares_getaddrinfo in flight for a name, and the requests waiting on it. It lives from
@@ -57,7 +44,7 @@ struct dns__lookup {
     dns_resolve_req_t *waiters;          /* in the order they came */
     dns_resolve_req_t *last;             /* the newest waiter */
     uint64_t sent;                       /* uv_now() when its queries went out */
-    char key[DNS_RESOLVE_HOST_MAX + 1];  /* as the cache spells it */
+    char key[DNS_RESOLVE_HOST_MAX + 1];  /* dns_cache_key(name) */
     char name[DNS_RESOLVE_HOST_MAX + 1]; /* as its first request spelled it: what is asked */
 };
 
@@ -96,9 +83,7 @@ struct dns_resolver {
     dns_resolver_close_cb close_cb;
     void *close_data;
     uint64_t timeout_ms;
-    int cache_enabled;
-    uint64_t cache_clock;
-    dns__cache_entry_t cache[DNS_RESOLVE_CACHE_MAX];
+    dns_cache_t cache;
 };
 
 static void dns__resolver_maybe_done(dns_resolver_t *r)
@@ -372,76 +357,12 @@ static void dns__req_add_addr(dns_resolve_req_t *req, int family, const void *by
     dns__set_port(ss, req->port);
 }
 
-static void dns__req_add_addrs(dns_resolve_req_t *req, const dns__addr_t *addrs, size_t n)
+static void dns__req_add_addrs(dns_resolve_req_t *req, const dns_cache_addr_t *addrs, size_t n)
 {
     size_t i;
 
     for (i = 0; i < n; i++)
         dns__req_add_addr(req, addrs[i].family, addrs[i].bytes);
-}
-
-/* ---- cache ---- */
-
-/* The name as the cache and the lookups compare it: lowercased, one trailing dot dropped. */
-static void dns__key(const char *host, size_t len, char key[DNS_RESOLVE_HOST_MAX + 1])
-{
-    size_t i;
-
-    for (i = 0; i < len; i++)
-        key[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
-    if (i > 1 && key[i - 1] == '.')
-        i--;
-    key[i] = '\0';
-}
-
-static dns__cache_entry_t *dns__cache_find(dns_resolver_t *r, const char *key)
-{
-    uint64_t now = uv_now(r->loop);
-    size_t i;
-
-    if (!r->cache_enabled)
-        return NULL;
-    for (i = 0; i < DNS_RESOLVE_CACHE_MAX; i++) {
-        dns__cache_entry_t *e = &r->cache[i];
-
-        if (e->host[0] == '\0' || strcmp(e->host, key) != 0)
-            continue;
-        if (e->expires <= now) {
-            e->host[0] = '\0';
-            return NULL;
-        }
-        e->used = ++r->cache_clock;
-        return e;
-    }
-    return NULL;
-}
-
-static void dns__cache_store(dns_resolver_t *r, const char *key, const dns__addr_t *addrs,
-                             size_t naddrs, int ttl_s)
-{
-    dns__cache_entry_t *victim = &r->cache[0];
-    uint64_t now = uv_now(r->loop);
-    size_t i;
-
-    if (!r->cache_enabled || ttl_s <= 0 || naddrs == 0 || key[0] == '\0')
-        return;
-    if (ttl_s > DNS_RESOLVE_CACHE_TTL_MAX_S)
-        ttl_s = DNS_RESOLVE_CACHE_TTL_MAX_S;
-    for (i = 0; i < DNS_RESOLVE_CACHE_MAX; i++) {
-        dns__cache_entry_t *e = &r->cache[i];
-
-        if (e->host[0] == '\0' || e->expires <= now || strcmp(e->host, key) == 0) {
-            victim = e;
-            break;
-        }
-        if (e->used < victim->used)
-            victim = e;
-    }
-    memcpy(victim->host, key, strlen(key) + 1);
-    victim->expires = now + (uint64_t)ttl_s * 1000;
-    victim->used = ++r->cache_clock;
-    victim->naddrs = naddrs;
-    memcpy(victim->addrs, addrs, naddrs * sizeof(addrs[0]));
 }
 
 /* ---- lookups ---- */
@@ -499,7 +420,7 @@ static void on_ares_done(void *arg, int status, int timeouts, struct ares_addrin
 {
     dns__lookup_t *lk = arg;
     dns_resolver_t *r = lk->r;
-    dns__addr_t addrs[DNS_RESOLVE_ADDRS_MAX];
+    dns_cache_addr_t addrs[DNS_RESOLVE_ADDRS_MAX];
     struct ares_addrinfo_node *n;
     dns_resolve_req_t *req;
     dns_resolve_req_t *next;
@@ -533,7 +454,7 @@ static void on_ares_done(void *arg, int status, int timeouts, struct ares_addrin
     if (naddrs == 0)
         code = dns__ares_error(status == ARES_SUCCESS ? ARES_ENODATA : status, &err);
     else
-        dns__cache_store(r, lk->key, addrs, naddrs, ttl);
+        dns_cache_store(&r->cache, lk->key, addrs, naddrs, ttl, uv_now(r->loop));
     for (req = lk->waiters; req != NULL; req = next) {
         next = req->wnext;
         /* c-ares gave up on time, but a request that joined after the queries went out has
@@ -573,7 +494,8 @@ int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_
                 dns_resolve_req_t **out)
 {
     char key[DNS_RESOLVE_HOST_MAX + 1];
-    dns__cache_entry_t *e = NULL;
+    dns_cache_addr_t cached[DNS_RESOLVE_ADDRS_MAX];
+    size_t ncached = 0;
     dns__lookup_t *lk = NULL;
     dns__lookup_t *fresh = NULL;
     dns_resolve_req_t *req;
@@ -599,11 +521,11 @@ int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_
         return UV_EBUSY;
     family = dns__parse_literal(host, len, bytes);
     if (family == 0) {
-        dns__key(host, len, key);
-        e = dns__cache_find(r, key);
-        if (e == NULL)
+        dns_cache_key(host, len, key);
+        ncached = dns_cache_lookup(&r->cache, key, uv_now(r->loop), cached);
+        if (ncached == 0)
             lk = dns__lookup_find(r, key);
-        if (e == NULL && lk == NULL) {
+        if (ncached == 0 && lk == NULL) {
             if (r->nlookups >= DNS_RESOLVE_PENDING_MAX)
                 return UV_EBUSY;
             fresh = calloc(1, sizeof(*fresh));
@@ -633,8 +555,8 @@ int dns_resolve(dns_resolver_t *r, const char *host, uint16_t port, dns_resolve_
         dns__req_finish(req, 0, NULL);
         return 0;
     }
-    if (e != NULL) {
-        dns__req_add_addrs(req, e->addrs, e->naddrs);
+    if (ncached != 0) {
+        dns__req_add_addrs(req, cached, ncached);
         dns__req_finish(req, 0, NULL);
         return 0;
     }
@@ -751,7 +673,7 @@ int dns_resolver_create(uv_loop_t *loop, const char *server, dns_resolver_t **ou
         return UV_ENOMEM;
     r->loop = loop;
     r->timeout_ms = DNS_RESOLVE_TIMEOUT_MS;
-    r->cache_enabled = 1;
+    dns_cache_init(&r->cache);
 
     /* Every option c-ares would otherwise take from resolv.conf or the environment
      * (LOCALDOMAIN, RES_OPTIONS, HOSTALIASES) is set here, so none of those is consulted. */
@@ -800,13 +722,7 @@ void dns_resolver_set_timeout(dns_resolver_t *r, uint64_t ms)
 
 void dns_resolver_set_cache(dns_resolver_t *r, int enabled)
 {
-    size_t i;
-
-    r->cache_enabled = enabled != 0;
-    if (!r->cache_enabled) {
-        for (i = 0; i < DNS_RESOLVE_CACHE_MAX; i++)
-            r->cache[i].host[0] = '\0';
-    }
+    dns_cache_set_enabled(&r->cache, enabled);
 }
 
 static void on_resolver_timer_closed(uv_handle_t *h)
