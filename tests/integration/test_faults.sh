@@ -219,8 +219,12 @@ t_contains "200 idle connections are all dropped" "$out" "opened=200 closed=200 
 wait "$SL"
 out=$(cat "$T_DIR/slowloris.out")
 echo "# figures: slowloris: $out"
-t_contains "200 slowloris connections (1 byte/s) are all dropped after about 2 s" "$out" \
-    "opened=200 closed=200 first=2.0 median=2.0 "
+# dropped at the 2 s head deadline (the trickle does not extend it; it would run 7 s), give or
+# take scheduling on a loaded machine
+t_contains "200 slowloris connections (1 byte/s) are all dropped" "$out" "opened=200 closed=200 "
+t_check "slowloris: dropped after about 2 s, not kept alive by the trickle ($out)" awk -v l="$out" \
+    'BEGIN { split(l, f, /[ =]/); for (i = 1; i in f; i += 2) v[f[i]] = f[i + 1]
+             exit !(v["first"] >= 1.9 && v["median"] <= 3.5 && v["last"] <= 4.5) }'
 t_eq "slowloris: one 408 line per dropped connection" "200" \
     "$(grep -c '^BLOCKED - - -> 408 (request head not received in time)$' "$T_DIR/net.log")"
 settle_check "slowloris and idle"
