@@ -107,8 +107,8 @@ t_eq "curl https allowed" "hello over tls" "$out"
 out=$(curl -s -m 5 --cacert "$CA" -w ' %{http_code}' https://evil.test/x)
 t_contains "curl https blocked: 403 JSON" "$out" '"error": "blocked_by_network_allowlist", "host": "evil.test", "path": "/x"'
 t_contains "curl https blocked: 403" "$out" " 403"
-grep -q '^allowed GET https://nginx.test/ -> 200$' "$T_DIR/net.log"; t_check "https allowed line" test $? -eq 0
-grep -q '^BLOCKED GET https://evil.test/x -> 403$' "$T_DIR/net.log"; t_check "https blocked line" test $? -eq 0
+t_logged "https allowed line" '^allowed GET https://nginx.test/ -> 200$'
+t_logged "https blocked line" '^BLOCKED GET https://evil.test/x -> 403$'
 out=$(curl -s -m 5 --cacert "$CA" https://nginx.test/echo)
 t_eq "upstream got SNI = host" "host=nginx.test sni=nginx.test" "$out"
 out=$(CURL_CA_BUNDLE="$CA" curl -s -m 5 -w '%{http_version}' -o /dev/null --http2 https://nginx.test/)
@@ -157,8 +157,8 @@ t_eq "h2-only ALPN: no protocol selected, HTTP/1.1 served" "None HTTP/1.1 200 OK
 # --- SNI / Host mismatch ---
 out=$(curl -s -m 5 --cacert "$CA" -H 'Host: evil.test' https://nginx.test/)
 t_contains "SNI/Host mismatch: 403" "$out" '"host": "evil.test", "sni": "nginx.test"'
-grep -q '^BLOCKED GET https://evil.test/ -> 403 (host mismatch: header=evil.test, sni=nginx.test)$' "$T_DIR/net.log"
-t_check "SNI/Host mismatch line" test $? -eq 0
+t_logged "SNI/Host mismatch line" \
+    '^BLOCKED GET https://evil.test/ -> 403 (host mismatch: header=evil.test, sni=nginx.test)$'
 out=$(curl -s -m 5 --cacert "$CA" -H 'Host: NGINX.test.:443' https://nginx.test/)
 t_eq "Host differing from SNI only by case, trailing dot and port is fine" "hello over tls" "$out"
 
@@ -173,17 +173,16 @@ t_eq "TLS on port 80" "hello over tls" "$out"
 # --- upstream verification failures ---
 out=$(curl -s -m 10 --cacert "$CA" -w ' %{http_code}' https://bad.test/)
 t_contains "untrusted upstream: 502" "$out" " 502"
-grep -q '^ERROR GET https://bad.test/ -> .*certificate verify failed' "$T_DIR/net.log"
-t_check "untrusted upstream: ERROR line names the reason" test $? -eq 0
+t_logged "untrusted upstream: ERROR line names the reason" \
+    '^ERROR GET https://bad.test/ -> .*certificate verify failed'
 out=$(curl -s -m 10 --cacert "$CA" -w ' %{http_code}' https://wrong.test/)
 t_contains "wrong-name upstream: 502" "$out" " 502"
-grep -q '^ERROR GET https://wrong.test/ -> .*certificate verify failed' "$T_DIR/net.log"
-t_check "wrong-name upstream: ERROR line" test $? -eq 0
+t_logged "wrong-name upstream: ERROR line" '^ERROR GET https://wrong.test/ -> .*certificate verify failed'
 
 # --- WebSocket over TLS ---
 out=$(timeout 10 "$PY" "$HERE/ws.py" client wss://ws.test/chat "$CA" hello)
 t_eq "WebSocket over TLS relayed" "echo: hello" "$out"
-grep -q '^allowed GET https://ws.test/chat -> 101$' "$T_DIR/net.log"; t_check "WebSocket line" test $? -eq 0
+t_logged "WebSocket line" '^allowed GET https://ws.test/chat -> 101$'
 out=$(timeout 10 "$PY" "$HERE/ws.py" client wss://evil.test/chat "$CA" hello)
 t_eq "WebSocket to a blocked host: 403" "HTTP/1.1 403 Forbidden" "$out"
 
