@@ -18,7 +18,8 @@
 #define PX_CONNS_MAX 20000                /* client connections at once */
 #define PX_TRIM_CHECK_MS (5 * 1000)       /* how often to look for a finished burst */
 #define PX_TRIM_DROP 64                   /* connections gone since the peak = a burst ended */
-#define PX_TLS_SESSIONS_MAX 1024          /* upstream TLS sessions kept, one per host:port (LRU) */
+#define PX_TLS_SESSIONS_MAX 1024          /* upstream host:port keys with TLS sessions (LRU) */
+#define PX_TLS_TICKETS_PER_KEY 4          /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
 
 typedef struct px_cidr {
     int family; /* AF_INET or AF_INET6 */

@@ -74,8 +74,8 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
 }
 
 /* ---- upstream sessions ------------------------------------------------------------------
- * The most recent resumable session (TLS 1.2 session or TLS 1.3 ticket) per host:port, kept
- * by the upstream context.
+ * Per host:port, kept by the upstream context: the most recent TLS 1.2 session (reused), or
+ * up to PX_TLS_TICKETS_PER_KEY TLS 1.3 tickets (each used once, newest first).
  *
  * Why the key is the exact host name and port: SNI and SSL_set1_host() (or the IP check) are
  * per SSL, and a resumed handshake carries no certificate, so OpenSSL verifies neither chain
@@ -85,18 +85,26 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
  * the name check, never an address, so two names on one IP never share a session. Sessions
  * enter only through new_session_cb, which OpenSSL calls once the handshake is complete
  * (TLS 1.2) or for tickets after it (TLS 1.3), i.e. after SSL_VERIFY_PEER accepted chain and
- * name (a failure aborts the handshake first). The trust store is fixed for the context's
- * life. A failed handshake forgets its key's session; a TLS 1.3 ticket is taken out when
- * offered (single use, RFC 8446 appendix C.4) and the tickets of the new connection replace
- * it; a TLS 1.2 session stays for reuse. */
+ * name (a failure aborts the handshake first); every ticket kept under a key was received on
+ * a connection to that very key. The trust store is fixed for the context's life. A failed
+ * handshake forgets all of its key's sessions; a TLS 1.3 ticket is taken out when offered
+ * (single use, RFC 8446 appendix C.4), the tickets a connection receives join the ones left
+ * (the oldest go when PX_TLS_TICKETS_PER_KEY are kept), so concurrent connections to one key
+ * can each resume; a TLS 1.2 session stays for reuse and replaces whatever the key held.
+ * Memory: at most PX_TLS_SESSIONS_MAX keys x PX_TLS_TICKETS_PER_KEY sessions. */
 
 #define PX__SESS_BUCKETS 256
 
+typedef struct px__ticket {
+    SSL_SESSION *sess;  /* one reference */
+    time_t verified_at; /* the full handshake this session descends from */
+} px__ticket_t;
+
 typedef struct px__sess {
-    struct px__sess *hnext;         /* same bucket */
-    struct px__sess *newer, *older; /* least recently used order */
-    SSL_SESSION *sess;              /* one reference */
-    time_t verified_at;             /* the full handshake this session descends from */
+    struct px__sess *hnext;                  /* same bucket */
+    struct px__sess *newer, *older;          /* least recently used order */
+    px__ticket_t tk[PX_TLS_TICKETS_PER_KEY]; /* oldest first; one TLS 1.2 session, or tickets */
+    size_t ntk;                              /* 1..PX_TLS_TICKETS_PER_KEY */
     uint16_t port;
     char host[];
 } px__sess_t;
@@ -104,8 +112,9 @@ typedef struct px__sess {
 typedef struct px__sessions {
     px__sess_t *buckets[PX__SESS_BUCKETS];
     px__sess_t *newest, *oldest;
-    size_t n;
-    int ssl_idx; /* SSL ex_data slot: the px_tls_t of an upstream connection */
+    size_t n;     /* keys, at most PX_TLS_SESSIONS_MAX */
+    size_t nsess; /* sessions under all keys */
+    int ssl_idx;  /* SSL ex_data slot: the px_tls_t of an upstream connection */
 } px__sessions_t;
 
 static int on_upstream_session(SSL *ssl, SSL_SESSION *sess);
@@ -161,13 +170,32 @@ static void px__lru_push(px__sessions_t *st, px__sess_t *e)
     st->newest = e;
 }
 
-/* Unlinks the entry *link points at and frees it with its session reference. */
+/* Frees e's sessions from index i on. */
+static void px__sess_truncate(px__sessions_t *st, px__sess_t *e, size_t i)
+{
+    while (e->ntk > i) {
+        SSL_SESSION_free(e->tk[--e->ntk].sess);
+        st->nsess--;
+    }
+}
+
+/* Takes e's session i out (its reference goes to the caller). */
+static SSL_SESSION *px__sess_take(px__sessions_t *st, px__sess_t *e, size_t i)
+{
+    SSL_SESSION *sess = e->tk[i].sess;
+    memmove(&e->tk[i], &e->tk[i + 1], (e->ntk - i - 1) * sizeof(e->tk[0]));
+    e->ntk--;
+    st->nsess--;
+    return sess;
+}
+
+/* Unlinks the entry *link points at and frees it with its session references. */
 static void px__sess_remove(px__sessions_t *st, px__sess_t **link)
 {
     px__sess_t *e = *link;
     *link = e->hnext;
     px__lru_unlink(st, e);
-    SSL_SESSION_free(e->sess);
+    px__sess_truncate(st, e, 0);
     free(e);
     st->n--;
 }
@@ -179,39 +207,51 @@ static void px__sess_drop(px__sessions_t *st, const char *host, uint16_t port)
         px__sess_remove(st, l);
 }
 
-/* Remembers sess (taken on success) for host:port in place of the one before, evicting the
- * least recently used key when full. Returns 0 or PX_ENOMEM. */
+static int px__sess_is_tls13(SSL_SESSION *sess)
+{
+    return SSL_SESSION_get_protocol_version(sess) >= TLS1_3_VERSION;
+}
+
+/* Remembers sess (taken on success) for host:port: a TLS 1.3 ticket joins the key's tickets
+ * as the newest (dropping the oldest when PX_TLS_TICKETS_PER_KEY are kept), anything else
+ * replaces what the key held. Evicts the least recently used key when full. Returns 0 or
+ * PX_ENOMEM. */
 static int px__sess_put(px__sessions_t *st, const char *host, uint16_t port, SSL_SESSION *sess,
                         time_t verified_at)
 {
     px__sess_t *e = *px__sess_link(st, host, port);
     if (e != NULL) {
-        SSL_SESSION_free(e->sess);
-        e->sess = sess;
-        e->verified_at = verified_at;
+        if (!px__sess_is_tls13(sess) || !px__sess_is_tls13(e->tk[0].sess))
+            px__sess_truncate(st, e, 0); /* TLS 1.2, or the version changed */
+        else if (e->ntk == PX_TLS_TICKETS_PER_KEY)
+            SSL_SESSION_free(px__sess_take(st, e, 0));
         px__lru_unlink(st, e);
         px__lru_push(st, e);
-        return 0;
+    } else {
+        size_t len = strlen(host);
+        e = malloc(sizeof(*e) + len + 1);
+        if (e == NULL)
+            return PX_ENOMEM;
+        if (st->n >= PX_TLS_SESSIONS_MAX)
+            px__sess_drop(st, st->oldest->host, st->oldest->port);
+        memcpy(e->host, host, len + 1);
+        e->port = port;
+        e->ntk = 0;
+        unsigned b = px__sess_hash(host, port);
+        e->hnext = st->buckets[b];
+        st->buckets[b] = e;
+        px__lru_push(st, e);
+        st->n++;
     }
-    size_t len = strlen(host);
-    e = malloc(sizeof(*e) + len + 1);
-    if (e == NULL)
-        return PX_ENOMEM;
-    if (st->n >= PX_TLS_SESSIONS_MAX)
-        px__sess_drop(st, st->oldest->host, st->oldest->port);
-    memcpy(e->host, host, len + 1);
-    e->port = port;
-    e->sess = sess;
-    e->verified_at = verified_at;
-    unsigned b = px__sess_hash(host, port);
-    e->hnext = st->buckets[b];
-    st->buckets[b] = e;
-    px__lru_push(st, e);
-    st->n++;
+    e->tk[e->ntk].sess = sess;
+    e->tk[e->ntk].verified_at = verified_at;
+    e->ntk++;
+    st->nsess++;
     return 0;
 }
 
-/* Sets the session remembered for t's key on t->ssl, if it is still good. */
+/* Sets the newest still good session remembered for t's key on t->ssl, if any, dropping the
+ * ones that have expired on the way. */
 static void px__sess_offer(px__sessions_t *st, px_tls_t *t)
 {
     px__sess_t **l = px__sess_link(st, t->host, t->port);
@@ -219,28 +259,38 @@ static void px__sess_offer(px__sessions_t *st, px_tls_t *t)
     if (e == NULL)
         return;
     time_t now = time(NULL);
-    long age = (long)now - SSL_SESSION_get_time(e->sess);
-    if (!SSL_SESSION_is_resumable(e->sess) || age >= SSL_SESSION_get_timeout(e->sess) ||
-        now - e->verified_at >= PX_TLS_SESSION_LIFETIME_MAX) {
+    while (e->ntk > 0) {
+        px__ticket_t *tk = &e->tk[e->ntk - 1];
+        long age = (long)now - SSL_SESSION_get_time(tk->sess);
+        if (SSL_SESSION_is_resumable(tk->sess) && age < SSL_SESSION_get_timeout(tk->sess) &&
+            now - tk->verified_at < PX_TLS_SESSION_LIFETIME_MAX)
+            break;
+        px__sess_truncate(st, e, e->ntk - 1);
+    }
+    if (e->ntk == 0) {
         px__sess_remove(st, l);
         return;
     }
-    if (SSL_set_session(t->ssl, e->sess) != 1) { /* takes its own reference */
+    px__ticket_t *tk = &e->tk[e->ntk - 1];
+    if (SSL_set_session(t->ssl, tk->sess) != 1) { /* takes its own reference */
         ERR_clear_error();
         return;
     }
     t->offered = 1;
-    t->verified_at = e->verified_at;
-    if (SSL_SESSION_get_protocol_version(e->sess) >= TLS1_3_VERSION) {
-        px__sess_remove(st, l); /* one use per ticket */
-    } else {
-        px__lru_unlink(st, e);
-        px__lru_push(st, e);
+    t->verified_at = tk->verified_at;
+    if (px__sess_is_tls13(tk->sess)) {
+        px__sess_truncate(st, e, e->ntk - 1); /* one use per ticket */
+        if (e->ntk == 0) {
+            px__sess_remove(st, l);
+            return;
+        }
     }
+    px__lru_unlink(st, e);
+    px__lru_push(st, e);
 }
 
-/* A handshake for t's key failed (or never finished): forget that key's session, whichever
- * connection brought it, so the next connection starts with a full handshake. */
+/* A handshake for t's key failed (or never finished): forget all of that key's sessions,
+ * whichever connections brought them, so the next connection starts with a full handshake. */
 static void px__sess_forget(px_tls_t *t)
 {
     px__sessions_t *st = px__sessions_of(SSL_get_SSL_CTX(t->ssl));
@@ -321,7 +371,7 @@ static int px__sessions_attach(SSL_CTX *ctx)
 size_t px_tls_client_sessions(SSL_CTX *ctx)
 {
     px__sessions_t *st = px__sessions_of(ctx);
-    return st != NULL ? st->n : 0;
+    return st != NULL ? st->nsess : 0;
 }
 
 /* ---- contexts --------------------------------------------------------------------------- */

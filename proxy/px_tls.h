@@ -24,11 +24,13 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
                           char *err, size_t errlen);
 
 /* The upstream context: TLS 1.2+, peer verification against ca_file (PEM bundle) or, when
- * NULL, the system's default store; ALPN http/1.1; a store of resumable sessions, the most
- * recent one per host:port (at most PX_TLS_SESSIONS_MAX), freed with the context. */
+ * NULL, the system's default store; ALPN http/1.1; a store of resumable sessions per host:port
+ * (at most PX_TLS_SESSIONS_MAX keys): the most recent TLS 1.2 session, or up to
+ * PX_TLS_TICKETS_PER_KEY TLS 1.3 tickets, each used once; freed with the context. */
 int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t errlen);
 
-/* Sessions the upstream context ctx remembers now (0 for any other context). */
+/* Sessions (TLS 1.2 sessions and TLS 1.3 tickets, under all keys) the upstream context ctx
+ * remembers now (0 for any other context). */
 size_t px_tls_client_sessions(SSL_CTX *ctx);
 
 /* A TLS state for one connection. server: 1 for the client side. app is stored as the SSL's
@@ -36,7 +38,7 @@ size_t px_tls_client_sessions(SSL_CTX *ctx);
 px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app);
 
 /* Sets SNI and hostname (or IP) verification for an upstream connection to host:port and
- * offers the session remembered for exactly that host and port, if any; sessions this
+ * offers the newest session remembered for exactly that host and port, if any; sessions this
  * connection receives are remembered under the same key. host is borrowed (copied). Returns
  * 0, or PX_ETLS / PX_ENOMEM. */
 int px_tls_set_upstream_host(px_tls_t *t, const char *host, uint16_t port);

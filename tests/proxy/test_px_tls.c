@@ -1,8 +1,10 @@
 /* Upstream TLS session resumption (px_tls.c): a client context made by px_tls_client_ctx_new()
  * against in-memory servers (px_tls objects on both sides, bytes shuttled by hand). The
- * second connection to the same host:port resumes (TLS 1.3 tickets single use, TLS 1.2
- * sessions kept), another name or port is never offered the session, a failed or abandoned
- * resumption forgets it, and verification still runs when the server refuses the session. */
+ * second connection to the same host:port resumes (TLS 1.3 tickets single use, up to
+ * PX_TLS_TICKETS_PER_KEY kept per key and the newest offered first, TLS 1.2 sessions kept),
+ * another name or port is never offered the session, a failed or abandoned resumption forgets
+ * all of its key's sessions and no other key's, and verification still runs when the server
+ * refuses the session. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include <openssl/ssl.h>
 
 #include "ca/ca.h"
+#include "proxy/px_config.h"
 #include "proxy/px_tls.h"
 
 typedef struct fixture {
@@ -89,11 +92,11 @@ static px_tls_t *client_for(SSL_CTX *cli, const char *host, uint16_t port, resul
     return c;
 }
 
-/* One connection from cli to srv for host:port, handshake and (TLS 1.3) tickets read. */
-static result_t connect_once(SSL_CTX *cli, SSL_CTX *srv, const char *host, uint16_t port)
+/* Drives c (made by client_for() into r) against a new connection of srv: handshake and
+ * (TLS 1.3) tickets read; frees c. */
+static void drive(px_tls_t *c, SSL_CTX *cli, SSL_CTX *srv, result_t *rp)
 {
-    result_t r = {0};
-    px_tls_t *c = client_for(cli, host, port, &r);
+    result_t r = *rp;
     px_tls_t *s = px_tls_new(srv, 1, NULL);
     assert_non_null(s);
     char serr[256];
@@ -119,7 +122,67 @@ static result_t connect_once(SSL_CTX *cli, SSL_CTX *srv, const char *host, uint1
     r.done = crc;
     px_tls_free(c);
     px_tls_free(s);
+    *rp = r;
+}
+
+/* One connection from cli to srv for host:port, handshake and (TLS 1.3) tickets read. */
+static result_t connect_once(SSL_CTX *cli, SSL_CTX *srv, const char *host, uint16_t port)
+{
+    result_t r = {0};
+    px_tls_t *c = client_for(cli, host, port, &r);
+    drive(c, cli, srv, &r);
     return r;
+}
+
+/* Server side numbering of TLS 1.3 tickets: each ticket a server issues carries its number
+ * (ticket app data); a resumption records the number of the ticket presented. */
+typedef struct tickets {
+    unsigned issued;
+    unsigned used[64]; /* numbers presented, in order */
+    size_t nused;
+} tickets_t;
+
+static int on_ticket_gen(SSL *s, void *arg)
+{
+    tickets_t *tk = arg;
+    unsigned no = ++tk->issued;
+    return SSL_SESSION_set1_ticket_appdata(SSL_get_session(s), &no, sizeof(no));
+}
+
+static SSL_TICKET_RETURN on_ticket_dec(SSL *s, SSL_SESSION *ss, const unsigned char *keyname,
+                                       size_t keyname_len, SSL_TICKET_STATUS status, void *arg)
+{
+    (void)s;
+    (void)keyname;
+    (void)keyname_len;
+    tickets_t *tk = arg;
+    void *data = NULL;
+    size_t len = 0;
+    if (status != SSL_TICKET_SUCCESS && status != SSL_TICKET_SUCCESS_RENEW)
+        return SSL_TICKET_RETURN_IGNORE_RENEW;
+    if (SSL_SESSION_get0_ticket_appdata(ss, &data, &len) == 1 && len == sizeof(unsigned) &&
+        tk->nused < sizeof(tk->used) / sizeof(tk->used[0]))
+        memcpy(&tk->used[tk->nused++], data, sizeof(unsigned));
+    return SSL_TICKET_RETURN_USE_RENEW;
+}
+
+/* A TLS 1.3 server numbering its tickets into tk, num_tickets per handshake. */
+static SSL_CTX *numbered_server_ctx(ca_t *ca, tickets_t *tk, size_t num_tickets)
+{
+    SSL_CTX *srv = server_ctx(ca, TLS1_3_VERSION);
+    assert_int_equal(SSL_CTX_set_session_ticket_cb(srv, on_ticket_gen, on_ticket_dec, tk), 1);
+    assert_int_equal(SSL_CTX_set_num_tickets(srv, num_tickets), 1);
+    return srv;
+}
+
+/* 1 when no ticket number was presented twice. */
+static int tickets_used_once(const tickets_t *tk)
+{
+    for (size_t i = 0; i < tk->nused; i++)
+        for (size_t j = i + 1; j < tk->nused; j++)
+            if (tk->used[i] == tk->used[j])
+                return 0;
+    return 1;
 }
 
 static void rm_confdir(const char *dir)
@@ -164,30 +227,185 @@ static void test_px_tls_resumes_tls13_with_single_use_tickets(void **state)
 {
     fixture_t *f = *state;
     SSL_CTX *cli = client_ctx(f);
-    SSL_CTX *srv = server_ctx(f->good, TLS1_3_VERSION);
+    tickets_t tk = {0};
+    SSL_CTX *srv = numbered_server_ctx(f->good, &tk, 2); /* OpenSSL's default: 2 per handshake */
     result_t r = connect_once(cli, srv, "a.test", 443);
     assert_int_equal(r.done, 1);
     assert_false(r.offered);
     assert_false(r.reused);
-    assert_int_equal(px_tls_client_sessions(cli), 1);
-    for (int i = 0; i < 3; i++) {
-        /* the ticket is taken out when offered; the resumed connection's ticket replaces it */
-        px_tls_t *c = client_for(cli, "a.test", 443, &r);
-        assert_true(r.offered);
-        assert_int_equal(px_tls_client_sessions(cli), 0);
-        px_tls_free(c); /* abandoned before any byte: nothing to forget, nothing stored */
-        assert_int_equal(px_tls_client_sessions(cli), 0);
-        r = connect_once(cli, srv, "a.test", 443);
-        assert_int_equal(r.done, 1);
-        assert_false(r.offered);
-        assert_false(r.reused);
+    assert_int_equal(px_tls_client_sessions(cli), 2); /* tickets 1, 2 */
+    /* each resumption takes the newest ticket out and adds the one it receives (OpenSSL
+     * servers send one after a resumption) */
+    for (unsigned i = 0; i < 4; i++) {
         r = connect_once(cli, srv, "a.test", 443);
         assert_int_equal(r.done, 1);
         assert_true(r.offered);
         assert_true(r.reused);
+        assert_int_equal(tk.nused, i + 1);
+        assert_int_equal(tk.used[i], 2 + i);
+        assert_int_equal(px_tls_client_sessions(cli), 2); /* ticket 1 and the newest */
+    }
+    /* abandoned before any byte: a resumption that never finished forgets all the tickets */
+    px_tls_t *c = client_for(cli, "a.test", 443, &r);
+    assert_true(r.offered);
+    assert_int_equal(px_tls_client_sessions(cli), 1);
+    px_tls_free(c);
+    assert_int_equal(px_tls_client_sessions(cli), 0);
+    r = connect_once(cli, srv, "a.test", 443);
+    assert_int_equal(r.done, 1);
+    assert_false(r.offered);
+    assert_false(r.reused);
+    assert_int_equal(px_tls_client_sessions(cli), 2);
+    assert_true(tickets_used_once(&tk));
+    SSL_CTX_free(srv);
+    SSL_CTX_free(cli);
+}
+
+static void test_px_tls_concurrent_tls13_resume_up_to_stored_tickets(void **state)
+{
+    fixture_t *f = *state;
+    SSL_CTX *cli = client_ctx(f);
+    tickets_t tk = {0};
+    /* more tickets than kept: the newest PX_TLS_TICKETS_PER_KEY stay (3..6) */
+    SSL_CTX *srv = numbered_server_ctx(f->good, &tk, PX_TLS_TICKETS_PER_KEY + 2);
+    result_t r = connect_once(cli, srv, "a.test", 443);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(tk.issued, PX_TLS_TICKETS_PER_KEY + 2);
+    assert_int_equal(px_tls_client_sessions(cli), PX_TLS_TICKETS_PER_KEY);
+    r = connect_once(cli, srv, "b.test", 443); /* another key, left alone */
+    assert_int_equal(r.done, 1);
+    size_t other = px_tls_client_sessions(cli) - PX_TLS_TICKETS_PER_KEY;
+    assert_int_equal(other, PX_TLS_TICKETS_PER_KEY);
+    unsigned a_newest = PX_TLS_TICKETS_PER_KEY + 2;
+    unsigned first_b = tk.issued - PX_TLS_TICKETS_PER_KEY - 1;
+    tk.issued = 100; /* tickets of the connections below: 101 on */
+
+    /* N connections start before any finishes: one ticket each, newest first, then none */
+    enum { N = PX_TLS_TICKETS_PER_KEY + 2 };
+    px_tls_t *c[N];
+    result_t rs[N];
+    for (size_t i = 0; i < N; i++) {
+        memset(&rs[i], 0, sizeof(rs[i]));
+        c[i] = client_for(cli, "a.test", 443, &rs[i]);
+        assert_int_equal(rs[i].offered, i < PX_TLS_TICKETS_PER_KEY);
+    }
+    assert_int_equal(px_tls_client_sessions(cli), other);
+    for (size_t i = 0; i < N; i++) {
+        drive(c[i], cli, srv, &rs[i]);
+        assert_int_equal(rs[i].done, 1);
+        assert_int_equal(rs[i].reused, i < PX_TLS_TICKETS_PER_KEY);
+    }
+    assert_int_equal(tk.nused, PX_TLS_TICKETS_PER_KEY);
+    for (size_t i = 0; i < PX_TLS_TICKETS_PER_KEY; i++)
+        assert_int_equal(tk.used[i], a_newest - i);
+    assert_true(tickets_used_once(&tk));
+    assert_int_equal(px_tls_client_sessions(cli), other + PX_TLS_TICKETS_PER_KEY);
+    /* the other key still resumes with its own newest ticket */
+    r = connect_once(cli, srv, "b.test", 443);
+    assert_true(r.reused);
+    assert_int_equal(tk.used[tk.nused - 1], first_b + PX_TLS_TICKETS_PER_KEY + 1);
+    assert_true(tickets_used_once(&tk));
+    SSL_CTX_free(srv);
+    SSL_CTX_free(cli);
+}
+
+/* Fills a.test:443 and b.test:443 with TLS 1.3 tickets from srv (3 per full handshake, 1
+ * after a resumption): 3 each. */
+static void fill_two_keys(SSL_CTX *cli, SSL_CTX *srv)
+{
+    result_t r = connect_once(cli, srv, "a.test", 443);
+    assert_int_equal(r.done, 1);
+    r = connect_once(cli, srv, "a.test", 443);
+    assert_true(r.reused);
+    r = connect_once(cli, srv, "b.test", 443);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(px_tls_client_sessions(cli), 6);
+}
+
+static void test_px_tls_failure_forgets_all_tickets_of_key_only(void **state)
+{
+    fixture_t *f = *state;
+    SSL_CTX *cli = client_ctx(f);
+    tickets_t tk = {0};
+    SSL_CTX *srv = numbered_server_ctx(f->good, &tk, 3);
+    SSL_CTX *evil = server_ctx(f->bad, TLS1_3_VERSION);
+    fill_two_keys(cli, srv);
+    result_t r = connect_once(cli, evil, "a.test", 443);
+    assert_true(r.offered);
+    assert_true(r.done < 0);
+    assert_non_null(strstr(r.err, "certificate verify failed"));
+    assert_int_equal(r.kept, 3); /* a's other two tickets gone at once, b's three stay */
+    r = connect_once(cli, srv, "a.test", 443);
+    assert_false(r.offered);
+    assert_false(r.reused);
+    r = connect_once(cli, srv, "b.test", 443);
+    assert_true(r.offered);
+    assert_true(r.reused);
+    assert_true(tickets_used_once(&tk));
+    SSL_CTX_free(evil);
+    SSL_CTX_free(srv);
+    SSL_CTX_free(cli);
+}
+
+static void test_px_tls_abandoned_forgets_all_tickets_of_key_only(void **state)
+{
+    fixture_t *f = *state;
+    SSL_CTX *cli = client_ctx(f);
+    tickets_t tk = {0};
+    SSL_CTX *srv = numbered_server_ctx(f->good, &tk, 3);
+    fill_two_keys(cli, srv);
+    /* the ClientHello went out, the handshake never finished (peer vanished, timeout) */
+    result_t r = {0};
+    px_tls_t *c = client_for(cli, "a.test", 443, &r);
+    assert_true(r.offered);
+    char err[256];
+    assert_int_equal(px_tls_handshake(c, err, sizeof(err)), 0);
+    assert_int_equal(px_tls_client_sessions(cli), 5);
+    px_tls_free(c);
+    assert_int_equal(px_tls_client_sessions(cli), 3); /* b's */
+    r = connect_once(cli, srv, "a.test", 443);
+    assert_false(r.offered);
+    r = connect_once(cli, srv, "b.test", 443);
+    assert_true(r.reused);
+    assert_true(tickets_used_once(&tk));
+    SSL_CTX_free(srv);
+    SSL_CTX_free(cli);
+}
+
+static void test_px_tls_tls12_one_session_shared_by_concurrent(void **state)
+{
+    fixture_t *f = *state;
+    SSL_CTX *cli = client_ctx(f);
+    SSL_CTX *srv13 = server_ctx(f->good, TLS1_3_VERSION);
+    SSL_CTX *srv = server_ctx(f->good, TLS1_2_VERSION);
+    result_t r = connect_once(cli, srv13, "a.test", 443);
+    assert_int_equal(px_tls_client_sessions(cli), 2);
+    /* the server moved to TLS 1.2: its session replaces the key's tickets */
+    r = connect_once(cli, srv, "a.test", 443);
+    assert_true(r.offered);
+    assert_false(r.reused);
+    assert_int_equal(r.done, 1);
+    assert_int_equal(px_tls_client_sessions(cli), 1);
+    px_tls_t *c[3];
+    result_t rs[3];
+    for (size_t i = 0; i < 3; i++) {
+        memset(&rs[i], 0, sizeof(rs[i]));
+        c[i] = client_for(cli, "a.test", 443, &rs[i]);
+        assert_true(rs[i].offered); /* the same session for all of them, kept */
+    }
+    assert_int_equal(px_tls_client_sessions(cli), 1);
+    for (size_t i = 0; i < 3; i++) {
+        drive(c[i], cli, srv, &rs[i]);
+        assert_true(rs[i].reused);
         assert_int_equal(px_tls_client_sessions(cli), 1);
     }
+    /* and back to TLS 1.3: its tickets replace the session */
+    r = connect_once(cli, srv13, "a.test", 443);
+    assert_int_equal(r.done, 1);
+    assert_false(r.reused);
+    assert_int_equal(px_tls_client_sessions(cli), 2);
     SSL_CTX_free(srv);
+    SSL_CTX_free(srv13);
     SSL_CTX_free(cli);
 }
 
@@ -272,6 +490,7 @@ static void test_px_tls_never_offers_another_name_or_port(void **state)
         SSL_CTX *cli = client_ctx(f);
         /* one server for every name: it would resume a session across names and ports */
         SSL_CTX *srv = server_ctx(f->good, versions[v]);
+        SSL_CTX_set_num_tickets(srv, 1); /* one session per key in both versions */
         result_t r = connect_once(cli, srv, "a.test", 443);
         assert_int_equal(r.done, 1);
         r = connect_once(cli, srv, "b.test", 443);
@@ -359,8 +578,8 @@ static void test_px_tls_store_only_on_client_contexts(void **state)
     result_t r = connect_once(cli, srv, "a.test", 443);
     assert_int_equal(r.done, 1);
     assert_int_equal(px_tls_client_sessions(srv), 0);
-    assert_int_equal(px_tls_client_sessions(cli), 1);
-    SSL_CTX_free(cli); /* frees the remembered session with the context */
+    assert_int_equal(px_tls_client_sessions(cli), 2); /* the server's two tickets */
+    SSL_CTX_free(cli); /* frees the remembered sessions with the context */
     SSL_CTX_free(srv);
 }
 
@@ -368,6 +587,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_tls_resumes_tls13_with_single_use_tickets),
+        cmocka_unit_test(test_px_tls_concurrent_tls13_resume_up_to_stored_tickets),
+        cmocka_unit_test(test_px_tls_failure_forgets_all_tickets_of_key_only),
+        cmocka_unit_test(test_px_tls_abandoned_forgets_all_tickets_of_key_only),
+        cmocka_unit_test(test_px_tls_tls12_one_session_shared_by_concurrent),
         cmocka_unit_test(test_px_tls_resumes_tls12_session_many_times),
         cmocka_unit_test(test_px_tls_keeps_renewed_tls12_ticket),
         cmocka_unit_test(test_px_tls_never_offers_another_name_or_port),
