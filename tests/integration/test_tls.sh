@@ -29,6 +29,9 @@ t_upstream_cert "DNS:res13.test,DNS:res13b.test,DNS:res12.test,DNS:res12b.test" 
 t_upstream_cert "DNS:flip13.test,DNS:flip12.test" "$T_DIR/flipgood"
 t_upstream_cert "DNS:flip13.test,DNS:flip12.test" "$T_DIR/flipbad" self
 cp "$T_DIR/flipgood.pem" "$T_DIR/flip.pem" && cp "$T_DIR/flipgood.key" "$T_DIR/flip.key"
+# the resumption servers' ticket key: a file, so a reload can change it for certain (nginx may
+# otherwise carry its keys over a reload, and the old tickets would still be accepted)
+openssl rand 80 > "$T_DIR/ticket.key"
 mkdir -p "$T_DIR/www"
 echo "hello over tls" > "$T_DIR/www/index.html"
 # a repository served over dumb HTTP
@@ -62,6 +65,7 @@ t_start_nginx "
         ssl_certificate $T_DIR/res.pem; ssl_certificate_key $T_DIR/res.key;
         server_name res13.test res13b.test;
         keepalive_timeout 0;
+        ssl_session_ticket_key $T_DIR/ticket.key;
         access_log $T_DIR/nginx/resume.log resume;
         root $T_DIR/www;
     }
@@ -71,6 +75,7 @@ t_start_nginx "
         ssl_certificate $T_DIR/res.pem; ssl_certificate_key $T_DIR/res.key;
         server_name res12.test res12b.test;
         keepalive_timeout 0;
+        ssl_session_ticket_key $T_DIR/ticket.key;
         access_log $T_DIR/nginx/resume.log resume;
         root $T_DIR/www;
     }
@@ -80,6 +85,7 @@ t_start_nginx "
         ssl_certificate $T_DIR/flip.pem; ssl_certificate_key $T_DIR/flip.key;
         server_name flip13.test;
         keepalive_timeout 0;
+        ssl_session_ticket_key $T_DIR/ticket.key;
         access_log $T_DIR/nginx/resume.log resume;
         root $T_DIR/www;
     }
@@ -89,6 +95,7 @@ t_start_nginx "
         ssl_certificate $T_DIR/flip.pem; ssl_certificate_key $T_DIR/flip.key;
         server_name flip12.test;
         keepalive_timeout 0;
+        ssl_session_ticket_key $T_DIR/ticket.key;
         access_log $T_DIR/nginx/resume.log resume;
         root $T_DIR/www;
 " || exit 1
@@ -247,8 +254,8 @@ for v in 3 2; do
     t_eq "TLS 1.$v upstream: another name on the same IP:port starts a full handshake" \
         "200 $b $p .|200 $b $p r|200 $a $p r" "$out"
 done
-# (3) the certificate changes to an untrusted one between requests: nginx reloads (new ticket
-# keys), refuses the session airlock offers, sends the new certificate, verification rejects it
+# (3) the certificate changes to an untrusted one between requests: nginx reloads (with new ticket
+# keys, which it is given in a file), refuses the session airlock offers, sends the new certificate, verification rejects it
 # served_cn NAME IP: the CN of the certificate the upstream presents now
 served_cn() {
     echo | openssl s_client -connect "$2:443" -servername "$1" 2>/dev/null |
@@ -258,9 +265,16 @@ reload_flip() { # reload_flip good|bad: swap the certificate, reload nginx, wait
     local want=upstream i
     [ "$1" = bad ] && want=self
     cp "$T_DIR/flip$1.pem" "$T_DIR/flip.pem" && cp "$T_DIR/flip$1.key" "$T_DIR/flip.key"
+    # the old worker keeps accepting (old certificate, old ticket keys) until it exits: wait
+    # for that too, not only for the new certificate to show up
+    local old p
+    old=$(pgrep -P "$(cat "$T_DIR/nginx.pid")")
+    openssl rand 80 > "$T_DIR/ticket.key"
     nginx -c "$T_DIR/nginx.conf" -s reload 2>/dev/null
     for i in $(seq 1 100); do
-        [ "$(served_cn flip13.test 127.0.0.4)" = "$want" ] &&
+        local alive=0
+        for p in $old; do kill -0 "$p" 2>/dev/null && alive=1; done
+        [ "$alive" = 0 ] && [ "$(served_cn flip13.test 127.0.0.4)" = "$want" ] &&
             [ "$(served_cn flip12.test 127.0.0.5)" = "$want" ] && return 0
         sleep 0.1
     done
