@@ -205,7 +205,12 @@ static void px__client_activity(px_conn_t *c)
     if (c->state == PX_ST_READ_HEAD && c->rq.len == 0 && c->pending_len == 0)
         uv_timer_again(&c->timer);
     else if ((c->state == PX_ST_RELAY_BODY || c->state == PX_ST_DISCARD_BODY) && !c->req_done)
-        uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->client_idle_ms, 0);
+        px__client_idle_start(c);
+}
+
+void px__client_idle_start(px_conn_t *c)
+{
+    uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->client_idle_ms, 0);
 }
 
 static void px__client_eof(px_conn_t *c, int err)

@@ -273,6 +273,8 @@ size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *too
 void px__filter_begin(px_conn_t *c);
 void px__filter_end(px_conn_t *c);
 void px__pause_upstream(px_conn_t *c);
+/* (Re)starts the client's one-shot idle timeout (--client-idle-timeout). */
+void px__client_idle_start(px_conn_t *c);
 void px__body_done(px_conn_t *c);
 void px__pause_client(px_conn_t *c);
 int px__sink_upstream(void *data, const char *buf, size_t len);

@@ -152,7 +152,7 @@ void px_conn_upstream_ready(px_conn_t *c)
         /* the wait for upstream's answer starts when the body has gone; meanwhile the
          * client has the idle timeout to keep sending */
         uv_timer_stop(&c->up->timer);
-        uv_timer_start(&c->timer, c->timer.timer_cb, c->eng->cfg->client_idle_ms, 0);
+        px__client_idle_start(c);
         px__client_read_start(c);
     }
 }
@@ -191,7 +191,7 @@ void px_conn_upstream_drained(px_conn_t *c)
         } else if (!c->req_done) {
             if (c->up != NULL && !c->resp_started)
                 uv_timer_stop(&c->up->timer);
-            uv_timer_start(&c->timer, c->timer.timer_cb, c->eng->cfg->client_idle_ms, 0);
+            px__client_idle_start(c);
             px__client_read_start(c);
         }
     }
@@ -271,7 +271,7 @@ void px__pause_upstream(px_conn_t *c)
     c->up_paused = 1;
     px_upstream_read_stop(c->up);
     uv_timer_stop(&c->up->timer);
-    uv_timer_start(&c->timer, c->timer.timer_cb, c->eng->cfg->client_idle_ms, 0);
+    px__client_idle_start(c);
 }
 
 void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
@@ -323,10 +323,8 @@ void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
             }
             c->resp_started = 1;
             px__conn_set_state(c, PX_ST_READ_RESPONSE);
-            int keep = llhttp_should_keep_alive(&c->resp_parser);
             c->resp_close = !c->req_keepalive || llhttp_message_needs_eof(&c->resp_parser) ||
                             c->eng->stopping;
-            (void)keep;
             if (status == 101 && c->req_upgrade) {
                 px__forward_response_head(c);
                 px_conn_log_line(c, "allowed", 101, NULL);
