@@ -460,22 +460,24 @@ size_t addon_policy_count(const addon_policy_t *p, addon_policy_kind_t kind)
 
 /* ---- deciding --------------------------------------------------------------------------- */
 
+/* Hex digit values plus one (0: not a hex digit). */
+static const signed char policy_hex[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
+    ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
+    ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
+    ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
 /* Percent-decodes src into dst (room for srclen bytes) once, as Python's unquote: "%XX" with
  * two hex digits becomes one byte; anything else, '+' included, is copied. Returns the length. */
 static size_t policy_unquote(const char *src, size_t len, char *dst)
 {
-    static const signed char hex[256] = {
-        ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
-        ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
-        ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
-        ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
-    };
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        if (src[i] == '%' && i + 2 < len && hex[(unsigned char)src[i + 1]] &&
-            hex[(unsigned char)src[i + 2]]) {
-            dst[o++] = (char)(((hex[(unsigned char)src[i + 1]] - 1) << 4) |
-                              (hex[(unsigned char)src[i + 2]] - 1));
+        if (src[i] == '%' && i + 2 < len && policy_hex[(unsigned char)src[i + 1]] &&
+            policy_hex[(unsigned char)src[i + 2]]) {
+            dst[o++] = (char)(((policy_hex[(unsigned char)src[i + 1]] - 1) << 4) |
+                              (policy_hex[(unsigned char)src[i + 2]] - 1));
             i += 2;
         } else {
             dst[o++] = src[i];
@@ -484,7 +486,50 @@ static size_t policy_unquote(const char *src, size_t len, char *dst)
     return o;
 }
 
-static addon_policy_precheck_t policy_precheck(const char *s, size_t len)
+/* 1 when the raw path (before its first raw '?') has a segment that is "." or ".." once
+ * percent-decoded and once its ";parameters" are removed: servers resolve "/..;/",
+ * "%2e%2e;" and "..%3b" as "..". Segments are split on decoded '/' too ("..%2f"). */
+static int policy_dot_segment(const char *raw, size_t len)
+{
+    size_t dots = 0;    /* the segment so far (before ';') is this many dots */
+    int other = 0;      /* ... or holds something else */
+    int params = 0;     /* past the segment's first ';' */
+    for (size_t i = 0; i <= len; i++) {
+        char ch;
+        if (i == len) {
+            ch = '/';
+        } else if (raw[i] == '?') {
+            len = i; /* the query is not part of the path */
+            ch = '/';
+        } else if (raw[i] == '%' && i + 2 < len && policy_hex[(unsigned char)raw[i + 1]] &&
+                   policy_hex[(unsigned char)raw[i + 2]]) {
+            ch = (char)(((policy_hex[(unsigned char)raw[i + 1]] - 1) << 4) |
+                        (policy_hex[(unsigned char)raw[i + 2]] - 1));
+            i += 2;
+        } else {
+            ch = raw[i];
+        }
+        if (ch == '/') {
+            if (!other && (dots == 1 || dots == 2))
+                return 1;
+            dots = 0;
+            other = params = 0;
+        } else if (params) {
+            continue;
+        } else if (ch == ';') {
+            params = 1;
+        } else if (ch == '.') {
+            dots++;
+        } else {
+            other = 1;
+        }
+    }
+    return 0;
+}
+
+/* s is the decoded path+query; raw the path as sent. */
+static addon_policy_precheck_t policy_precheck(const char *s, size_t len, const char *raw,
+                                               size_t rawlen)
 {
     if (len == 0)
         return ADDON_POLICY_PRECHECK_NONE;
@@ -492,10 +537,8 @@ static addon_policy_precheck_t policy_precheck(const char *s, size_t len)
         return ADDON_POLICY_PRECHECK_NUL;
     if (memchr(s, '\\', len) != NULL)
         return ADDON_POLICY_PRECHECK_BACKSLASH;
-    if (memmem(s, len, "/../", 4) != NULL)
-        return ADDON_POLICY_PRECHECK_DOTDOT;
-    if (len >= 3 && memcmp(s + len - 3, "/..", 3) == 0)
-        return ADDON_POLICY_PRECHECK_TRAILING_DOTDOT;
+    if (policy_dot_segment(raw, rawlen))
+        return ADDON_POLICY_PRECHECK_DOT_SEGMENT;
     return ADDON_POLICY_PRECHECK_NONE;
 }
 
@@ -577,7 +620,7 @@ static void policy_note(addon_policy_decision_t *d, addon_policy_verdict_t v,
 static void policy_decide_path(const addon_policy_t *p, const addon_policy_query_t *q,
                                const char *path, size_t plen, addon_policy_decision_t *d)
 {
-    d->precheck = policy_precheck(path, plen);
+    d->precheck = policy_precheck(path, plen, q->path.base, q->path.len);
     if (d->precheck != ADDON_POLICY_PRECHECK_NONE) {
         d->verdict = ADDON_POLICY_BLOCK_PRECHECK;
         return;
@@ -748,10 +791,8 @@ const char *addon_policy_precheck_name(addon_policy_precheck_t c)
         return "path contains NUL";
     case ADDON_POLICY_PRECHECK_BACKSLASH:
         return "path contains a backslash";
-    case ADDON_POLICY_PRECHECK_DOTDOT:
-        return "path contains /../";
-    case ADDON_POLICY_PRECHECK_TRAILING_DOTDOT:
-        return "path ends with /..";
+    case ADDON_POLICY_PRECHECK_DOT_SEGMENT:
+        return "path has a . or .. segment";
     case ADDON_POLICY_PRECHECK_TOO_LONG:
         return "path is too long";
     }

@@ -47,8 +47,8 @@ typedef enum addon_policy_precheck {
     ADDON_POLICY_PRECHECK_NONE = 0,
     ADDON_POLICY_PRECHECK_NUL,             /* decoded path contains a NUL byte */
     ADDON_POLICY_PRECHECK_BACKSLASH,       /* ... a backslash */
-    ADDON_POLICY_PRECHECK_DOTDOT,          /* ... "/../" */
-    ADDON_POLICY_PRECHECK_TRAILING_DOTDOT, /* ... ends with "/.." */
+    ADDON_POLICY_PRECHECK_DOT_SEGMENT,     /* a path segment (query aside) is "." or ".." once
+                                              decoded and its ";parameters" removed */
     ADDON_POLICY_PRECHECK_TOO_LONG,        /* raw path longer than ADDON_POLICY_PATH_MAX */
 } addon_policy_precheck_t;
 
@@ -107,7 +107,7 @@ void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
 int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t port, int tls,
                           int *passthrough);
 
-/* A short name for a pre-check ("path contains /../"). Static storage. */
+/* A short name for a pre-check ("path has a . or .. segment"). Static storage. */
 const char *addon_policy_precheck_name(addon_policy_precheck_t c);
 
 /* Writes the `airlock check` summary: a count line, then one line per entry, each ending with

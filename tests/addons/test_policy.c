@@ -68,9 +68,10 @@
     "  - {host: example.com, path: /caf?}\n"
 #define AL_PASS "url_prefixes:\n  - {host: git.example, tls: passthrough, ports: [22]}\n"
 #define AL_DOTPAT "domains: [\"example.com.\"]\n"
+#define AL_V1 "url_prefixes:\n  - {host: example.com, path: /v1/*}\n"
 #define AL_UPPER "url_prefixes:\n  - {host: API.Example.COM, path: /X}\n"
 
-enum { ALLOW, B_METHOD, B_PORT, B_PATH, B_HOST, B_NUL, B_BSLASH, B_DOTDOT, B_TRAIL };
+enum { ALLOW, B_METHOD, B_PORT, B_PATH, B_HOST, B_NUL, B_BSLASH, B_DOT };
 enum { K_NONE, K_DOM, K_URL };
 
 typedef struct policy_case {
@@ -121,8 +122,8 @@ static const policy_case_t policy_cases[] = {
     /* A5, A6: %2F and traversal after decoding. */
     {AL_A5, "GET", "api.github.com", P("/repos/foo%2Fbar"), 443, 1, ALLOW, K_URL, 0},
     {AL_A5, "GET", "api.github.com", P("/repos/foo%2fbar"), 443, 1, ALLOW, K_URL, 0},
-    {AL_A5, "GET", "api.github.com", P("/repos/%2E%2E/secret"), 443, 1, B_DOTDOT, K_NONE, 0},
-    {AL_A5, "GET", "api.github.com", P("/repos/foo/%2e%2e"), 443, 1, B_TRAIL, K_NONE, 0},
+    {AL_A5, "GET", "api.github.com", P("/repos/%2E%2E/secret"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A5, "GET", "api.github.com", P("/repos/foo/%2e%2e"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A5, "GET", "api.github.com", P("/repos/foo%3Fx"), 443, 1, ALLOW, K_URL, 0},
     {AL_A5, "GET", "api.github.com", P("/repos/fo"), 443, 1, B_PATH, K_URL, 0},
     /* A7: %23; a malformed escape stays literal. */
@@ -148,19 +149,19 @@ static const policy_case_t policy_cases[] = {
     {AL_A10, "GET", "example.com", P("/allowed/ok"), 443, 1, ALLOW, K_URL, 0},
     /* A11-A13: traversal. */
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/../../repos/evil/private"), 443, 1,
-     B_DOTDOT, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2e%2e/%2e%2e/x"), 443, 1, B_DOTDOT,
+     B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2e%2e/%2e%2e/x"), 443, 1, B_DOT,
      K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.."), 443, 1, B_TRAIL, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2E%2E"), 443, 1, B_TRAIL, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..%2fx"), 443, 1, B_DOTDOT, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.%2e/x"), 443, 1, B_DOTDOT, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/x?next=/../y"), 443, 1, B_DOTDOT,
-     K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.."), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2E%2E"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..%2fx"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.%2e/x"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/x?next=/../y"), 443, 1, ALLOW,
+     K_URL, 0}, /* the query is not judged */
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..hidden"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/pulls"), 443, 1, ALLOW, K_URL, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/./pulls"), 443, 1, ALLOW, K_URL, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..;/x"), 443, 1, ALLOW, K_URL, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/./pulls"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..;/x"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\..\\evil"), 443, 1, B_BSLASH, K_NONE,
      0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo%5C..%5Cevil"), 443, 1, B_BSLASH,
@@ -168,14 +169,32 @@ static const policy_case_t policy_cases[] = {
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\../evil"), 443, 1, B_BSLASH, K_NONE,
      0},
     /* A14: pre-checks beat domains. */
-    {AL_A14, "GET", "example.com", P("/a/../b"), 443, 1, B_DOTDOT, K_NONE, 0},
-    {AL_A14, "GET", "example.com", P("/a/.."), 443, 1, B_TRAIL, K_NONE, 0},
-    {AL_A14, "GET", "example.com", P("/.."), 443, 1, B_TRAIL, K_NONE, 0},
-    {AL_A14, "GET", "example.com", P("/%2e%2e/x"), 443, 1, B_DOTDOT, K_NONE, 0},
+    {AL_A14, "GET", "example.com", P("/a/../b"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A14, "GET", "example.com", P("/a/.."), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A14, "GET", "example.com", P("/.."), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A14, "GET", "example.com", P("/%2e%2e/x"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A14, "GET", "example.com", P("/a/%00"), 443, 1, B_NUL, K_NONE, 0},
-    {AL_A14, "GET", "example.com", P("/a/./b"), 443, 1, ALLOW, K_DOM, 0},
+    {AL_A14, "GET", "example.com", P("/a/./b"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A14, "GET", "example.com", P("/a//b"), 443, 1, ALLOW, K_DOM, 0},
-    {AL_A14, "GET", "example.com", P(".."), 443, 1, ALLOW, K_DOM, 0},
+    {AL_A14, "GET", "example.com", P(".."), 443, 1, B_DOT, K_NONE, 0},
+    /* Dot segments servers resolve: ";parameters" removed, decoded once, query aside. */
+    {AL_V1, "GET", "example.com", P("/v1/..;/admin"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/%2e%2e;/admin"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/x/..%3b/admin"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/x/..%3B/admin"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/..?x"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/.?x"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/..;a=b"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/.;x/a"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/%2E"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/x%2f..%2fadmin"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/x;..;/a"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/..."), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/..a/b"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/.well-known"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/x?a=..&b=/../c"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/x?a=%2e%2e;"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/%252e%252e/x"), 443, 1, ALLOW, K_URL, 0},
     /* A15: empty or absent path = any path. */
     {AL_A15, "GET", "storage.example.com", P("/any/path"), 443, 1, ALLOW, K_URL, 0},
     {AL_A15, "GET", "storage.example.com", P("/"), 443, 1, ALLOW, K_URL, 0},
@@ -294,10 +313,8 @@ static int policy_case_result(const addon_policy_decision_t *d)
             return B_NUL;
         case ADDON_POLICY_PRECHECK_BACKSLASH:
             return B_BSLASH;
-        case ADDON_POLICY_PRECHECK_DOTDOT:
-            return B_DOTDOT;
-        case ADDON_POLICY_PRECHECK_TRAILING_DOTDOT:
-            return B_TRAIL;
+        case ADDON_POLICY_PRECHECK_DOT_SEGMENT:
+            return B_DOT;
         default:
             return -1;
         }
@@ -938,9 +955,9 @@ static const explain_case_t explain_cases[] = {
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/x"), 443,
      "allowed by domains[0] (*.github.com)"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a/../b"), 443,
-     "blocked: pre-check: path contains /../"},
+     "blocked: pre-check: path has a . or .. segment"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a/%2e%2E"), 443,
-     "blocked: pre-check: path ends with /.."},
+     "blocked: pre-check: path has a . or .. segment"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a%00"), 443,
      "blocked: pre-check: path contains NUL"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a%5c"), 443,

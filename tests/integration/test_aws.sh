@@ -110,8 +110,8 @@ via "botocore PUT with x-amz-content-sha256" botocore --method PUT \
 via "botocore PUT without x-amz-content-sha256 (deferred body hash)" botocore --method PUT \
     --service execute-api --region eu-central-1 --url "https://api.test/v1/items/a%3Ab?q=1&a=%2F" \
     --body '{"hello": "world"}' "${S1[@]}" --header "content-type:application/json"
-via "botocore POST, empty body, deferred" botocore --method POST --service execute-api \
-    --region eu-central-1 --url "https://api.test/v1//x/./items/" "${S1[@]}"
+via "botocore POST, empty body, deferred, empty segment" botocore --method POST --service execute-api \
+    --region eu-central-1 --url "https://api.test/v1//x/items/" "${S1[@]}"
 via "STS session token in the header" botocore --url \
     "https://sts.test/?Action=GetCallerIdentity&Version=2011-06-15" --service sts \
     --region us-east-1 "${S2[@]}"
