@@ -1,0 +1,207 @@
+/* `airlock check` and `airlock explain`: the allowlist and replacements as an operator sees
+ * them, decided by the same code the proxy runs. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "addons/addon_policy.h"
+#include "addons/addon_replacements.h"
+#include "proxy/px_cli.h"
+#include "proxy/px_config.h"
+#include "proxy/px_err.h"
+
+const char px_cli_policy_usage[] =
+    "  airlock check --allowlist PATH [--replacements PATH]\n"
+    "                                   validate the files (exit 1 with file:line:col)\n"
+    "  airlock explain --allowlist PATH METHOD URL\n"
+    "                                   tell whether a request would be allowed, and why\n";
+
+/* Finds "--name VALUE" in argv; removes nothing. */
+static const char *px__flag(int argc, char **argv, const char *name, int *bad)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], name) == 0) {
+            if (i + 1 >= argc) {
+                *bad = 1;
+                return NULL;
+            }
+            return argv[i + 1];
+        }
+    }
+    return NULL;
+}
+
+int px_cli_check(int argc, char **argv)
+{
+    int bad = 0;
+    const char *path = px__flag(argc, argv, "--allowlist", &bad);
+    const char *repl = px__flag(argc, argv, "--replacements", &bad);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--allowlist") == 0 || strcmp(argv[i], "--replacements") == 0) {
+            i++;
+            continue;
+        }
+        fprintf(stderr, "airlock check: unexpected argument '%s'\n", argv[i]);
+        return 2;
+    }
+    if (bad || (path == NULL && repl == NULL)) {
+        fprintf(stderr,
+                "airlock check: usage: airlock check --allowlist PATH [--replacements PATH]\n");
+        return 2;
+    }
+    int failed = 0;
+    if (repl != NULL) {
+        addon_replacements_t *r = NULL;
+        char rerr[1024];
+        int rrc = addon_replacements_load_file(repl, &r, rerr, sizeof(rerr));
+        if (rrc == PX_ENOENT) {
+            fprintf(stderr, "%s: file not found\n", repl);
+            failed = 1;
+        } else if (rrc != 0) {
+            fprintf(stderr, "%s\n", rerr);
+            failed = 1;
+        } else {
+            size_t need = addon_replacements_describe(r, NULL, 0);
+            char *buf = malloc(need + 1);
+            if (buf != NULL) {
+                addon_replacements_describe(r, buf, need + 1);
+                printf("%s: ok\n%s", repl, buf);
+                free(buf);
+            }
+            addon_replacements_unref(r);
+        }
+    }
+    if (path == NULL)
+        return failed;
+    addon_policy_t *p = NULL;
+    char err[1024];
+    int rc = addon_policy_load_file(path, &p, err, sizeof(err));
+    if (rc == PX_ENOENT) {
+        fprintf(stderr, "%s: file not found\n", path);
+        return 1;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    size_t need = addon_policy_describe(p, NULL, 0);
+    char *buf = malloc(need + 1);
+    if (buf != NULL) {
+        addon_policy_describe(p, buf, need + 1);
+        printf("%s: ok\n%s", path, buf);
+        free(buf);
+    }
+    addon_policy_unref(p);
+    return failed;
+}
+
+int px_cli_explain(int argc, char **argv)
+{
+    const char *path = NULL;
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--allowlist") == 0 && i + 1 < argc) {
+            path = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+            fprintf(stderr, "airlock explain: unknown option %s\n", argv[i]);
+            return 2;
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            fprintf(stderr, "airlock explain: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (path == NULL || npos != 2) {
+        fprintf(stderr, "airlock explain: usage: airlock explain --allowlist PATH METHOD URL\n");
+        return 2;
+    }
+    const char *method = pos[0];
+    const char *url = pos[1];
+    int tls;
+    const char *rest;
+    if (strncasecmp(url, "https://", 8) == 0) {
+        tls = 1;
+        rest = url + 8;
+    } else if (strncasecmp(url, "http://", 7) == 0) {
+        tls = 0;
+        rest = url + 7;
+    } else {
+        fprintf(stderr, "airlock explain: URL must start with http:// or https://\n");
+        return 2;
+    }
+    size_t alen = strcspn(rest, "/?#");
+    const char *pathq = rest[alen] != '\0' ? rest + alen : "/";
+    if (*pathq == '?') {
+        fprintf(stderr, "airlock explain: write the path before the query (http://host/?q)\n");
+        return 2;
+    }
+    const char *host = rest;
+    size_t hlen = alen;
+    unsigned long port = tls ? 443 : 80;
+    const char *colon = NULL;
+    if (alen > 0 && rest[0] == '[') {
+        const char *close = memchr(rest, ']', alen);
+        if (close == NULL) {
+            fprintf(stderr, "airlock explain: bad host in URL\n");
+            return 2;
+        }
+        host = rest + 1;
+        hlen = (size_t)(close - rest - 1);
+        if (close + 1 < rest + alen && close[1] == ':')
+            colon = close + 1;
+    } else {
+        colon = memchr(rest, ':', alen);
+        if (colon != NULL)
+            hlen = (size_t)(colon - rest);
+    }
+    if (colon != NULL) {
+        char pb[8];
+        size_t plen = (size_t)(rest + alen - colon - 1);
+        uint64_t v;
+        if (plen == 0 || plen >= sizeof(pb)) {
+            fprintf(stderr, "airlock explain: bad port in URL\n");
+            return 2;
+        }
+        memcpy(pb, colon + 1, plen);
+        pb[plen] = '\0';
+        if (px_parse_u64(pb, 1, 65535, &v) != 0) {
+            fprintf(stderr, "airlock explain: bad port in URL\n");
+            return 2;
+        }
+        port = v;
+    }
+    if (hlen == 0) {
+        fprintf(stderr, "airlock explain: URL has no host\n");
+        return 2;
+    }
+    addon_policy_t *p = NULL;
+    char err[1024];
+    int rc = addon_policy_load_file(path, &p, err, sizeof(err));
+    if (rc == PX_ENOENT) {
+        printf("blocked: allowlist %s not found (everything is blocked)\n", path);
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    size_t plen = strcspn(pathq, "#");
+    addon_policy_query_t q = {
+        .method = {method, strlen(method)},
+        .host = {host, hlen},
+        .path = {pathq, plen},
+        .port = (uint16_t)port,
+        .tls = tls,
+    };
+    addon_policy_decision_t d;
+    addon_policy_decide(p, &q, &d);
+    char out[1024];
+    addon_policy_explain(p, &q, &d, out, sizeof(out));
+    printf("%s\n", out);
+    addon_policy_unref(p);
+    return 0;
+}
