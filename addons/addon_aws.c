@@ -444,6 +444,20 @@ done:
     return rc;
 }
 
+/* The answer to a request that would carry a real session token over plain http. */
+static void addon__plain_http(addon_answer_t *ans)
+{
+    ans->status = 403;
+    ans->error = "credentials_require_https";
+    ans->with_request = 1;
+    ans->verdict = "BLOCKED";
+    snprintf(ans->message, sizeof(ans->message),
+             "This request would carry an AWS session token that airlock only injects over "
+             "https, so it never crosses the network in clear. Use https:// for this host (or ask "
+             "the user to set allow_plain_http on the credential).");
+    snprintf(ans->log_tail, sizeof(ans->log_tail), " (credential needs https)");
+}
+
 /* ---- hooks --------------------------------------------------------------------------------- */
 
 static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t *ans)
@@ -492,6 +506,13 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
     if (addon_replacements_aws(repl, (size_t)idx, &st->creds) != 0) {
         free(st);
         addon__fail(ans, "credentials unavailable");
+        return ADDON_ANSWER;
+    }
+    if (!req->tls && st->creds.session_token.len > 0 &&
+        !addon_replacements_allow_plain_http(repl, (size_t)idx)) {
+        /* the real session token would cross the network in clear */
+        free(st);
+        addon__plain_http(ans);
         return ADDON_ANSWER;
     }
     if (st->auth.alg == SIG_ALG_V4) {

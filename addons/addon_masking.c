@@ -22,6 +22,18 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
         snprintf(ans->log_tail, sizeof(ans->log_tail), " (credential masking failed)");
         return ADDON_ANSWER;
     }
+    if (res.plain_http > 0) {
+        ans->status = 403;
+        ans->error = "credentials_require_https";
+        ans->with_request = 1;
+        ans->verdict = "BLOCKED";
+        snprintf(ans->message, sizeof(ans->message),
+                 "This request carries a credential that airlock only injects over https, so "
+                 "the real value never crosses the network in clear. Use https:// for this "
+                 "host (or ask the user to set allow_plain_http on the credential).");
+        snprintf(ans->log_tail, sizeof(ans->log_tail), " (credential needs https)");
+        return ADDON_ANSWER;
+    }
     if (res.masked > 0 || res.dropped > 0)
         req->credentials_done = 1;
     return ADDON_NEXT;

@@ -26,6 +26,7 @@ typedef struct addon__repl_entry {
     unsigned char *exact; /* per header pattern: no '*', '?', '[' or ']' */
     size_t nheaders;
     int allow_foreign;
+    int allow_plain_http; /* the real value may go to a plain-http upstream */
     addon_str_t akid; /* aws-sigv4 */
     addon_str_t secret;
     addon_str_t token;
@@ -40,13 +41,15 @@ struct addon_replacements {
 };
 
 static const char *const repl_masked_keys[] = {"value", "scopes", "headers",
-                                               "allow_foreign_credentials", NULL};
+                                               "allow_foreign_credentials", "allow_plain_http",
+                                               NULL};
 static const char *const repl_aws_keys[] = {"type",
                                             "access_key_id",
                                             "secret_access_key",
                                             "session_token",
                                             "surrogate_session_token",
                                             "scopes",
+                                            "allow_plain_http",
                                             NULL};
 
 /* ---- memory ----------------------------------------------------------------------------- */
@@ -335,6 +338,18 @@ static int repl_check_keys(const addon_yaml_node_t *n, const char *const *allowe
     return 0;
 }
 
+/* The optional "allow_plain_http" flag (masked and aws-sigv4 entries). */
+static int repl_plain_http(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
+                           char *err, size_t errlen)
+{
+    const addon_yaml_node_t *v = addon_yaml_get(n, "allow_plain_http");
+    if (v == NULL)
+        return 0;
+    char sub[ADDON__REPL_WHAT_MAX + 32];
+    snprintf(sub, sizeof(sub), "%s.allow_plain_http", what);
+    return addon_yaml_get_bool(v, sub, &e->allow_plain_http, err, errlen);
+}
+
 static int repl_masked(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
                        char *err, size_t errlen)
 {
@@ -368,8 +383,10 @@ static int repl_masked(const addon_yaml_node_t *n, const char *what, addon__repl
     if (allow != NULL) {
         snprintf(sub, sizeof(sub), "%s.allow_foreign_credentials", what);
         rc = addon_yaml_get_bool(allow, sub, &e->allow_foreign, err, errlen);
+        if (rc != 0)
+            return rc;
     }
-    return rc;
+    return repl_plain_http(n, what, e, err, errlen);
 }
 
 /* An optional real string: absent and null both leave out unset. */
@@ -423,7 +440,10 @@ static int repl_aws(const addon_yaml_node_t *n, const char *what, addon__repl_en
                                  what);
     }
     snprintf(sub, sizeof(sub), "%s.scopes", what);
-    return repl_scopes(scopes, sub, e, err, errlen);
+    rc = repl_scopes(scopes, sub, e, err, errlen);
+    if (rc != 0)
+        return rc;
+    return repl_plain_http(n, what, e, err, errlen);
 }
 
 static int repl_entry(const addon_yaml_node_t *key, const addon_yaml_node_t *n, size_t idx,
@@ -666,6 +686,12 @@ addon_str_t addon_replacements_value(const addon_replacements_t *r, size_t i)
     return e != NULL && e->kind == ADDON_REPLACEMENTS_MASKED ? e->value : repl_none;
 }
 
+int addon_replacements_allow_plain_http(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL && e->allow_plain_http;
+}
+
 int addon_replacements_allow_foreign(const addon_replacements_t *r, size_t i)
 {
     const addon__repl_entry_t *e = repl_at(r, i);
@@ -793,6 +819,8 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
             out_list(&o, "headers", e->headers, e->nheaders);
             if (e->allow_foreign)
                 addon_out_fmt(&o, " allow_foreign_credentials");
+            if (e->allow_plain_http)
+                addon_out_fmt(&o, " allow_plain_http");
         } else {
             addon_out_fmt(&o, " aws-sigv4");
             out_list(&o, "scopes", e->scopes, e->nscopes);

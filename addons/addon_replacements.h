@@ -3,8 +3,9 @@
  *
  * The file (JSON, or YAML read by addon_yaml) is a mapping keyed by the surrogate string the
  * agent holds. An entry without "type" is a masked secret {value, scopes, headers,
- * allow_foreign_credentials?}; "type": "aws-sigv4" is an AWS credential {access_key_id,
- * secret_access_key, session_token?, surrogate_session_token?, scopes} keyed by the surrogate
+ * allow_foreign_credentials?, allow_plain_http?}; "type": "aws-sigv4" is an AWS credential
+ * {access_key_id, secret_access_key, session_token?, surrogate_session_token?, scopes,
+ * allow_plain_http?} keyed by the surrogate
  * access key id. "github-app" (and any other type) is refused. Entries keep file order, which
  * is the order the masked-secret pass applies them in: when one surrogate is a substring of a
  * later one, the earlier entry replaces first and the later surrogate no longer matches (list
@@ -81,6 +82,11 @@ addon_str_t addon_replacements_surrogate(const addon_replacements_t *r, size_t i
 
 /* Masked entry i: the real value (borrowed from r; never log it); {NULL, 0} for other kinds. */
 addon_str_t addon_replacements_value(const addon_replacements_t *r, size_t i);
+
+/* Entry i (masked or aws-sigv4): 1 when allow_plain_http is true, else 0. Without it a real
+ * value (or an AWS session token) is never put into a plain-http request: the proxy answers
+ * 403 instead, so the secret never crosses the network in clear. */
+int addon_replacements_allow_plain_http(const addon_replacements_t *r, size_t i);
 
 /* Masked entry i: 1 when allow_foreign_credentials is true, else 0. */
 int addon_replacements_allow_foreign(const addon_replacements_t *r, size_t i);

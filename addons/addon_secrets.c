@@ -287,6 +287,25 @@ static int secrets_one_name(addon_req_t *req, size_t first, addon_str_t sur, add
     return 0;
 }
 
+/* Sets *hit when a header named as header first holds the surrogate; changes nothing. */
+static int secrets_holds(const addon_req_t *req, size_t first, addon_str_t sur, addon_str_t real,
+                         secrets__scratch_t *sc, int *hit)
+{
+    addon_str_t name = req->headers[first].name;
+    size_t outlen = 0;
+    *hit = 0;
+    for (size_t j = first; j < req->nheaders && !*hit; j++) {
+        const addon_header_t *h = &req->headers[j];
+        if (h->removed || !secrets_name_eq(h->name, name))
+            continue;
+        int rc = secrets_try_value(name, h->value, sur, real, sc, &outlen);
+        if (rc < 0)
+            return rc;
+        *hit = rc;
+    }
+    return 0;
+}
+
 static int secrets_matches(const addon_replacements_t *repl, size_t e, addon_str_t name, int *exact)
 {
     int any = 0;
@@ -346,6 +365,8 @@ static int secrets_entries(addon_req_t *req, const addon_replacements_t *repl, c
         if (sur.len == 0)
             continue; /* the loader refuses it; an empty needle would match everywhere */
         int strip = !addon_replacements_allow_foreign(repl, e);
+        /* over plain http the real value would cross the network in clear: only look */
+        int look_only = !req->tls && !addon_replacements_allow_plain_http(repl, e);
         for (size_t h = 0; h < nh; h++) {
             addon_str_t name = req->headers[h].name;
             int exact;
@@ -353,7 +374,13 @@ static int secrets_entries(addon_req_t *req, const addon_replacements_t *repl, c
                 secrets_protected(name) || secrets_seen_before(req, h))
                 continue;
             int replaced = 0;
-            int rc = secrets_one_name(req, h, sur, real, url, sc, &replaced, &res->collapsed);
+            int rc = look_only ? secrets_holds(req, h, sur, real, sc, &replaced)
+                               : secrets_one_name(req, h, sur, real, url, sc, &replaced,
+                                                  &res->collapsed);
+            if (rc == 0 && look_only && replaced) {
+                res->plain_http++;
+                continue;
+            }
             if (rc != 0)
                 return rc;
             if (replaced) {

@@ -16,6 +16,9 @@
  * name that no entry replaced is removed entirely (every duplicate), unless every entry that
  * named it has allow_foreign_credentials; dropped += 1 per name, one STRIPPED line per name.
  * Finally " [masked: N]" and " [dropped: N]" are annotated when non-zero, in that order.
+ * On a plain-http request (req->tls 0), an entry without allow_plain_http replaces nothing: a
+ * header holding its surrogate only counts in plain_http, and the caller refuses the request
+ * (the real value never crosses the network in clear).
  *
  * Deliberate differences from the reference: duplicates are scanned one by one and collapse to
  * the replaced value (mitmproxy folds them into "v1, v2" and the attacker's value survives);
@@ -41,6 +44,9 @@ typedef struct addon_secrets_result {
     unsigned masked;    /* (entry, header name) pairs replaced */
     unsigned dropped;   /* distinct header names stripped as foreign credentials */
     unsigned collapsed; /* header names whose duplicates were removed */
+    unsigned plain_http; /* (entry, header name) pairs holding a surrogate on a plain-http
+                            request whose entry lacks allow_plain_http: nothing was replaced
+                            there, and the request must be refused */
 } addon_secrets_result_t;
 
 /* Runs the pass over req (borrowed; headers rewritten in place, new values in its arena) with

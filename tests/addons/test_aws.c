@@ -218,6 +218,27 @@ static void test_aws_session_token(void **state)
     assert_string_equal(hdr(r, "x-amz-security-token"), "real_session_token_value");
 }
 
+/* Plain http: a session credential is refused (its real token would cross the network in
+ * clear); a key without a session token is still re-signed (the signature reveals no secret). */
+static void test_aws_plain_http(void **state)
+{
+    fixture_t *f = *state;
+    addon_answer_t ans;
+    const char *auth =
+        "AWS4-HMAC-SHA256 Credential=ASIA_SURROGATE/20260101/us-east-1/s3/aws4_request, "
+        "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=" ZERO64;
+    addon_req_t *r = req_make(f, "GET", "mybucket.s3.amazonaws.com", "/key", "Host",
+                              "mybucket.s3.amazonaws.com", "Authorization", auth, "x-amz-date",
+                              "20260101T000000Z", "x-amz-content-sha256", "UNSIGNED-PAYLOAD", NULL);
+    r->tls = 0;
+    r->port = 80;
+    assert_int_equal(head(r, &ans), ADDON_ANSWER);
+    assert_int_equal(ans.status, 403);
+    assert_string_equal(ans.error, "credentials_require_https");
+    assert_string_equal(hdr(r, "x-amz-security-token"), "");
+    assert_non_null(strstr(hdr(r, "authorization"), "ASIA_SURROGATE"));
+}
+
 /* Session credentials, no token from the client: the real one is added AND signed (S3
  * rejects unsigned x-amz-* headers). Checked by verifying the output with the real creds. */
 static void test_aws_token_added_signed(void **state)
@@ -561,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_aws_w1_header, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aws_not_ours, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aws_session_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_aws_plain_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aws_token_added_signed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aws_w13_deferred, setup, teardown),
         cmocka_unit_test_setup_teardown(test_aws_w19_presigned, setup, teardown),

@@ -272,12 +272,12 @@ static const err_case_t err_cases[] = {
      "{\n  \"s\": {\n    " M_VALUE ",\n    " M_SCOPES ",\n    " M_HEADERS
      ",\n    \"header\": [\"X\"]\n  }\n}",
      PX_ECONFIG,
-     "t.json:6:5: entry[0]: unknown key (expected value, scopes, headers or "
-     "allow_foreign_credentials)"},
+     "t.json:6:5: entry[0]: unknown key (expected value, scopes, headers, "
+     "allow_foreign_credentials or allow_plain_http)"},
     {"a real value in key position (damaged file)",
      "{\n  \"s\": {\"value\", \"" SECRET_MARK "\", " M_SCOPES ", " M_HEADERS "}\n}", PX_ECONFIG,
-     "t.json:2:18: entry[0]: unknown key (expected value, scopes, headers or "
-     "allow_foreign_credentials)"},
+     "t.json:2:18: entry[0]: unknown key (expected value, scopes, headers, "
+     "allow_foreign_credentials or allow_plain_http)"},
     {"scopes not a list",
      "{\n  \"s\": {\n    " M_VALUE ",\n    \"scopes\": \"example.com\",\n    " M_HEADERS "\n  }\n}",
      PX_ECONFIG, "t.json:4:15: entry[0].scopes: expected a sequence, got a string"},
@@ -354,7 +354,7 @@ static const err_case_t err_cases[] = {
      "    \"scopes\": []\n  }\n}",
      PX_ECONFIG,
      "t.json:6:5: entry[0]: unknown key (expected type, access_key_id, "
-     "secret_access_key, session_token, surrogate_session_token or scopes)"},
+     "secret_access_key, session_token, surrogate_session_token, scopes or allow_plain_http)"},
     {"aws: secret with a newline",
      "{\n  \"AKIAS\": {\n    \"type\": \"aws-sigv4\",\n    \"access_key_id\": \"AKIAR\",\n"
      "    \"secret_access_key\": \"" SECRET_MARK "\\n\",\n    \"scopes\": []\n  }\n}",

@@ -184,7 +184,7 @@ static void test_secrets_no_map(void **state)
     assert_non_null(req);
     sc_hdr_t in[] = {{"Authorization", "Bearer surr"}};
     req_init(req, &log, "example.com", in, 1);
-    addon_secrets_result_t res = {9, 9, 9};
+    addon_secrets_result_t res = {9, 9, 9, 9};
     assert_int_equal(addon_secrets_apply(req, NULL, "https://example.com/", &res), 0);
     assert_int_equal(res.masked + res.dropped + res.collapsed, 0);
     addon_replacements_t *empty = addon_replacements_new_empty("e");
@@ -194,6 +194,55 @@ static void test_secrets_no_map(void **state)
     assert_int_equal(req->headers[0].value.len, strlen("Bearer surr"));
     addon_replacements_unref(empty);
     free(req);
+}
+
+/* Plain http: a surrogate in scope is never replaced (the real value would cross the network
+ * in clear) and is counted for the caller to refuse the request; Basic too; allow_plain_http
+ * opts in; foreign credentials are still stripped. */
+static void test_secrets_plain_http(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *map;
+        sc_hdr_t hdr;
+        unsigned plain, masked, dropped;
+        const char *value_after; /* NULL: header removed */
+    } cases[] = {
+        {MAP_D, {"Authorization", "Bearer surr"}, 1, 0, 0, "Bearer surr"},
+        /* "user:surr" in Basic */
+        {MAP_D, {"Authorization", "Basic dXNlcjpzdXJy"}, 1, 0, 0, "Basic dXNlcjpzdXJy"},
+        {MAP_D, {"Authorization", "Bearer attacker"}, 0, 0, 1, NULL},
+        {MAP(ENTRY("surr", "real", "[\"other.com\"]", "[\"Authorization\"]")),
+         {"Authorization", "Bearer surr"}, 0, 0, 0, "Bearer surr"},
+        {"{\"surr\": {\"value\": \"real\", \"scopes\": [\"example.com\"], \"headers\": "
+         "[\"Authorization\"], \"allow_plain_http\": true}}",
+         {"Authorization", "Bearer surr"}, 0, 1, 0, "Bearer real"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        addon_replacements_t *r = load_map(cases[i].map);
+        addon_req_t *req = malloc(sizeof(*req));
+        log_capture_t log;
+        assert_non_null(req);
+        req_init(req, &log, "example.com", &cases[i].hdr, 1);
+        req->tls = 0;
+        req->port = 80;
+        addon_secrets_result_t res;
+        assert_int_equal(addon_secrets_apply(req, r, "http://example.com/", &res), 0);
+        assert_int_equal(res.plain_http, cases[i].plain);
+        assert_int_equal(res.masked, cases[i].masked);
+        assert_int_equal(res.dropped, cases[i].dropped);
+        if (cases[i].value_after == NULL) {
+            assert_true(req->headers[0].removed);
+        } else {
+            assert_false(req->headers[0].removed);
+            assert_int_equal(req->headers[0].value.len, strlen(cases[i].value_after));
+            assert_memory_equal(req->headers[0].value.base, cases[i].value_after,
+                                req->headers[0].value.len);
+        }
+        addon_req_reset(req);
+        free(req);
+        addon_replacements_unref(r);
+    }
 }
 
 /* url NULL: the log line still reads, with "-" for the URL; no log_cb is fine too. */
@@ -395,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_secrets_table_size),
         cmocka_unit_test(test_secrets_run_once),
         cmocka_unit_test(test_secrets_no_map),
+        cmocka_unit_test(test_secrets_plain_http),
         cmocka_unit_test(test_secrets_log_without_url),
         cmocka_unit_test(test_secrets_annotation_appends),
         cmocka_unit_test(test_secrets_arena_exhausted),
