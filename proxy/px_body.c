@@ -211,12 +211,7 @@ size_t px__body_feed(px_conn_t *c, char *data, size_t len, char *owned, int *too
             return 0;
         }
         /* nothing was answered yet: drop the half-sent request upstream, tell the client */
-        if (c->up != NULL) {
-            px_upstream_t *u = c->up;
-            c->up = NULL;
-            u->conn = NULL;
-            px_upstream_close(u);
-        }
+        px__up_drop(c);
         c->logged = 1;
         px__answer_error(c, 400, "bad_request", tail);
         px__close_when_flushed(c);

@@ -10,6 +10,9 @@
 /* Named limits and defaults (DESIGN.md §3, issue 3 item 7). */
 #define PX_HEAD_MAX (64 * 1024)           /* request or response head bytes */
 #define PX_HEADERS_MAX 100                /* header lines in one head */
+#define PX_TRAILER_MAX (16 * 1024)        /* bytes of a chunked message's trailer section */
+#define PX_TRAILERS_MAX 32                /* trailer fields in one message */
+#define PX_INTERIM_MAX 16                 /* 1xx responses before the final one */
 #define PX_CLIENT_IDLE_MS (600 * 1000)    /* idle client connection */
 #define PX_UPSTREAM_FIRST_BYTE_MS (600 * 1000) /* slow LLM calls */
 #define PX_CONNECT_MS (10 * 1000)         /* upstream TCP connect */

@@ -64,18 +64,33 @@ void px_conn_close(px_conn_t *c)
         return;
     c->closing = 1;
     px__conn_set_state(c, PX_ST_CLOSING);
-    if (c->resolve_req != NULL || c->up != NULL) {
-        px_upstream_t *u = c->up;
-        c->up = NULL;
-        if (u != NULL) {
-            u->conn = NULL;
-            px_upstream_close(u);
-        }
-        px_upstream_cancel(c);
-    }
+    px__up_drop(c);
+    px_upstream_cancel(c);
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+}
+
+/* Takes the upstream off the connection (NULL when there is none) for the caller to release
+ * or close. The pause flags belonged to that exchange and go with it: left set, the next
+ * exchange would never pause either side. */
+px_upstream_t *px__up_detach(px_conn_t *c)
+{
+    px_upstream_t *u = c->up;
+    c->up = NULL;
+    c->up_paused = 0;
+    c->paused_by_upstream = 0;
+    if (u != NULL)
+        u->conn = NULL;
+    return u;
+}
+
+/* Detaches and closes the upstream, if any. */
+void px__up_drop(px_conn_t *c)
+{
+    px_upstream_t *u = px__up_detach(c);
+    if (u != NULL)
+        px_upstream_close(u);
 }
 
 /* ---- writing ---------------------------------------------------------------------------- */
@@ -100,8 +115,14 @@ static void on_client_write(uv_write_t *req, int status)
             px_upstream_first_byte_timer(c->up, c->eng->cfg->upstream_first_byte_ms);
         px_upstream_read_start(c->up);
     }
-    if (c->close_after_write && q == 0)
+    if (c->close_after_write && q == 0) {
         px_conn_close(c);
+        return;
+    }
+    if (c->answers_paused && q < PX_WQ_LOW) {
+        c->answers_paused = 0;
+        px__process_pending(c);
+    }
 }
 
 static void px__send_raw(px_conn_t *c, const char *data, size_t len, char *owned);
@@ -324,9 +345,9 @@ static void px__tunnel_hello(px_conn_t *c, char *buf, size_t len)
     int rc = px_hello_sni((const unsigned char *)h->buf, h->len, sni, sizeof(sni));
     if (rc == 0)
         return;
-    char norm[PX_HOST_MAX + 1];
-    if (rc == 1)
-        px__norm_host(norm, sni, strlen(sni));
+    char norm[PX_HOST_MAX + 1] = "";
+    if (rc == 1 && px__norm_host(norm, sizeof(norm), sni, strlen(sni)) < 0)
+        rc = -1; /* longer than any name the CONNECT could have named */
     if (rc < 0 || strcmp(norm, c->tunnel_host) != 0) {
         px_log_printf(c->eng->log, "BLOCKED CONNECT %s:%u -> 403 (host mismatch: connect=%s, sni=%s)",
                       c->tunnel_host, c->tunnel_port, c->tunnel_host, rc < 0 ? "none" : norm);
@@ -486,14 +507,12 @@ void px__exchange_done(px_conn_t *c)
     if (c->resp_started)
         px_conn_log_line(c, "allowed", c->resp_status, NULL);
     if (c->up != NULL) {
-        px_upstream_t *u = c->up;
-        c->up = NULL;
         /* whether upstream may be reused depends on upstream alone: the client's own
          * Connection: close is hop-by-hop and never went there */
         int reusable = c->resp_done && c->req_done && c->resp_started &&
                        !llhttp_message_needs_eof(&c->resp_parser) &&
                        llhttp_should_keep_alive(&c->resp_parser);
-        u->conn = NULL;
+        px_upstream_t *u = px__up_detach(c);
         px_upstream_release(u, reusable);
     }
     int close = !c->req_keepalive || c->resp_close || c->eng->stopping;
@@ -516,6 +535,7 @@ void px__exchange_done(px_conn_t *c)
     c->req_done = c->resp_done = c->resp_started = 0;
     c->resp_status = 0;
     c->resp_close = 0;
+    c->interim = 0;
     c->logged = 0;
     c->discarded = 0;
     c->method[0] = '\0';
@@ -554,6 +574,15 @@ void px__process_pending(px_conn_t *c)
         return;
     c->in_pending = 1;
     while (!c->closing && c->state == PX_ST_READ_HEAD && c->pending_len > 0) {
+        if (c->tcp.write_queue_size > PX_WQ_HIGH) {
+            /* our own answers (403s to pipelined requests) wait for the client to read them:
+             * the rest waits too, and so does reading (on_client_write picks it up again) */
+            c->answers_paused = 1;
+            c->in_pending = 0;
+            px__client_read_stop(c);
+            uv_timer_start(&c->timer, on_client_timer, c->eng->cfg->client_idle_ms, 0);
+            return;
+        }
         char *p = c->pending;
         size_t n = c->pending_len;
         c->pending = NULL;

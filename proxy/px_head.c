@@ -26,6 +26,27 @@ static int px__span_add(px_head_t *h, px_span_t *s, const char *at, size_t len)
     return 0;
 }
 
+/* Trailer fields (after a chunked body) arrive through the header callbacks too, pointing into
+ * whatever buffer holds the body: they are counted against their own caps and never stored in
+ * the head. The relay forwards them as they came on a chunked leg; a body airlock re-frames
+ * drops them. Returns 0, or HPE_USER over a cap. */
+static int px__trailer(llhttp_t *p, px_head_t *h, size_t len, int field_start)
+{
+    h->trailer_bytes += len;
+    if (field_start)
+        h->trailer_fields++;
+    if (h->trailer_bytes > PX_TRAILER_MAX || h->trailer_fields > PX_TRAILERS_MAX) {
+        llhttp_set_error_reason(p, "trailer section too large");
+        return HPE_USER;
+    }
+    return 0;
+}
+
+static int px__in_trailer(const llhttp_t *p)
+{
+    return (p->flags & F_TRAILING) != 0;
+}
+
 static int on_url(llhttp_t *p, const char *at, size_t len)
 {
     px_head_t *h = px__head(p);
@@ -35,6 +56,11 @@ static int on_url(llhttp_t *p, const char *at, size_t len)
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     px_head_t *h = px__head(p);
+    if (px__in_trailer(p)) {
+        int start = h->last_was_value || h->trailer_fields == 0;
+        h->last_was_value = 0;
+        return px__trailer(p, h, len, start);
+    }
     if (h->last_was_value || h->n == 0) {
         if (h->n >= PX_HEADERS_MAX) {
             h->too_many = 1;
@@ -52,6 +78,10 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     px_head_t *h = px__head(p);
+    if (px__in_trailer(p)) {
+        h->last_was_value = 1;
+        return px__trailer(p, h, len, 0);
+    }
     if (h->n == 0)
         return HPE_USER;
     h->last_was_value = 1;
@@ -61,6 +91,10 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 static int on_header_value_complete(llhttp_t *p)
 {
     px_head_t *h = px__head(p);
+    if (px__in_trailer(p)) {
+        h->last_was_value = 1;
+        return 0;
+    }
     if (h->n == 0)
         return 0;
     px_span_t *v = &h->values[h->n - 1];
@@ -121,6 +155,8 @@ void px_head_reset(px_head_t *h)
     h->complete = 0;
     h->msg_done = 0;
     h->no_body = 0;
+    h->trailer_bytes = 0;
+    h->trailer_fields = 0;
     h->owner = NULL;
     h->on_body = NULL;
     h->buf = buf;

@@ -54,6 +54,8 @@ typedef struct px_head {
     int complete;       /* on_headers_complete fired */
     int msg_done;       /* on_message_complete fired (parser paused there) */
     int no_body;        /* set by the owner: a response to HEAD (llhttp cannot know) */
+    size_t trailer_bytes;  /* trailer section so far (never stored: see px_head.c) */
+    size_t trailer_fields;
     void *owner;        /* for on_body (the body-filter settings only) */
     int (*on_body)(void *owner, const char *at, size_t len);
 } px_head_t;
@@ -101,6 +103,7 @@ struct px_conn {
     int close_after_write;    /* close once the write queue drains */
     int paused_by_upstream;   /* reads stopped for backpressure */
     int up_paused;            /* upstream reads stopped: the client is slow to read */
+    int answers_paused;       /* pipelined requests wait: our answers fill the client queue */
     uint64_t id;
 
     /* TLS toward the client */
@@ -155,6 +158,7 @@ struct px_conn {
     int resp_done;
     int resp_status;
     int resp_close;          /* close the client after this response */
+    unsigned interim;        /* 1xx heads of this request so far */
 };
 
 struct px_upstream {
@@ -248,9 +252,11 @@ int px_conn_tls_cert_cb(SSL *ssl, void *arg);
 
 /* Internal to the client side (px_conn.c, px_request.c, px_body.c, px_response.c). */
 void px__conn_set_state(px_conn_t *c, px_state_t st);
+px_upstream_t *px__up_detach(px_conn_t *c);
+void px__up_drop(px_conn_t *c);
 void px__client_raw(px_conn_t *c, char *buf, size_t len);
 void px__connect(px_conn_t *c, const char *target, size_t tlen);
-size_t px__norm_host(char *out, const char *h, size_t len);
+int px__norm_host(char *out, size_t cap, const char *h, size_t len);
 int px__split_authority(const char *a, size_t len, const char **host, size_t *hlen,
                         uint16_t *port, int *bracketed);
 void px__client_read_start(px_conn_t *c);

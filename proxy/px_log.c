@@ -177,17 +177,31 @@ static int px__buf_reserve(px__logbuf_t *b, size_t extra)
     return 0;
 }
 
+/* Bytes a log line carries as they are: printable ASCII. Everything else (control bytes such
+ * as ESC or CR that could rewrite a terminal or forge a line, and bytes >= 0x7f) is written as
+ * \xNN. The backslash stays as it is: DNS names already use the \DDD presentation form. */
+static int px__log_plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x7f;
+}
+
 void px_log_line(px_log_t *log, const char *line, size_t len)
 {
     if (!px_log_enabled(log))
         return;
     static const char cut[] = " ...(truncated)";
-    int truncated = 0;
-    if (len > PX_LOG_LINE_MAX) {
-        len = PX_LOG_LINE_MAX;
-        truncated = 1;
+    static const char hexd[] = "0123456789abcdef";
+    /* the escaped length, capped: what is over the cap is cut */
+    size_t out = 0, used = 0;
+    while (used < len) {
+        size_t w = px__log_plain((unsigned char)line[used]) ? 1 : 4;
+        if (out + w > PX_LOG_LINE_MAX)
+            break;
+        out += w;
+        used++;
     }
-    size_t need = len + 1 + (truncated ? sizeof(cut) - 1 : 0);
+    int truncated = used < len;
+    size_t need = out + 1 + (truncated ? sizeof(cut) - 1 : 0);
     pthread_mutex_lock(&log->mu);
     while (log->pending.len + need > PX_LOG_QUEUE_MAX && !log->stop)
         pthread_cond_wait(&log->idle, &log->mu);
@@ -197,11 +211,18 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
         return;
     }
     char *dst = log->pending.data + log->pending.len;
-    for (size_t i = 0; i < len; i++) {
-        char c = line[i];
-        dst[i] = (c == '\n' || c == '\r') ? ' ' : c;
+    size_t off = 0;
+    for (size_t i = 0; i < used; i++) {
+        unsigned char c = (unsigned char)line[i];
+        if (px__log_plain(c)) {
+            dst[off++] = (char)c;
+        } else {
+            dst[off++] = '\\';
+            dst[off++] = 'x';
+            dst[off++] = hexd[c >> 4];
+            dst[off++] = hexd[c & 15];
+        }
     }
-    size_t off = len;
     if (truncated) {
         memcpy(dst + off, cut, sizeof(cut) - 1);
         off += sizeof(cut) - 1;

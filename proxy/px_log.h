@@ -18,8 +18,10 @@ typedef struct px_log px_log_t;
  * sink (returns 0). Returns 0 with *out set, or a negative code with a reason in err. */
 int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t errlen);
 
-/* Queues one line (len bytes, no newline; CR/LF inside are replaced). Never fails: on a write
- * error the writer reports once on stderr and counts the line as lost. */
+/* Queues one line (len bytes, no newline). Every byte that is not printable ASCII is written
+ * as \xNN (so a host, SNI, path or value can never carry a newline or a
+ * terminal control sequence into the log), then the line is cut at PX_LOG_LINE_MAX. Never fails:
+ * on a write error the writer reports once on stderr and counts the line as lost. */
 void px_log_line(px_log_t *log, const char *line, size_t len);
 
 /* printf-style px_log_line(). */

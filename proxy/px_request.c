@@ -145,17 +145,24 @@ int px__split_authority(const char *a, size_t len, const char **host, size_t *hl
     return 0;
 }
 
-/* Lowercases into out, drops one trailing dot. */
-size_t px__norm_host(char *out, const char *h, size_t len)
+/* Lowercases into out (cap bytes with the NUL), drops one trailing dot. Returns the length,
+ * or -1 when the name does not fit (out is then ""): a name is never cut, since a cut name
+ * could compare equal to another. */
+int px__norm_host(char *out, size_t cap, const char *h, size_t len)
 {
     if (len > 0 && h[len - 1] == '.')
         len--;
+    if (len >= cap) {
+        if (cap > 0)
+            out[0] = '\0';
+        return -1;
+    }
     for (size_t i = 0; i < len; i++) {
         char ch = h[i];
         out[i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
     }
     out[len] = '\0';
-    return len;
+    return (int)len;
 }
 
 /* After an answer of our own: drop the rest of the request body, then go on. */
@@ -308,6 +315,17 @@ void px__request_head_done(px_conn_t *c)
         px__bad_request(c, 400, "duplicate Content-Length header");
         return;
     }
+    /* exactly one coding, chunked: an upstream that honours another field or coding first
+     * would read the chunk framing as a further request */
+    int nte = px_head_count(h, "transfer-encoding");
+    if (nte > 1) {
+        px__bad_request(c, 400, "more than one Transfer-Encoding header");
+        return;
+    }
+    if (nte == 1 && !px_span_ieq(h, h->values[px_head_find(h, "transfer-encoding")], "chunked")) {
+        px__bad_request(c, 400, "Transfer-Encoding other than chunked");
+        return;
+    }
     const char *hv = hi >= 0 ? h->buf + h->values[hi].off : NULL;
     size_t hvlen = hi >= 0 ? h->values[hi].len : 0;
 
@@ -349,8 +367,8 @@ void px__request_head_done(px_conn_t *c)
     if (c->in_tunnel) {
         /* inside a CONNECT tunnel the Host must name the CONNECT host and port */
         char hn[PX_HOST_MAX + 1];
-        size_t hnl = px__norm_host(hn, host, hlen);
-        if (hnl != strlen(c->tunnel_host) || memcmp(hn, c->tunnel_host, hnl) != 0 ||
+        int hnl = px__norm_host(hn, sizeof(hn), host, hlen);
+        if (hnl < 0 || strcmp(hn, c->tunnel_host) != 0 ||
             (hport != 0 && hport != c->tunnel_port)) {
             port = c->tunnel_port;
             px__build_url(c, host, hlen, bracketed, port, target, tlen);
@@ -398,10 +416,10 @@ void px__request_head_done(px_conn_t *c)
         path = auth + alen;
         plen = tlen - slen - alen;
         char a1[PX_HOST_MAX + 1], a2[PX_HOST_MAX + 1];
-        size_t l1 = px__norm_host(a1, host, hlen);
-        size_t l2 = px__norm_host(a2, uhost, uhlen);
+        int l1 = px__norm_host(a1, sizeof(a1), host, hlen);
+        int l2 = px__norm_host(a2, sizeof(a2), uhost, uhlen);
         uint16_t ueff = uport ? uport : (slen == 8 ? 443 : 80);
-        if (l1 != l2 || memcmp(a1, a2, l1) != 0 || ueff != port) {
+        if (l1 < 0 || l2 < 0 || strcmp(a1, a2) != 0 || ueff != port) {
             px__build_url(c, host, hlen, bracketed, port, plen ? path : "/", plen ? plen : 1);
             px__mismatch(c, host, hlen, uhost, uhlen, "url");
             return;
@@ -419,8 +437,8 @@ void px__request_head_done(px_conn_t *c)
     /* on TLS, the Host must name what the ClientHello named (port and case aside) */
     if (c->tls && c->has_sni) {
         char hn[PX_HOST_MAX + 1];
-        size_t hnl = px__norm_host(hn, host, hlen);
-        if (hnl != strlen(c->sni) || memcmp(hn, c->sni, hnl) != 0) {
+        int hnl = px__norm_host(hn, sizeof(hn), host, hlen);
+        if (hnl < 0 || strcmp(hn, c->sni) != 0) {
             px__mismatch(c, host, hlen, c->sni, strlen(c->sni), "sni");
             return;
         }
@@ -457,7 +475,7 @@ void px__request_head_done(px_conn_t *c)
         ah->removed = 0;
     }
     c->port = port;
-    px__norm_host(c->host, host, hlen);
+    px__norm_host(c->host, sizeof(c->host), host, hlen); /* fits: px__split_authority capped it */
 
     /* 3. the addons (policy, then credentials), under the snapshot this request started with */
     px_snapshot_unref(c->snap);
@@ -549,7 +567,7 @@ void px__connect(px_conn_t *c, const char *target, size_t tlen)
         px__close_when_flushed(c);
         return;
     }
-    px__norm_host(c->tunnel_host, host, hlen);
+    px__norm_host(c->tunnel_host, sizeof(c->tunnel_host), host, hlen); /* capped as above */
     c->tunnel_port = port;
     c->passthrough = passthrough;
     px_conn_log_line(c, "allowed", 200, passthrough ? " tunnel" : NULL);

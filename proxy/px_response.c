@@ -12,6 +12,8 @@
 #include "proxy/px_policy.h"
 #include "proxy/px_upstream.h"
 
+static void px__upstream_bytes(px_conn_t *c, const char *data, size_t len, char **own);
+
 /* ---- the upstream side calls these -------------------------------------------------------- */
 
 int px__hop_by_hop(const px_head_t *h, px_span_t name, const char *conn_val,
@@ -159,12 +161,7 @@ void px_conn_upstream_ready(px_conn_t *c)
 
 void px_conn_upstream_failed(px_conn_t *c, const char *why)
 {
-    if (c->up != NULL) {
-        px_upstream_t *u = c->up;
-        c->up = NULL;
-        u->conn = NULL;
-        px_upstream_close(u);
-    }
+    px__up_drop(c);
     if (c->resp_started) {
         px_conn_log_line(c, "ERROR", -1, why);
         px_conn_close(c);
@@ -247,12 +244,7 @@ static void px__response_done(px_conn_t *c)
     }
     /* upstream answered before the request body ended: that connection cannot be reused;
      * drop the rest of the body and keep the client */
-    px_upstream_t *u = c->up;
-    c->up = NULL;
-    if (u != NULL) {
-        u->conn = NULL;
-        px_upstream_close(u);
-    }
+    px__up_drop(c);
     px_conn_log_line(c, "allowed", c->resp_status, NULL);
     if (c->resp_close) {
         px__close_when_flushed(c);
@@ -276,9 +268,21 @@ void px__pause_upstream(px_conn_t *c)
 
 void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
 {
+    char *own = NULL; /* bytes after an interim head, parsed on the next turn of the loop */
+    px__upstream_bytes(c, data, len, &own);
+    free(own);
+}
+
+/* One piece of upstream bytes. Interim (1xx) heads are forwarded and the bytes after them go
+ * round the loop again (never a recursive call), at most PX_INTERIM_MAX per request. *own is
+ * a copy the caller frees. */
+static void px__upstream_bytes(px_conn_t *c, const char *data, size_t len, char **own)
+{
     while (len > 0 && !c->closing) {
         if (c->state == PX_ST_UPGRADED) {
             px_conn_send(c, data, len);
+            if (c->up != NULL && c->tcp.write_queue_size > PX_WQ_HIGH)
+                px__pause_upstream(c);
             return;
         }
         if (!c->resp_started) {
@@ -301,6 +305,11 @@ void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
             size_t rest_len = h->len - h->parsed;
             if (status >= 100 && status < 200 && status != 101) {
                 /* interim response: pass it on, then read the real one */
+                if (++c->interim > PX_INTERIM_MAX) {
+                    px_conn_upstream_failed(c, "invalid response from upstream: too many "
+                                               "interim (1xx) responses");
+                    return;
+                }
                 px__forward_response_head(c);
                 char *rest = NULL;
                 if (rest_len > 0) {
@@ -316,10 +325,13 @@ void px_conn_upstream_data(px_conn_t *c, const char *data, size_t len)
                 h->no_body = c->req_is_head;
                 llhttp_init(&c->resp_parser, HTTP_RESPONSE, &c->eng->resp_settings);
                 c->resp_parser.data = h;
-                if (rest != NULL)
-                    px_conn_upstream_data(c, rest, rest_len);
-                free(rest);
-                return;
+                free(*own);
+                *own = rest;
+                data = rest;
+                len = rest_len;
+                if (c->up != NULL && c->tcp.write_queue_size > PX_WQ_HIGH)
+                    px__pause_upstream(c);
+                continue;
             }
             c->resp_started = 1;
             px__conn_set_state(c, PX_ST_READ_RESPONSE);
@@ -388,12 +400,7 @@ void px_conn_upstream_eof(px_conn_t *c, int err)
         llhttp_errno_t e = llhttp_finish(&c->resp_parser);
         if ((e == HPE_OK || e == HPE_PAUSED) && c->rs.msg_done) {
             c->resp_close = 1;
-            px_upstream_t *u = c->up;
-            c->up = NULL;
-            if (u != NULL) {
-                u->conn = NULL;
-                px_upstream_close(u);
-            }
+            px__up_drop(c);
             px__response_done(c);
             return;
         }

@@ -65,6 +65,11 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
                               SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_set1_groups_list(ctx, PX_TLS_GROUPS) != 1) {
+        px__ssl_err(err, errlen, "cannot set the key-exchange groups");
+        SSL_CTX_free(ctx);
+        return PX_ETLS;
+    }
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"airlock", 7);
     SSL_CTX_set_cert_cb(ctx, cert_cb, arg);
@@ -388,6 +393,11 @@ int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t 
                               SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (SSL_CTX_set1_groups_list(ctx, PX_TLS_GROUPS) != 1) {
+        px__ssl_err(err, errlen, "cannot set the key-exchange groups");
+        SSL_CTX_free(ctx);
+        return PX_ETLS;
+    }
     int ok = ca_file != NULL ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
                              : SSL_CTX_set_default_verify_paths(ctx);
     if (ok != 1) {

@@ -15,6 +15,13 @@
  * ever (RFC 8446 section 4.6.1 asks for such a limit). Seconds. */
 #define PX_TLS_SESSION_LIFETIME_MAX (60 * 60)
 
+/* Key-exchange groups offered and accepted on both legs. Finite-field groups (ffdhe2048-8192,
+ * OpenSSL's defaults too) cost ~100 ms of CPU per handshake for nothing the client pays: a
+ * replayed ClientHello offering only those would be a cheap way to burn airlock's CPU. Every
+ * client runtime agents use offers X25519 or P-256 (curl/OpenSSL, Python, Node, Go, Java, the
+ * AWS SDKs), so they only meet a HelloRetryRequest at worst. */
+#define PX_TLS_GROUPS "X25519:P-256:P-384"
+
 typedef struct px_tls px_tls_t;
 
 /* The client-facing context: TLS 1.2-1.3, ALPN http/1.1 only (never h2), session tickets, and

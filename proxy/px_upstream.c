@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dns/dns_resolve.h"
+#include "proxy/px_dest.h"
 #include "proxy/px_err.h"
 #include "proxy/px_int.h"
 #include "proxy/px_upstream.h"
@@ -34,67 +35,102 @@ static unsigned px__hash(const char *s)
 
 /* ---- destination check ------------------------------------------------------------------ */
 
+/* The address bytes of sa (4, or 16; an IPv4-mapped IPv6 address gives its 4) and its port,
+ * or 0 for another family. */
+static size_t px__addr_bytes(const struct sockaddr *sa, const uint8_t **bytes, uint16_t *port)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (sa->sa_family == AF_INET) {
+        *bytes = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+        *port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        *bytes = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+        *port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+        if (memcmp(*bytes, mapped, 12) == 0) {
+            *bytes += 12;
+            return 4;
+        }
+        return 16;
+    }
+    return 0;
+}
+
+/* 1 when the address (n bytes) is one of this machine's own or the proxy IP. */
+static int px__is_own(const px_engine_t *eng, const uint8_t *a, size_t n)
+{
+    if (n == 4 && memcmp(a, &eng->proxy_ip, 4) == 0)
+        return 1;
+    for (size_t i = 0; i < eng->n_own; i++)
+        if (eng->own[i].family == (n == 4 ? AF_INET : AF_INET6) && memcmp(eng->own[i].addr, a, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* 1 when sa is one of airlock's own listening sockets (an address listener of any kind, at
+ * that address or, for a wildcard listener, at any local address): connecting there would
+ * make airlock its own upstream, request after request. */
+static int px__is_listener(const px_engine_t *eng, const struct sockaddr *sa)
+{
+    const px_config_t *cfg = eng->cfg;
+    const px_listen_t *ls[] = {&cfg->listen_dns, &cfg->listen_http, &cfg->listen_https,
+                               &cfg->listen_proxy, &cfg->listen_transparent};
+    const uint8_t *a;
+    uint16_t port;
+    size_t n = px__addr_bytes(sa, &a, &port);
+    if (n == 0)
+        return 0;
+    int local = px__is_own(eng, a, n) || (n == 4 && a[0] == 127) ||
+                (n == 16 && memcmp(a, in6addr_loopback.s6_addr, 16) == 0);
+    for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]); i++) {
+        if (!ls[i]->enabled)
+            continue;
+        const uint8_t *la;
+        uint16_t lport;
+        size_t ln = px__addr_bytes((const struct sockaddr *)&ls[i]->addr, &la, &lport);
+        if (ln == 0 || lport != port)
+            continue;
+        static const uint8_t zero[16] = {0};
+        if (memcmp(la, zero, ln) == 0) {
+            /* a wildcard: IPv6 "::" takes IPv4 too (dual stack) */
+            if (local && (ln == 16 || n == 4))
+                return 1;
+        } else if (ln == n && memcmp(la, a, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int px_upstream_addr_forbidden(const px_engine_t *eng, const struct sockaddr *sa, char *why,
                                size_t cap)
 {
     const px_config_t *cfg = eng->cfg;
-    for (size_t i = 0; i < cfg->n_allow_cidrs; i++)
-        if (px_cidr_contains(&cfg->allow_cidrs[i], sa))
-            return 0;
-    uint8_t v4[4];
-    int is_v4 = 0;
+    char detail[96];
+    int listener = px__is_listener(eng, sa);
+    int reopened = 0; /* --allow-upstream-cidr re-opens a range, never airlock itself */
+    for (size_t i = 0; !reopened && i < cfg->n_allow_cidrs; i++)
+        reopened = px_cidr_contains(&cfg->allow_cidrs[i], sa);
+    if (reopened && !listener)
+        return 0;
     const char *kind = NULL;
-    if (sa->sa_family == AF_INET) {
-        memcpy(v4, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-        is_v4 = 1;
-    } else if (sa->sa_family == AF_INET6) {
-        const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        static const uint8_t zero[16] = {0};
-        if (memcmp(b, mapped, 12) == 0) {
-            memcpy(v4, b + 12, 4);
-            is_v4 = 1;
-        } else if (memcmp(b, zero, 15) == 0 && b[15] == 1) {
-            kind = "loopback";
-        } else if (memcmp(b, zero, 16) == 0) {
-            kind = "unspecified";
-        } else if (b[0] == 0xfe && (b[1] & 0xc0) == 0x80) {
-            kind = "link-local";
-        } else if (b[0] == 0xff) {
-            kind = "multicast";
-        } else if (memcmp(b, zero, 12) == 0) {
-            kind = "IPv4-compatible";
-        }
-    } else {
-        kind = "unsupported address family";
-    }
-    if (is_v4) {
-        if (v4[0] == 127)
-            kind = "loopback";
-        else if (v4[0] == 0)
-            kind = "unspecified";
-        else if (v4[0] == 169 && v4[1] == 254)
-            kind = "link-local";
-        else if (v4[0] >= 224 && v4[0] <= 239)
-            kind = "multicast";
-        else if (v4[0] == 255 && v4[1] == 255 && v4[2] == 255 && v4[3] == 255)
-            kind = "broadcast";
-        else if (memcmp(v4, &eng->proxy_ip, 4) == 0)
+    if (!reopened)
+        kind = px_dest_special(sa, detail, sizeof(detail));
+    if (kind == NULL && !reopened) {
+        const uint8_t *a;
+        uint16_t port;
+        size_t n = px__addr_bytes(sa, &a, &port);
+        if (n != 0 && px__is_own(eng, a, n))
             kind = "the proxy's own address";
-        for (size_t i = 0; kind == NULL && i < eng->n_own; i++)
-            if (eng->own[i].family == AF_INET && memcmp(eng->own[i].addr, v4, 4) == 0)
-                kind = "the proxy's own address";
-    } else if (kind == NULL && sa->sa_family == AF_INET6) {
-        const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
-        for (size_t i = 0; kind == NULL && i < eng->n_own; i++)
-            if (eng->own[i].family == AF_INET6 && memcmp(eng->own[i].addr, b, 16) == 0)
-                kind = "the proxy's own address";
     }
+    if (kind == NULL && listener)
+        kind = "airlock's own listener";
     if (kind == NULL)
         return 0;
     char text[INET6_ADDRSTRLEN] = "?";
-    if (is_v4)
-        inet_ntop(AF_INET, v4, text, sizeof(text));
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, text, sizeof(text));
     else if (sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, text, sizeof(text));
     snprintf(why, cap, "destination %s is not allowed (%s)", text, kind);
@@ -266,9 +302,7 @@ static void px__up_eof(px_upstream_t *u, int err)
     if (u->reused && !u->got_bytes && c->state == PX_ST_RELAY_BODY && c->req_done &&
         !c->resp_started && c->rq.len == c->rq.head_end) {
         /* a pooled connection the server had closed: retry once on a fresh one */
-        c->up = NULL;
-        u->conn = NULL;
-        px_upstream_close(u);
+        px__up_drop(c);
         px_upstream_retry(c);
         return;
     }

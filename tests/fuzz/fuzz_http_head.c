@@ -1,7 +1,10 @@
 /* Fuzzes the request-head path: llhttp (strict) plus airlock's head handling (spans, header
  * caps, bare-LF / obs-fold checks), then the policy decision and the JSON answer writer on
- * whatever came out. The first byte picks where the input is split into two reads. */
+ * whatever came out; then, as the proxy does, the bytes after the head go through the same
+ * parser from buffers of their own (bodies, chunked framing, trailer fields), and the head's
+ * spans must still lie inside the head. The first two bytes pick where the input is split. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -11,6 +14,57 @@
 
 static addon_policy_t *policy;
 static llhttp_settings_t req_settings, resp_settings, body_settings;
+
+/* Every span of the head lies inside its buffer. */
+static void check_spans(const px_head_t *h)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        if ((size_t)h->names[i].off + h->names[i].len > h->len ||
+            (size_t)h->values[i].off + h->values[i].len > h->len)
+            __builtin_trap();
+    }
+}
+
+/* Feeds len bytes (a copy, so reads past it are caught) to the parser as the body phase does. */
+static int feed_body(px_head_t *h, llhttp_t *p, const char *data, size_t len)
+{
+    if (len == 0)
+        return 0;
+    char *copy = malloc(len);
+    if (copy == NULL)
+        return -1;
+    memcpy(copy, data, len);
+    h->msg_done = 0;
+    p->data = h;
+    llhttp_errno_t err = llhttp_execute(p, copy, len);
+    free(copy);
+    check_spans(h);
+    if (h->trailer_bytes > PX_TRAILER_MAX + 65536 || h->trailer_fields > PX_TRAILERS_MAX + 1)
+        __builtin_trap(); /* the caps stop the parser */
+    if (err == HPE_PAUSED) {
+        /* the message ended: a further one would start from a fresh head */
+        return 1;
+    }
+    return err == HPE_OK ? 0 : -1;
+}
+
+/* The bytes after a complete head (rest, len), as when the head arrived alone: a parser that
+ * read just the head gets the rest in two reads from buffers of their own, cut at cut. */
+static void body_phase(const px_head_t *h, const llhttp_t *p, const char *rest, size_t len,
+                       size_t cut)
+{
+    llhttp_t q;
+    llhttp_init(&q, (llhttp_type_t)p->type, p->settings);
+    px_head_t h2;
+    memset(&h2, 0, sizeof(h2));
+    const char *reason;
+    if (px_head_feed(&h2, &q, h->buf, h->head_end, &reason) == 1 && !h2.msg_done) {
+        cut = cut % (len + 1);
+        if (feed_body(&h2, &q, rest, cut) == 0)
+            feed_body(&h2, &q, rest + cut, len - cut);
+    }
+    px_head_free(&h2);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -24,11 +78,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         px_head_settings(&req_settings, &resp_settings, &body_settings);
     }
-    if (size < 1)
+    if (size < 2)
         return 0;
-    size_t split = data[0] % (size);
-    const char *in = (const char *)data + 1;
-    size -= 1;
+    size_t split = data[0] % size;
+    size_t split2 = data[1];
+    const char *in = (const char *)data + 2;
+    size -= 2;
     if (split > size)
         split = size;
     for (int type = 0; type < 2; type++) {
@@ -65,6 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             px_sbuf_init(&b, json, sizeof(json));
             px_sbuf_json_str(&b, q.path.base, q.path.len);
             px_sbuf_json_str(&b, q.host.base, q.host.len);
+            /* the rest, in two reads of their own, through the body phase */
+            if (h.msg_start == 0 && h.head_end <= size)
+                body_phase(&h, &p, in + h.head_end, size - h.head_end, split2);
         } else if (rc < 0 && reason == NULL) {
             __builtin_trap(); /* every failure carries a reason */
         }

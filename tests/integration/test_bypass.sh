@@ -199,7 +199,8 @@ chk "Host ALLOWED.TEST. (control: same host)" "$S200" "$(h80 "GET /a HTTP/1.1\r\
 for p in '/v1/%2e%2e/admin/smuggled' '/v1/%2E%2E%2Fadmin/smuggled' '/v1/..%2fsmuggled' \
          '/v1%2f..%2fsmuggled' '/v1/.%2e/smuggled' '/v1/x/%2e%2e' '/v1/../smuggled' '/v1/x/..' \
          '/v1/%5c..%5csmuggled' '/v1/%5Csmuggled' '/v1/smuggled%00.json' '/v1/x%00/../smuggled' \
-         '/v1/smuggled?a=/../' '/smuggled' '/V1/smuggled'; do
+         '/smuggled' '/V1/smuggled' '/v1/..;/smuggled' '/v1/%2e%2e;/smuggled' \
+         '/v1/x/..%3b/smuggled' '/v1/..?smuggled' '/v1/./smuggled' '/v1/.;x/smuggled'; do
     chk "api.test $p" "$S403" "$(h80 "GET $p HTTP/1.1\r\nHost: api.test\r\n$CL\r\n")"
 done
 chk "allowed.test (domains entry) /%2e%2e/etc/passwd" "$S403" \

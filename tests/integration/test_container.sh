@@ -177,8 +177,10 @@ JSON
 # ---- start --------------------------------------------------------------------------------
 LOG=$T_DIR/c1.log
 t0=$(date +%s%N)
+# the upstream nginx is the host, on the egress network's gateway (RFC 1918): allow it
 IP1=$("$SANDBOX" start c1 --allowlist "$T_DIR/allow.yaml" --log "$LOG" --upstream-dns "$GW" \
-    --upstream-ca "$T_DIR/upca.pem" --replacements "$T_DIR/repl.json" 2> "$T_DIR/start.err")
+    --upstream-ca "$T_DIR/upca.pem" --replacements "$T_DIR/repl.json" \
+    --proxy-arg --allow-upstream-cidr --proxy-arg "$GW/32" 2> "$T_DIR/start.err")
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 t_eq "start c1" "0|" "$rc|$(cat "$T_DIR/start.err")"
@@ -252,7 +254,8 @@ else t_ok "the external IP never reached the proxy"; fi
 IMG2=$("$BUILD_IMAGE" --binary "$STATIC" --name localhost/alt-proxy-testca \
     --ca-bundle "$T_DIR/upca.pem" 2>> "$T_DIR/build-image.log")
 IP2=$(AIRLOCK_IMAGE=$IMG2 "$SANDBOX" start c2 --allowlist "$T_DIR/allow.yaml" \
-    --upstream-dns "$GW" 2> "$T_DIR/start2.err")
+    --upstream-dns "$GW" --proxy-arg --allow-upstream-cidr --proxy-arg "$GW/32" \
+    2> "$T_DIR/start2.err")
 t_eq "start c2 (image with the test CA as its bundle) on the next subnet" "10.199.2.100|" \
     "$IP2|$(cat "$T_DIR/start2.err")"
 mapfile -t CARGS2 < <("$SANDBOX" client-args c2)
@@ -349,7 +352,8 @@ t_contains "a missing image is named" "$out" "image localhost/none:latest not fo
 
 # ---- run ----------------------------------------------------------------------------------
 out=$("$SANDBOX" run r1 --allowlist "$T_DIR/allow.yaml" --log "$T_DIR/r1.log" \
-    --upstream-dns "$GW" --upstream-ca "$T_DIR/upca.pem" -- "$CLIENT" \
+    --upstream-dns "$GW" --upstream-ca "$T_DIR/upca.pem" \
+    --proxy-arg --allow-upstream-cidr --proxy-arg "$GW/32" -- "$CLIENT" \
     curl -s -m 10 https://nginx.test/ 2>&1)
 t_eq "run: the client's output" "hello from upstream" "$out"
 out=$("$SANDBOX" run r2 --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" \

@@ -77,7 +77,8 @@ YAML
 "$AIRLOCK" run --proxy-ip 10.77.1.1 --upstream-dns 127.0.0.53 --allowlist "$T_DIR/allow.yaml" \
     --log "$T_DIR/net.log" --confdir "$T_DIR/confdir" --upstream-ca "$T_DIR/upca.pem" \
     --listen-dns off --listen-http off --listen-https off \
-    --listen-proxy 10.77.1.1:3128 --listen-transparent 10.77.1.1:3129 2> "$T_DIR/airlock.err" &
+    --listen-proxy 10.77.1.1:3128 --listen-transparent 10.77.1.1:3129 \
+    --allow-upstream-cidr 10.77.2.0/24 2> "$T_DIR/airlock.err" &
 AIRLOCK_PID=$!
 T_PIDS+=($AIRLOCK_PID)
 for i in $(seq 1 100); do grep -q ready "$T_DIR/airlock.err" && break; sleep 0.05; done

@@ -83,7 +83,7 @@ static void test_px_log_appends_in_order_and_flushes_at_close(void **state)
     unlink(path);
 }
 
-static void test_px_log_neutralizes_newlines_and_caps_length(void **state)
+static void test_px_log_escapes_and_caps_length(void **state)
 {
     (void)state;
     char path[128];
@@ -92,6 +92,8 @@ static void test_px_log_neutralizes_newlines_and_caps_length(void **state)
     char err[256];
     assert_int_equal(px_log_open(path, 1, &log, err, sizeof(err)), 0);
     px_log_line(log, "a\r\nforged line", 14);
+    /* ESC, BS, DEL and bytes >= 0x80 are escaped; a backslash is printable */
+    px_log_line(log, "h\x1b[2Ko\bst\x7f\xc3\xa9\\x", 14);
     char *big = malloc(PX_LOG_LINE_MAX * 2);
     memset(big, 'x', PX_LOG_LINE_MAX * 2);
     px_log_line(log, big, PX_LOG_LINE_MAX * 2);
@@ -101,8 +103,11 @@ static void test_px_log_neutralizes_newlines_and_caps_length(void **state)
     size_t len = 0;
     char *buf = slurp(path, &len);
     assert_non_null(buf);
-    assert_memory_equal(buf, "a  forged line\n", 15);
-    char *second = buf + 15;
+    static const char want[] = "a\\x0d\\x0aforged line\n"
+                               "h\\x1b[2Ko\\x08st\\x7f\\xc3\\xa9\\x\n";
+    assert_true(len > sizeof(want) - 1);
+    assert_memory_equal(buf, want, sizeof(want) - 1);
+    char *second = buf + sizeof(want) - 1;
     char *nl = strchr(second, '\n');
     assert_non_null(nl);
     assert_ptr_equal(nl + 1, buf + len); /* exactly two lines */
@@ -185,7 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_log_missing_file_is_a_noop),
         cmocka_unit_test(test_px_log_appends_in_order_and_flushes_at_close),
-        cmocka_unit_test(test_px_log_neutralizes_newlines_and_caps_length),
+        cmocka_unit_test(test_px_log_escapes_and_caps_length),
         cmocka_unit_test(test_px_log_concurrent_writers_never_interleave),
         cmocka_unit_test(test_px_log_unwritable_file_counts_lost_lines),
     };

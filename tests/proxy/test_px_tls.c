@@ -583,6 +583,51 @@ static void test_px_tls_store_only_on_client_contexts(void **state)
     SSL_CTX_free(srv);
 }
 
+/* Key exchange: only X25519, P-256 and P-384 on both legs. A client offering only finite-field
+ * groups (cheap to replay, ~100 ms of CPU each for the server) is refused; one offering a
+ * mix or one of ours succeeds (possibly after a HelloRetryRequest). */
+static void test_px_tls_groups_ecdhe_only(void **state)
+{
+    fixture_t *f = *state;
+    static const struct {
+        const char *client_groups;
+        int max_version;
+        int ok;
+    } cases[] = {
+        {"ffdhe2048", TLS1_3_VERSION, 0},
+        {"ffdhe8192", TLS1_3_VERSION, 0},
+        {"ffdhe2048:ffdhe3072:ffdhe4096:ffdhe6144:ffdhe8192", TLS1_3_VERSION, 0},
+        {"X25519", TLS1_3_VERSION, 1},
+        {"P-256", TLS1_3_VERSION, 1},
+        {"P-384", TLS1_3_VERSION, 1},
+        {"P-521", TLS1_3_VERSION, 0},
+        {"ffdhe8192:P-256", TLS1_3_VERSION, 1}, /* HelloRetryRequest to P-256 */
+        {"X448:X25519", TLS1_3_VERSION, 1},
+        {"X25519:P-256", TLS1_2_VERSION, 1}, /* TLS 1.2: P-256 also names the leaf's curve */
+        {"ffdhe2048", TLS1_2_VERSION, 0}, /* no DHE suite is ever picked: no parameters */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        SSL_CTX *srv = server_ctx(f->good, TLS1_3_VERSION);
+        SSL_CTX *cli = client_ctx(f);
+        assert_int_equal(SSL_CTX_set1_groups_list(cli, cases[i].client_groups), 1);
+        SSL_CTX_set_max_proto_version(cli, cases[i].max_version);
+        result_t r = connect_once(cli, srv, "a.test", 443);
+        if ((r.done == 1) != cases[i].ok)
+            fail_msg("groups %s (max %x): handshake %d, want %s", cases[i].client_groups,
+                     cases[i].max_version, r.done, cases[i].ok ? "success" : "failure");
+        SSL_CTX_free(srv);
+        SSL_CTX_free(cli);
+    }
+    /* the upstream leg offers only ours: a server that accepts only ffdhe fails */
+    SSL_CTX *srv = server_ctx(f->good, TLS1_3_VERSION);
+    assert_int_equal(SSL_CTX_set1_groups_list(srv, "ffdhe2048"), 1);
+    SSL_CTX *cli = client_ctx(f);
+    result_t r = connect_once(cli, srv, "a.test", 443);
+    assert_true(r.done < 0);
+    SSL_CTX_free(srv);
+    SSL_CTX_free(cli);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_px_tls_refused_resumption_still_verifies),
         cmocka_unit_test(test_px_tls_abandoned_resumption_forgets_session),
         cmocka_unit_test(test_px_tls_store_only_on_client_contexts),
+        cmocka_unit_test(test_px_tls_groups_ecdhe_only),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,135 @@
+#include "proxy/px_dest.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* An address range of the IANA special-purpose registries that is not globally reachable. */
+typedef struct px__range {
+    uint8_t addr[16];
+    int prefix;
+    const char *kind;
+} px__range_t;
+
+/* IPv4 (RFC 6890 and the registry; 192.0.0.0/24 refused whole). */
+static const px__range_t px__v4[] = {
+    {{0}, 8, "unspecified (0.0.0.0/8)"},
+    {{10}, 8, "private (RFC 1918)"},
+    {{100, 64}, 10, "shared address space (100.64.0.0/10)"},
+    {{127}, 8, "loopback"},
+    {{169, 254}, 16, "link-local"},
+    {{172, 16}, 12, "private (RFC 1918)"},
+    {{192, 0, 0}, 24, "IETF protocol assignments (192.0.0.0/24)"},
+    {{192, 0, 2}, 24, "documentation (TEST-NET-1)"},
+    {{192, 88, 99}, 24, "6to4 relay anycast"},
+    {{192, 168}, 16, "private (RFC 1918)"},
+    {{198, 18}, 15, "benchmarking (198.18.0.0/15)"},
+    {{198, 51, 100}, 24, "documentation (TEST-NET-2)"},
+    {{203, 0, 113}, 24, "documentation (TEST-NET-3)"},
+    {{224}, 4, "multicast"},
+    {{255, 255, 255, 255}, 32, "broadcast"},
+    {{240}, 4, "reserved (240.0.0.0/4)"},
+};
+
+/* IPv6 ranges refused outright (the embedding forms are handled apart). */
+static const px__range_t px__v6[] = {
+    {{0}, 128, "unspecified"},
+    {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, "loopback"},
+    {{0}, 96, "IPv4-compatible (deprecated)"},
+    {{0x00, 0x64, 0xff, 0x9b, 0x00, 0x01}, 48, "local-use NAT64 (64:ff9b:1::/48)"},
+    {{0x01, 0x00}, 64, "discard-only (100::/64)"},
+    {{0x20, 0x01, 0x00, 0x02, 0x00, 0x00}, 48, "benchmarking (2001:2::/48)"},
+    {{0x20, 0x01, 0x00, 0x10}, 28, "ORCHID (2001:10::/28)"},
+    {{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation (2001:db8::/32)"},
+    {{0x3f, 0xff}, 20, "documentation (3fff::/20)"},
+    {{0x5f, 0x00}, 16, "SRv6 SIDs (5f00::/16)"},
+    {{0xfc}, 7, "unique local (fc00::/7)"},
+    {{0xfe, 0x80}, 10, "link-local"},
+    {{0xfe, 0xc0}, 10, "site-local (fec0::/10)"},
+    {{0xff}, 8, "multicast"},
+};
+
+static int px__in(const uint8_t *a, const px__range_t *r)
+{
+    int bits = r->prefix;
+    for (int i = 0; bits > 0; i++, bits -= 8) {
+        uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+        if ((a[i] & mask) != (r->addr[i] & mask))
+            return 0;
+    }
+    return 1;
+}
+
+static const char *px__v4_special(const uint8_t *a)
+{
+    for (size_t i = 0; i < sizeof(px__v4) / sizeof(px__v4[0]); i++)
+        if (px__in(a, &px__v4[i]))
+            return px__v4[i].kind;
+    return NULL;
+}
+
+/* The IPv4 address an IPv6 form carries: 1 with out filled (a second one for Teredo's
+ * server in out2, which may stay unset), or 0. form gets the form's name. */
+static int px__embedded(const uint8_t *b, uint8_t *out, uint8_t *out2, int *two, const char **form)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b};
+    *two = 0;
+    if (memcmp(b, mapped, 12) == 0) {
+        *form = "IPv4-mapped";
+        memcpy(out, b + 12, 4);
+        return 1;
+    }
+    if (memcmp(b, nat64, 12) == 0) {
+        *form = "NAT64";
+        memcpy(out, b + 12, 4);
+        return 1;
+    }
+    if (b[0] == 0x20 && b[1] == 0x02) { /* 6to4: 2002:V4ADDR::/48 */
+        *form = "6to4";
+        memcpy(out, b + 2, 4);
+        return 1;
+    }
+    if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+        /* Teredo 2001::/32: server at bytes 4-7, the client obfuscated (inverted) at 12-15 */
+        *form = "Teredo";
+        for (int i = 0; i < 4; i++)
+            out[i] = (uint8_t)~b[12 + i];
+        memcpy(out2, b + 4, 4);
+        *two = 1;
+        return 1;
+    }
+    return 0;
+}
+
+const char *px_dest_special(const struct sockaddr *sa, char *buf, size_t cap)
+{
+    if (sa->sa_family == AF_INET)
+        return px__v4_special((const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr);
+    if (sa->sa_family != AF_INET6)
+        return "unsupported address family";
+    const uint8_t *b = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+    uint8_t v4[4], v4b[4];
+    int two;
+    const char *form;
+    if (px__embedded(b, v4, v4b, &two, &form)) {
+        const char *kind = px__v4_special(v4);
+        const uint8_t *which = v4;
+        if (kind == NULL && two) {
+            kind = px__v4_special(v4b);
+            which = v4b;
+        }
+        if (kind == NULL)
+            return NULL;
+        char text[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, which, text, sizeof(text));
+        snprintf(buf, cap, "%s of %s: %s", form, text, kind);
+        return buf;
+    }
+    for (size_t i = 0; i < sizeof(px__v6) / sizeof(px__v6[0]); i++)
+        if (px__in(b, &px__v6[i]))
+            return px__v6[i].kind;
+    return NULL;
+}
