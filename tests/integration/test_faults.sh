@@ -13,11 +13,19 @@
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-T_KNOWN=0
-# A check that fails because of a bug reported to the lead: printed, not counted as a failure.
-t_known_bug() { T_KNOWN=$((T_KNOWN + 1)); echo "KNOWN-BUG - $*"; }
 ASAN=
 ldd "$AIRLOCK" 2>/dev/null | grep -q libasan && ASAN=1
+# Under ASan, RSS figures mean something only without the quarantine (freed memory kept for
+# use-after-free detection) and with the allocator giving free pages back like glibc's trim;
+# the margins below are wider there (ASan's allocator rounds and keeps size classes).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:quarantine_size_mb=0:allocator_release_to_os_interval_ms=500"
+RSS_MARGIN=2048
+[ -n "$ASAN" ] && RSS_MARGIN=8192
+# until_ok 'EXPR': waits (up to 5 s) until the shell expression succeeds (evaluated anew each
+# time), for events that have no log line of their own
+until_ok() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.05; done; return 1; }
+type t_not_made > /dev/null 2>&1 || t_not_made() { echo "NOT MADE - $1 ($2)"; }
+RSS_AFTER_BURST=1 # cleared after a burst under ASan, whose allocator keeps what it freed
 
 for a in 3 5 6 8 9; do ip addr add "127.0.0.$a/8" dev lo 2>/dev/null || true; done
 cat > "$T_DIR/allow.yaml" <<'YAML'
@@ -71,11 +79,11 @@ settle_check() {
     rss=$(t_rss_kb "$AIRLOCK_PID")
     echo "# figures: $1: fds $fds (baseline $BASE_FDS), RSS $rss KiB (baseline $BASE_RSS KiB), upstream sockets open $(up_open)"
     t_eq "$1: fds back to the baseline" "$BASE_FDS" "$fds"
-    if [ -n "$ASAN" ]; then
-        t_ok "$1: RSS $rss KiB (not asserted under ASan)"
+    if [ -n "$RSS_AFTER_BURST" ]; then
+        t_check "$1: RSS within $((RSS_MARGIN / 1024)) MiB of the baseline ($rss vs $BASE_RSS KiB)" \
+            test "$rss" -le $((BASE_RSS + RSS_MARGIN))
     else
-        t_check "$1: RSS within 2 MiB of the baseline ($rss vs $BASE_RSS KiB)" \
-            test "$rss" -le $((BASE_RSS + 2048))
+        t_not_made "$1: RSS back near the baseline" "ASan's allocator never returns a burst's memory"
     fi
     t_eq "$1: no upstream socket left open" "0" "$(up_open)"
 }
@@ -170,13 +178,14 @@ out=$("$PY" "$CLIENT" halfclose 127.0.0.1 443 ok.test '/slow?s=0.5' tls "$CA")
 t_eq "client half-closes over TLS: the response still arrives" "status=200 body=ok eof=1" "$out"
 before=$(grep -c '^upload aborted' "$UPLOG")
 "$PY" "$CLIENT" abort 127.0.0.1 80 ok.test 10000000 1000000 > /dev/null
-sleep 0.5
+until_ok '[ "$(grep -c "^upload aborted" "$UPLOG")" -ge $((before + 1)) ]'
 logged "client aborts mid-upload: ERROR line" \
     '^ERROR POST http://ok.test/upload -> Client disconnected before the request ended\.$'
 t_eq "client aborts mid-upload: the upstream sees the upload end early" "$((before + 1))" \
     "$(grep -c '^upload aborted' "$UPLOG")"
 "$PY" "$CLIENT" abort 127.0.0.1 80 ok.test 10000000 1000000 rst > /dev/null
-sleep 0.5
+until_ok '[ "$(grep -c "^upload aborted" "$UPLOG")" -ge $((before + 2)) ]'
+until_ok '[ "$(grep -c "^ERROR POST http://ok.test/upload -> Client disconnected" "$T_DIR/net.log")" -ge 2 ]'
 t_eq "client resets mid-upload: the upstream sees the upload end early" "$((before + 2))" \
     "$(grep -c '^upload aborted' "$UPLOG")"
 t_eq "client resets mid-upload: two ERROR lines in all" "2" \
@@ -185,7 +194,6 @@ t_eq "client resets mid-upload: two ERROR lines in all" "2" \
 # stops reading for longer than --client-idle-timeout is an idle client
 out=$("$PY" "$CLIENT" trickle 127.0.0.1 80 ok.test 8 0.5)
 t_eq "slow upload (8 x 1000 bytes, one every 0.5 s, 4 s in all): answered" "status=200 body=8000 bytes" "$out"
-sleep 0.3
 out=$("$PY" "$CLIENT" slowread 127.0.0.1 80 ok.test '/bytes?n=3000000' 0 262144 0.3)
 t_eq "steady slow reader (256 KiB every 0.3 s, about 3.5 s in all): the whole body" \
     "status=200 bytes=3000000 eof=1" "$out"
@@ -269,7 +277,8 @@ sleep 7 # airlock looks for a finished burst every 5 s (PX_TRIM_CHECK_MS)
 rss1=$(t_rss_kb "$AIRLOCK_PID")
 echo "# figures: burst: RSS $rss0 KiB before, $peak KiB with 3000 open, $rss1 KiB 7 s after closing"
 if [ -n "$ASAN" ]; then
-    t_ok "burst: RSS not asserted under ASan"
+    t_not_made "burst: the growth goes back to the OS" "ASan's allocator ignores malloc_trim"
+    RSS_AFTER_BURST=
 else
     t_check "burst: at most a quarter of the growth stays resident ($rss0 -> $peak -> $rss1 KiB)" \
         test $(((rss1 - rss0) * 4)) -le $((${peak:-0} - rss0))
@@ -286,6 +295,7 @@ trap 'umount "$T_DIR/small" 2>/dev/null; t_cleanup' EXIT
 rm -f "$T_DIR/net.log"
 ln -s "$T_DIR/small/net.log" "$T_DIR/net.log"
 t_start_airlock "$T_DIR/allow.yaml" "${AIRLOCK_ARGS[@]}" || exit 1
+RSS_AFTER_BURST=1 # a new process
 fetch http://ok.test/ok > /dev/null
 sleep 1.5
 BASE_FDS=$(t_fds "$AIRLOCK_PID")
@@ -296,17 +306,14 @@ PAD=$(head -c 1500 /dev/zero | tr '\0' p)
 codes=""
 for i in $(seq 1 20); do codes="$codes$(fetch "http://ok.test/ok?full=$i&pad=$PAD" | cut -d' ' -f1) "; done
 t_eq "log device full: still serving" "$(printf '200 %.0s' $(seq 1 20))" "$codes"
-sleep 0.3
-grep -q 'network log write failed: No space left on device' "$T_DIR/airlock.err"
+until_ok 'grep -q "network log write failed: No space left on device" "$T_DIR/airlock.err"'
 t_check "log device full: stderr says so" test $? -eq 0
 t_eq "log device full: said once, not per line" "1" "$(grep -c 'network log write failed' "$T_DIR/airlock.err")"
 rm -f "$T_DIR/small/fill"
 fetch "http://ok.test/ok?after=1" > /dev/null
-sleep 0.3
 logged "log device freed: lines are written again" '^allowed GET http://ok.test/ok\?after=1 -> 200$'
 settle_check "log device full"
 t_stop_airlock; t_eq "SIGTERM after log failures: exit 0" "0" "$?"
 umount "$T_DIR/small"
 
-echo "$T_KNOWN known bug(s) reported"
 t_done
