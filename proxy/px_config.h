@@ -13,6 +13,12 @@
 #define PX_TRAILER_MAX (16 * 1024)        /* bytes of a chunked message's trailer section */
 #define PX_TRAILERS_MAX 32                /* trailer fields in one message */
 #define PX_INTERIM_MAX 16                 /* 1xx responses before the final one */
+#define PX_BODY_DISCARD_MAX (64 * 1024 * 1024) /* request body bytes dropped after an answer */
+#define PX_HOST_MAX 255                   /* a host name */
+#define PX_IN_MAX (PX_HEAD_MAX + 65536)   /* client bytes read ahead of their turn */
+#define PX_POOL_IDLE_MAX 1024             /* idle upstream connections kept in all */
+#define PX_POOL_PER_KEY_MAX 256           /* idle upstream connections per host:port:scheme */
+#define PX_POOL_IDLE_MS (60 * 1000)       /* an idle upstream connection is closed after this */
 #define PX_CLIENT_IDLE_MS (600 * 1000)    /* idle client connection */
 #define PX_UPSTREAM_FIRST_BYTE_MS (600 * 1000) /* slow LLM calls */
 #define PX_CONNECT_MS (10 * 1000)         /* upstream TCP connect */

@@ -14,10 +14,11 @@
 #include "addons/addon_policy.h"
 #include "dns/dns_resolve.h"
 #include "dns/dns_server.h"
+#include "proxy/px_client.h"
 #include "proxy/px_err.h"
-#include "proxy/px_int.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tls.h"
+#include "proxy/px_upstream.h"
 #include "ca/ca.h"
 
 px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng)
@@ -25,16 +26,41 @@ px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng)
     return px_snapshot_ref(eng->snap);
 }
 
-void px_engine_conn_closed(px_engine_t *eng, px_conn_t *c)
+/* The engine keeps its clients in a list for the shutdown; the links live at the start of
+ * every px_client_t (px_client.c puts them there). */
+typedef struct px__links {
+    px_client_t *prev, *next;
+} px__links_t;
+
+static px__links_t *px__links(px_client_t *c)
 {
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else if (eng->conns == c)
-        eng->conns = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-    eng->nconns--;
+    return (px__links_t *)px_client_links(c);
+}
+
+void px_engine_client_added(px_engine_t *eng, px_client_t *c)
+{
+    px__links_t *l = px__links(c);
+    l->prev = NULL;
+    l->next = eng->clients;
+    if (eng->clients != NULL)
+        px__links(eng->clients)->prev = c;
+    eng->clients = c;
+    eng->nclients++;
+    if (eng->nclients > eng->nclients_peak)
+        eng->nclients_peak = eng->nclients;
+}
+
+void px_engine_client_removed(px_engine_t *eng, px_client_t *c)
+{
+    px__links_t *l = px__links(c);
+    if (l->prev != NULL)
+        px__links(l->prev)->next = l->next;
+    else if (eng->clients == c)
+        eng->clients = l->next;
+    if (l->next != NULL)
+        px__links(l->next)->prev = l->prev;
+    l->prev = l->next = NULL;
+    eng->nclients--;
 }
 
 static void on_listener_closed(uv_handle_t *h)
@@ -58,15 +84,12 @@ static void px__engine_stop(px_engine_t *eng)
     if (eng->dns != NULL)
         dns_server_close(eng->dns, on_dns_closed, NULL);
     eng->dns = NULL;
-    for (px_conn_t *c = eng->conns; c != NULL;) {
-        px_conn_t *next = c->next;
-        if (c->req != NULL && c->req->method.len > 0 && !c->logged &&
-            c->state != PX_ST_READ_HEAD && c->state != PX_ST_UPGRADED)
-            px_conn_log_line(c, "ERROR", -1, "proxy shutting down");
-        px_conn_close(c);
+    for (px_client_t *c = eng->clients; c != NULL;) {
+        px_client_t *next = px__links(c)->next;
+        px_client_close(c, "proxy shutting down");
         c = next;
     }
-    px_pool_close_all(eng);
+    px_upmgr_close_idle(eng->up);
     if (eng->resolver != NULL)
         dns_resolver_close(eng->resolver, NULL, NULL);
     eng->resolver = NULL;
@@ -90,9 +113,9 @@ static void on_log_kick(uv_check_t *h)
 static void on_trim(uv_timer_t *t)
 {
     px_engine_t *eng = t->data;
-    if (eng->nconns_peak < eng->nconns + PX_TRIM_DROP)
+    if (eng->nclients_peak < eng->nclients + PX_TRIM_DROP)
         return;
-    eng->nconns_peak = eng->nconns;
+    eng->nclients_peak = eng->nclients;
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif
@@ -124,7 +147,7 @@ static void on_accept(uv_stream_t *server, int status)
         px_diag(PX_DIAG_WARN, "accept failed: %s", uv_strerror(status));
         return;
     }
-    px_conn_accept(l);
+    px_client_accept(l);
 }
 
 static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind_t kind,
@@ -133,7 +156,7 @@ static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind
     px_listener_t *l = &eng->listeners[eng->nlisteners];
     l->eng = eng;
     l->kind = kind;
-    uv_tcp_init(eng->loop, &l->tcp);
+    uv_tcp_init(eng->loop.uv, &l->tcp);
     int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&cfg->addr, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&l->tcp, 4096, on_accept);
@@ -228,9 +251,11 @@ int px_engine_run(const px_config_t *cfg)
     int exit_code = 1;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    eng->loop = &loop;
     eng->cfg = cfg;
-    px_head_settings(&eng->req_settings, &eng->resp_settings, &eng->body_settings);
+    if (px_loop_init(&eng->loop, &loop) != 0) {
+        free(eng);
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     char err[512];
     char ready[512] = "";
@@ -253,7 +278,7 @@ int px_engine_run(const px_config_t *cfg)
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
             goto fail;
         }
-        if (px_tls_server_ctx_new(px_conn_tls_cert_cb, eng, &eng->tls_server, err,
+        if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err,
                                   sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "%s", err);
             goto fail;
@@ -263,12 +288,16 @@ int px_engine_run(const px_config_t *cfg)
         px_diag(PX_DIAG_ERROR, "%s", err);
         goto fail;
     }
-    if (dns_resolver_create(eng->loop, cfg->upstream_dns, &eng->resolver) != 0) {
+    if (dns_resolver_create(eng->loop.uv, cfg->upstream_dns, &eng->resolver) != 0) {
         px_diag(PX_DIAG_ERROR, "cannot use upstream DNS server %s", cfg->upstream_dns);
         goto fail;
     }
+    eng->up = px_upmgr_new(&eng->loop, cfg, eng->resolver, eng->tls_client);
+    if (eng->up == NULL)
+        goto fail;
+    px_upmgr_set_own(eng->up, eng->own, eng->n_own, eng->proxy_ip);
     if (cfg->listen_dns.enabled) {
-        int rc = dns_server_start(eng->loop, (const struct sockaddr *)&cfg->listen_dns.addr,
+        int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
                                   ipbuf, on_dns_log, eng, &eng->dns);
         if (rc != 0) {
             px_diag(PX_DIAG_ERROR, "cannot listen for DNS on %s: %s", cfg->listen_dns.text,
@@ -311,18 +340,18 @@ int px_engine_run(const px_config_t *cfg)
             goto fail;
         rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
     }
-    uv_signal_init(eng->loop, &eng->sig_term);
-    uv_signal_init(eng->loop, &eng->sig_int);
-    uv_signal_init(eng->loop, &eng->sig_hup);
+    uv_signal_init(eng->loop.uv, &eng->sig_term);
+    uv_signal_init(eng->loop.uv, &eng->sig_int);
+    uv_signal_init(eng->loop.uv, &eng->sig_hup);
     eng->sig_term.data = eng->sig_int.data = eng->sig_hup.data = eng;
     uv_signal_start(&eng->sig_term, on_signal, SIGTERM);
     uv_signal_start(&eng->sig_int, on_signal, SIGINT);
     uv_signal_start(&eng->sig_hup, on_signal, SIGHUP);
-    uv_check_init(eng->loop, &eng->log_kick);
+    uv_check_init(eng->loop.uv, &eng->log_kick);
     eng->log_kick.data = eng;
     uv_check_start(&eng->log_kick, on_log_kick);
     uv_unref((uv_handle_t *)&eng->log_kick);
-    uv_timer_init(eng->loop, &eng->trim);
+    uv_timer_init(eng->loop.uv, &eng->trim);
     eng->trim.data = eng;
     uv_timer_start(&eng->trim, on_trim, PX_TRIM_CHECK_MS, PX_TRIM_CHECK_MS);
     uv_unref((uv_handle_t *)&eng->trim);
@@ -338,7 +367,7 @@ int px_engine_run(const px_config_t *cfg)
     }
     fprintf(stderr, "airlock %s: ready (proxy ip %s):%s\n", AIRLOCK_VERSION, ipbuf, ready);
     fflush(stderr);
-    uv_run(eng->loop, UV_RUN_DEFAULT);
+    uv_run(&loop, UV_RUN_DEFAULT);
     exit_code = 0;
 
 fail:
@@ -350,12 +379,15 @@ fail:
             dns_server_close(eng->dns, NULL, NULL);
         if (eng->resolver != NULL)
             dns_resolver_close(eng->resolver, NULL, NULL);
-        uv_run(eng->loop, UV_RUN_DEFAULT);
+        uv_run(&loop, UV_RUN_DEFAULT);
     }
-    uv_run(eng->loop, UV_RUN_DEFAULT);
-    if (uv_loop_close(eng->loop) != 0)
+    uv_run(&loop, UV_RUN_DEFAULT);
+    px_loop_close(&eng->loop); /* nothing is queued once the loop ran dry */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     px_snapshot_unref(eng->snap);
+    px_upmgr_free(eng->up);
     SSL_CTX_free(eng->tls_server);
     SSL_CTX_free(eng->tls_client);
     ca_free(eng->ca);

@@ -1,70 +1,90 @@
-/* Fuzzes the request-head path: llhttp (strict) plus airlock's head handling (spans, header
- * caps, bare-LF / obs-fold checks), then the policy decision and the JSON answer writer on
- * whatever came out; then, as the proxy does, the bytes after the head go through the same
- * parser from buffers of their own (bodies, chunked framing, trailer fields), and the head's
- * spans must still lie inside the head. The first two bytes pick where the input is split. */
+/* Fuzzes the request side of the HTTP/1 codec the proxy runs (px_h1.c): heads, bodies with
+ * their framing, trailer fields, pipelined requests, in three reads from buffers of their own
+ * (so that a read past one is caught), then the pre-checks (px_precheck.c), the policy decision
+ * and the JSON writer on whatever came out. The first bytes pick the splits and the listener. */
 #include <stddef.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "addons/addon_policy.h"
 #include "proxy/px_answer.h"
-#include "proxy/px_int.h"
+#include "proxy/px_h1.h"
+#include "proxy/px_precheck.h"
 
 static addon_policy_t *policy;
-static llhttp_settings_t req_settings, resp_settings, body_settings;
 
-/* Every span of the head lies inside its buffer. */
-static void check_spans(const px_head_t *h)
+typedef struct state {
+    px_pre_ctx_t ctx;
+    size_t heads, bytes, ends;
+} state_t;
+
+static void check_msg(const px_msg_t *m)
 {
-    for (size_t i = 0; i < h->n; i++) {
-        if ((size_t)h->names[i].off + h->names[i].len > h->len ||
-            (size_t)h->values[i].off + h->values[i].len > h->len)
+    for (size_t i = 0; i < m->n; i++)
+        if ((size_t)m->names[i].off + m->names[i].len > m->len ||
+            (size_t)m->values[i].off + m->values[i].len > m->len)
             __builtin_trap();
-    }
+    if ((size_t)m->target.off + m->target.len > m->len)
+        __builtin_trap();
 }
 
-/* Feeds len bytes (a copy, so reads past it are caught) to the parser as the body phase does. */
-static int feed_body(px_head_t *h, llhttp_t *p, const char *data, size_t len)
+static int on_head(void *owner, px_msg_t *m)
 {
-    if (len == 0)
-        return 0;
-    char *copy = malloc(len);
-    if (copy == NULL)
-        return -1;
-    memcpy(copy, data, len);
-    h->msg_done = 0;
-    p->data = h;
-    llhttp_errno_t err = llhttp_execute(p, copy, len);
-    free(copy);
-    check_spans(h);
-    if (h->trailer_bytes > PX_TRAILER_MAX + 65536 || h->trailer_fields > PX_TRAILERS_MAX + 1)
-        __builtin_trap(); /* the caps stop the parser */
-    if (err == HPE_PAUSED) {
-        /* the message ended: a further one would start from a fresh head */
-        return 1;
+    state_t *st = owner;
+    st->heads++;
+    check_msg(m);
+    px_pre_t pre;
+    px_precheck(m, &st->ctx, &pre);
+    if (pre.verdict == PX_PRE_OK) {
+        if (pre.host_len > 255 || pre.path == NULL)
+            __builtin_trap();
+        addon_policy_query_t q = {
+            .method = {"GET", 3},
+            .host = {pre.host, pre.host_len},
+            .path = {pre.path, pre.path_len},
+            .port = pre.port,
+            .tls = st->ctx.tls,
+        };
+        addon_policy_decision_t d;
+        addon_policy_decide(policy, &q, &d);
+        char json[4096];
+        px_sbuf_t b;
+        px_sbuf_init(&b, json, sizeof(json));
+        px_sbuf_json_str(&b, q.path.base, q.path.len);
+        px_sbuf_json_str(&b, q.host.base, q.host.len);
+    } else if (pre.verdict == PX_PRE_BAD && pre.reason == NULL) {
+        __builtin_trap(); /* every refusal says why */
     }
-    return err == HPE_OK ? 0 : -1;
+    px_msg_free(m);
+    return 0;
 }
 
-/* The bytes after a complete head (rest, len), as when the head arrived alone: a parser that
- * read just the head gets the rest in two reads from buffers of their own, cut at cut. */
-static void body_phase(const px_head_t *h, const llhttp_t *p, const char *rest, size_t len,
-                       size_t cut)
+static int on_data(void *owner, const char *data, size_t len)
 {
-    llhttp_t q;
-    llhttp_init(&q, (llhttp_type_t)p->type, p->settings);
-    px_head_t h2;
-    memset(&h2, 0, sizeof(h2));
-    const char *reason;
-    if (px_head_feed(&h2, &q, h->buf, h->head_end, &reason) == 1 && !h2.msg_done) {
-        cut = cut % (len + 1);
-        if (feed_body(&h2, &q, rest, cut) == 0)
-            feed_body(&h2, &q, rest + cut, len - cut);
-    }
-    px_head_free(&h2);
+    state_t *st = owner;
+    volatile char c = len ? data[len - 1] : 0; /* touch the last byte: inside the read */
+    (void)c;
+    st->bytes += len;
+    return 0;
 }
+
+static int on_end(void *owner, const px_fields_t *t)
+{
+    state_t *st = owner;
+    st->ends++;
+    if (t != NULL) {
+        if (t->n > PX_TRAILERS_MAX || t->len > PX_TRAILER_MAX)
+            __builtin_trap();
+        for (size_t i = 0; i < t->n; i++)
+            if ((size_t)t->names[i].off + t->names[i].len > t->len ||
+                (size_t)t->values[i].off + t->values[i].len > t->len)
+                __builtin_trap();
+    }
+    return 1;
+}
+
+static const px_h1_cbs_t cbs = {on_head, on_data, on_end};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -76,57 +96,66 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (addon_policy_load_buffer("fuzz", yaml, sizeof(yaml) - 1, &policy, err,
                                      sizeof(err)) != 0)
             return 0;
-        px_head_settings(&req_settings, &resp_settings, &body_settings);
     }
-    if (size < 2)
+    if (size < 3)
         return 0;
-    size_t split = data[0] % size;
-    size_t split2 = data[1];
-    const char *in = (const char *)data + 2;
-    size -= 2;
-    if (split > size)
-        split = size;
-    for (int type = 0; type < 2; type++) {
-        px_head_t h;
-        memset(&h, 0, sizeof(h));
-        llhttp_t p;
-        llhttp_init(&p, type == 0 ? HTTP_REQUEST : HTTP_RESPONSE,
-                    type == 0 ? &req_settings : &resp_settings);
-        const char *reason;
-        int rc = px_head_feed(&h, &p, in, split, &reason);
-        if (rc == 0)
-            rc = px_head_feed(&h, &p, in + split, size - split, &reason);
-        if (rc == 1) {
-            /* every span lies inside the buffer */
-            for (size_t i = 0; i < h.n; i++) {
-                if ((size_t)h.names[i].off + h.names[i].len > h.len ||
-                    (size_t)h.values[i].off + h.values[i].len > h.len)
+    state_t st;
+    memset(&st, 0, sizeof(st));
+    st.ctx.kind = (px_listener_kind_t)(data[2] % 4);
+    st.ctx.tls = data[2] & 4 ? 1 : 0;
+    st.ctx.sni = data[2] & 8 ? "a.test" : "";
+    st.ctx.tunnel = data[2] & 16 ? "api.test" : "";
+    st.ctx.tunnel_port = 8443;
+    st.ctx.orig_port = data[2] & 32 ? 8080 : 0;
+    const char *in = (const char *)data + 3;
+    size_t len = size - 3;
+    size_t cut1 = len ? data[0] % (len + 1) : 0;
+    size_t cut2 = cut1 + (len - cut1 ? data[1] % (len - cut1 + 1) : 0);
+    size_t cuts[4] = {0, cut1, cut2, len};
+    px_h1_t p;
+    px_h1_init(&p, 1, &cbs, &st);
+    char *keep = NULL; /* what a read did not take waits, as the client connection keeps it */
+    size_t klen = 0;
+    for (int i = 0; i < 3; i++) {
+        size_t n = cuts[i + 1] - cuts[i];
+        char *buf = malloc(klen + n + 1);
+        if (buf == NULL)
+            break;
+        if (klen > 0)
+            memcpy(buf, keep, klen);
+        if (n > 0)
+            memcpy(buf + klen, in + cuts[i], n);
+        free(keep);
+        keep = NULL;
+        size_t total = klen + n, off = 0;
+        klen = 0;
+        int failed = 0;
+        for (int guard = 0; guard < 64 && off < total; guard++) {
+            size_t used = 0;
+            if (px_h1_feed(&p, buf + off, total - off, &used) < 0) {
+                if (p.reason == NULL)
                     __builtin_trap();
+                failed = 1;
+                break;
             }
-            if ((size_t)h.url.off + h.url.len > h.len || h.head_end > h.len)
-                __builtin_trap();
-            int hi = px_head_find(&h, "host");
-            addon_policy_query_t q = {
-                .method = {"GET", 3},
-                .host = {hi >= 0 ? h.buf + h.values[hi].off : "", hi >= 0 ? h.values[hi].len : 0},
-                .path = {h.buf + h.url.off, h.url.len},
-                .port = 443,
-                .tls = 1,
-            };
-            addon_policy_decision_t d;
-            addon_policy_decide(policy, &q, &d);
-            char json[4096];
-            px_sbuf_t b;
-            px_sbuf_init(&b, json, sizeof(json));
-            px_sbuf_json_str(&b, q.path.base, q.path.len);
-            px_sbuf_json_str(&b, q.host.base, q.host.len);
-            /* the rest, in two reads of their own, through the body phase */
-            if (h.msg_start == 0 && h.head_end <= size)
-                body_phase(&h, &p, in + h.head_end, size - h.head_end, split2);
-        } else if (rc < 0 && reason == NULL) {
-            __builtin_trap(); /* every failure carries a reason */
+            off += used;
+            if (p.state == PX_H1_DONE || p.state == PX_H1_UPGRADED)
+                px_h1_next(&p); /* the next pipelined request */
+            else if (used == 0)
+                break;
         }
-        px_head_free(&h);
+        if (!failed && off < total) {
+            keep = malloc(total - off);
+            if (keep != NULL) {
+                memcpy(keep, buf + off, total - off);
+                klen = total - off;
+            }
+        }
+        free(buf);
+        if (failed)
+            break;
     }
+    free(keep);
+    px_h1_free(&p);
     return 0;
 }

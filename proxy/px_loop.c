@@ -1,0 +1,108 @@
+#include "proxy/px_loop.h"
+
+#include <stdlib.h>
+
+#include "proxy/px_err.h"
+
+#define PX__RBUF (64 * 1024)
+
+static void on_loop_check(uv_check_t *h)
+{
+    px_loop_t *l = h->data;
+    /* at most the calls queued before this turn: one that re-queues itself waits for the next
+     * turn instead of spinning here. Popped one at a time, so that any call may cancel (and
+     * free) any other. */
+    size_t budget = l->count;
+    while (budget-- > 0 && l->head != NULL) {
+        px_defer_t *d = l->head;
+        l->head = d->next;
+        if (l->head == NULL)
+            l->tail = NULL;
+        d->next = NULL;
+        d->queued = 0;
+        l->count--;
+        d->cb(d);
+    }
+    if (l->head == NULL && l->idle_on) {
+        uv_idle_stop(&l->idle);
+        l->idle_on = 0;
+    }
+}
+
+static void on_loop_idle(uv_idle_t *h)
+{
+    (void)h; /* only there so that poll does not block while calls wait */
+}
+
+int px_loop_init(px_loop_t *l, uv_loop_t *uv)
+{
+    l->uv = uv;
+    l->head = l->tail = NULL;
+    l->count = 0;
+    l->idle_on = 0;
+    l->rbuf_cap = l->tbuf_cap = PX__RBUF;
+    l->rbuf = malloc(l->rbuf_cap);
+    l->tbuf = malloc(l->tbuf_cap);
+    if (l->rbuf == NULL || l->tbuf == NULL) {
+        free(l->rbuf);
+        free(l->tbuf);
+        return PX_ENOMEM;
+    }
+    uv_check_init(uv, &l->check);
+    l->check.data = l;
+    uv_check_start(&l->check, on_loop_check);
+    uv_unref((uv_handle_t *)&l->check);
+    uv_idle_init(uv, &l->idle);
+    l->idle.data = l;
+    return 0;
+}
+
+void px_loop_close(px_loop_t *l)
+{
+    uv_check_stop(&l->check);
+    uv_close((uv_handle_t *)&l->check, NULL);
+    uv_idle_stop(&l->idle);
+    uv_close((uv_handle_t *)&l->idle, NULL);
+    free(l->rbuf);
+    free(l->tbuf);
+    l->rbuf = l->tbuf = NULL;
+}
+
+void px_defer(px_loop_t *l, px_defer_t *d, px_defer_cb cb)
+{
+    d->cb = cb;
+    if (d->queued)
+        return;
+    d->queued = 1;
+    d->next = NULL;
+    if (l->tail != NULL)
+        l->tail->next = d;
+    else
+        l->head = d;
+    l->tail = d;
+    l->count++;
+    if (!l->idle_on) {
+        uv_idle_start(&l->idle, on_loop_idle);
+        l->idle_on = 1;
+    }
+}
+
+void px_defer_cancel(px_loop_t *l, px_defer_t *d)
+{
+    if (!d->queued)
+        return;
+    d->queued = 0;
+    px_defer_t **p = &l->head;
+    px_defer_t *prev = NULL;
+    while (*p != NULL && *p != d) {
+        prev = *p;
+        p = &(*p)->next;
+    }
+    if (*p == d) {
+        *p = d->next;
+        if (l->tail == d)
+            l->tail = prev;
+        l->count--;
+    }
+    d->next = NULL;
+}

@@ -1,0 +1,47 @@
+/* A tunnel: bytes relayed unread between two ends (a CONNECT passthrough, a connection after
+ * 101 Switching Protocols), with backpressure both ways and half-closes passed on.
+ *
+ * Each end is an object that owns a socket (a client connection, an upstream connection). It
+ * gives the tunnel its operations and reports its socket's events with px_tunnel_* calls; the
+ * tunnel writes to the other end and stops reading an end whose peer's queue is full. The
+ * tunnel is freed when both ends let go of it (px_tunnel_release). */
+#ifndef PX_TUNNEL_H
+#define PX_TUNNEL_H
+
+#include <stddef.h>
+
+typedef struct px_tunnel px_tunnel_t;
+
+typedef struct px_tunnel_end {
+    void (*write)(void *end, const char *data, size_t len);
+    size_t (*queued)(void *end);
+    void (*read)(void *end, int on);   /* reading on or off */
+    void (*shutdown)(void *end);       /* half-close the write side once flushed */
+    void (*finish)(void *end);         /* close once flushed */
+    void (*close)(void *end);          /* close now */
+    void *end;
+} px_tunnel_end_t;
+
+/* A new tunnel with no ends yet. NULL when out of memory. */
+px_tunnel_t *px_tunnel_new(void);
+
+/* Attaches e (copied) as side (0 or 1). Once both are attached, both start reading. */
+void px_tunnel_attach(px_tunnel_t *t, int side, const px_tunnel_end_t *e);
+
+/* 1 when both ends are attached (data can flow). */
+int px_tunnel_ready(const px_tunnel_t *t);
+
+/* Bytes read by side (borrowed): they go to the other side. */
+void px_tunnel_data(px_tunnel_t *t, int side, const char *data, size_t len);
+
+/* side's read half ended (UV_EOF), or failed (anything else: both ends close). */
+void px_tunnel_eof(px_tunnel_t *t, int side, int err);
+
+/* side's queue drained below its low-water mark: the other side reads again. */
+void px_tunnel_drain(px_tunnel_t *t, int side);
+
+/* side's socket is gone (closed): the tunnel closes the other end and forgets this one. The
+ * last of the two frees the tunnel. */
+void px_tunnel_release(px_tunnel_t *t, int side);
+
+#endif
