@@ -15,7 +15,12 @@ Paths:
   /interim?n=N     N interim heads "HTTP/1.1 100 Continue" in one write, then 200 "ok"
   /early?status=S  answers S (413, 401, ...) with "early" as soon as the head is read, before
                    the body; then reads the body it was sent (Content-Length or chunked) and
-                   logs how much arrived; keeps the connection when the body was read whole
+                   logs how much arrived; keeps the connection when the body was read whole;
+                   with &close=1 it closes at once instead of reading the body
+  /expect          a request with Expect: 100-continue gets "100 Continue" first; then the body
+                   is read and the answer is "got N"
+  /expect-reject   answers 417 at once, never reading the body (a client that waits for 100
+                   never sends it)
   /echo-stream     chunked request body: answers at once with a chunked response, and echoes
                    each request chunk as a response chunk as it arrives
   /ok              200 "ok"
@@ -110,6 +115,10 @@ def serve(s, port):
         path = u.path
         if path == "/early":
             status = int(q.get("status", ["413"])[0])
+            if q.get("close", ["0"])[0] == "1":
+                s.sendall(b"HTTP/1.1 %d Early\r\nContent-Length: 5\r\nConnection: close\r\n\r\nearly" % status)
+                log("early close")
+                return
             s.sendall(b"HTTP/1.1 %d Early\r\nContent-Length: 5\r\n\r\nearly" % status)
             try:
                 n = c.body(hdrs)
@@ -118,6 +127,18 @@ def serve(s, port):
                 return
             log("body %d" % n)
             continue
+        if path == "/expect":
+            if hdrs.get(b"expect", b"").lower() == b"100-continue":
+                s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                log("sent 100")
+            n = c.body(hdrs)
+            body = b"got %d" % n
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            continue
+        if path == "/expect-reject":
+            s.sendall(b"HTTP/1.1 417 Expectation Failed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            log("rejected %s" % hdrs.get(b"expect", b"-").decode())
+            return
         if path == "/echo-stream":
             s.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
             while True:
