@@ -126,10 +126,10 @@ int audit_sugg_add(audit_sugg_t *s, const audit_req_t *r, const char *url, size_
         h->n_connect++;
         return 0;
     }
+    /* the query starts at the first '?' as sent; a decoded %3F belongs to the path */
     char path[AUDIT_PATH_MAX];
-    size_t dlen = audit__unquote(r->path, r->path_len, path);
-    const char *q = memchr(path, '?', dlen);
-    size_t plen = q != NULL ? (size_t)(q - path) : dlen;
+    const char *q = memchr(r->path, '?', r->path_len);
+    size_t plen = audit__unquote(r->path, q != NULL ? (size_t)(q - r->path) : r->path_len, path);
     h->query |= q != NULL;
     size_t keep = plen < AUDIT_SUGG_PREFIX_MAX ? plen : AUDIT_SUGG_PREFIX_MAX;
     if (!h->has_path) {
