@@ -6,11 +6,11 @@
 
 #include <stddef.h>
 
-#define AUDIT_DNS_LONG_NAME 64      /* a name this long or longer is flagged */
-#define AUDIT_DNS_LONG_LABEL 40     /* ... or one with a label this long */
-#define AUDIT_DNS_ENTROPY_MIN 16    /* characters needed before entropy means anything */
-#define AUDIT_DNS_ENTROPY_BITS 3.7  /* bits per character: random-looking text */
-#define AUDIT_DNS_SIBLINGS 10       /* never-requested names under one parent: flagged */
+#define AUDIT_DNS_LONG_NAME 64     /* a name this long or longer is flagged */
+#define AUDIT_DNS_LONG_LABEL 40    /* ... or one with a label this long */
+#define AUDIT_DNS_ENTROPY_MIN 16   /* characters needed before entropy means anything */
+#define AUDIT_DNS_ENTROPY_BITS 3.7 /* bits per character: random-looking text */
+#define AUDIT_DNS_SIBLINGS 10      /* never-requested names under one parent: flagged */
 
 enum {
     AUDIT_DNS_FLAG_LONG = 1,

@@ -10,10 +10,9 @@
 #define AUDIT__TRUNC_MARK " ...(truncated)"
 
 static const signed char audit__hex[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
-    ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
-    ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
-    ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
 int audit_str_eq(audit_str_t a, const char *b)
@@ -229,8 +228,7 @@ static int audit__access_rest(audit_str_t r, audit_line_t *out)
             return PX_EPARSE;
         audit_str_t in = {r.base + 2, (size_t)(close - r.base - 2)};
         unsigned long v;
-        if (audit__starts(in, "masked: ") &&
-            audit__digits(audit__skip(in, 8), 1000000, &v) == 0)
+        if (audit__starts(in, "masked: ") && audit__digits(audit__skip(in, 8), 1000000, &v) == 0)
             out->masked = (unsigned)v;
         else if (audit__starts(in, "dropped: ") &&
                  audit__digits(audit__skip(in, 9), 1000000, &v) == 0)
@@ -314,8 +312,7 @@ static int audit__method_url_paren(audit_str_t s, audit_line_t *out)
     s = audit__skip(s, 1);
     out->url_text = audit__word(s);
     s = audit__skip(s, out->url_text.len);
-    if (out->url_text.len == 0 || s.len < 3 || !audit__starts(s, " (") ||
-        s.base[s.len - 1] != ')')
+    if (out->url_text.len == 0 || s.len < 3 || !audit__starts(s, " (") || s.base[s.len - 1] != ')')
         return PX_EPARSE;
     out->reason.base = s.base + 2;
     out->reason.len = s.len - 3;
@@ -381,15 +378,13 @@ static int audit__dispatch(audit_str_t s, audit_line_t *out)
         out->kind = AUDIT_LINE_TASK_START;
         return 0;
     }
-    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") ||
-        audit__starts(s, "ERROR "))
+    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") || audit__starts(s, "ERROR "))
         return audit__access(s, out);
     if (audit__starts(s, "DNS "))
         return audit__dns(s, out);
     if (audit__starts(s, "STRIPPED header ")) {
         audit_str_t r = audit__skip(s, 16);
-        if (audit__quoted(&r, &out->header, " from ") != 0 ||
-            audit__method_url_paren(r, out) != 0)
+        if (audit__quoted(&r, &out->header, " from ") != 0 || audit__method_url_paren(r, out) != 0)
             return audit__fail(out, "bad STRIPPED line");
         out->kind = AUDIT_LINE_STRIPPED;
         return 0;
@@ -420,8 +415,7 @@ static int audit__dispatch(audit_str_t s, audit_line_t *out)
         audit_str_t r = audit__skip(s, 13);
         out->text = audit__word(r);
         r = audit__skip(r, out->text.len);
-        if (out->text.len == 0 || r.len < 3 || !audit__starts(r, " (") ||
-            r.base[r.len - 1] != ')')
+        if (out->text.len == 0 || r.len < 3 || !audit__starts(r, " (") || r.base[r.len - 1] != ')')
             return audit__fail(out, "bad TLS REJECTED line");
         out->reason.base = r.base + 2;
         out->reason.len = r.len - 3;

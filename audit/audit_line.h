@@ -54,12 +54,12 @@ typedef struct audit_url {
 
 typedef struct audit_line {
     audit_line_kind_t kind;
-    const char *why;   /* MALFORMED: a short static reason */
-    int truncated;     /* the proxy cut the line (" ...(truncated)"); kept as is below */
+    const char *why; /* MALFORMED: a short static reason */
+    int truncated;   /* the proxy cut the line (" ...(truncated)"); kept as is below */
 
     /* ACCESS (method and url also for STRIPPED and COLLAPSED) */
     audit_verdict_t verdict;
-    audit_str_t method; /* "-" when the proxy never read one */
+    audit_str_t method;   /* "-" when the proxy never read one */
     audit_str_t url_text; /* as logged; "-" when none */
     audit_url_t url;
     int status;        /* 100..999, or -1 when the line carries an error text instead */

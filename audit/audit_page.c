@@ -66,10 +66,10 @@ static int audit__by_blocked_host(const void *a, const void *b)
     const audit_rep_group_t *x = audit_tab_at(audit__st, *(const size_t *)a, &ka, NULL);
     const audit_rep_group_t *y = audit_tab_at(audit__st, *(const size_t *)b, &kb, NULL);
     size_t la = strcspn(ka, "\x01"), lb = strcspn(kb, "\x01");
-    const audit_rep_host_t *ha = audit_tab_get((audit_tab_t *)audit__hosts_for_sort, ka, la, 0,
-                                               NULL);
-    const audit_rep_host_t *hb = audit_tab_get((audit_tab_t *)audit__hosts_for_sort, kb, lb, 0,
-                                               NULL);
+    const audit_rep_host_t *ha =
+        audit_tab_get((audit_tab_t *)audit__hosts_for_sort, ka, la, 0, NULL);
+    const audit_rep_host_t *hb =
+        audit_tab_get((audit_tab_t *)audit__hosts_for_sort, kb, lb, 0, NULL);
     unsigned long ba = ha != NULL ? ha->blocked : 0, bb = hb != NULL ? hb->blocked : 0;
     if (ba != bb)
         return ba > bb ? -1 : 1;
@@ -100,16 +100,18 @@ static void audit__example(FILE *out, const audit_rep_group_t *g)
 static void audit__more(FILE *out, size_t shown, size_t n, const char *what)
 {
     if (n > shown)
-        fprintf(out, "<p class=\"note\">%zu more %s not shown (the %d with the most requests "
-                     "are).</p>\n",
+        fprintf(out,
+                "<p class=\"note\">%zu more %s not shown (the %d with the most requests "
+                "are).</p>\n",
                 n - shown, what, AUDIT_REPORT_ROWS_MAX);
 }
 
 static void audit__refused(FILE *out, const audit_tab_t *t, const char *what)
 {
     if (audit_tab_refused(t) > 0)
-        fprintf(out, "<p class=\"note cap\">%lu %s beyond the first %zu were counted in the "
-                     "totals only (memory cap).</p>\n",
+        fprintf(out,
+                "<p class=\"note cap\">%lu %s beyond the first %zu were counted in the "
+                "totals only (memory cap).</p>\n",
                 audit_tab_refused(t), what, audit_tab_max(t));
 }
 
@@ -131,10 +133,10 @@ static void audit__timeline(const audit_report_t *r, FILE *out)
             "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
             "height=\"%d\" viewBox=\"0 0 %d %d\" data-bars=\"%lu\" data-per-bar=\"%lu\" "
             "data-max=\"%lu\" role=\"img\" aria-label=\"requests over the log\">\n",
-            AUDIT__SVG_W, AUDIT__SVG_H + 20, AUDIT__SVG_W, AUDIT__SVG_H + 20, used, r->width,
-            top);
-    fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" "
-                 "stroke=\"#ddd\"/>\n",
+            AUDIT__SVG_W, AUDIT__SVG_H + 20, AUDIT__SVG_W, AUDIT__SVG_H + 20, used, r->width, top);
+    fprintf(out,
+            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" "
+            "stroke=\"#ddd\"/>\n",
             AUDIT__SVG_W, AUDIT__SVG_H);
     double bw = used > 0 ? (double)AUDIT__SVG_W / (double)used : AUDIT__SVG_W;
     for (unsigned long i = 0; i < used; i++) {
@@ -147,8 +149,7 @@ static void audit__timeline(const audit_report_t *r, FILE *out)
                 "<g class=\"bar\" data-allowed=\"%lu\" data-blocked=\"%lu\" "
                 "data-errors=\"%lu\"><title>requests %lu-%lu: %lu allowed, %lu blocked, %lu "
                 "errors</title>",
-                b->allowed, b->blocked, b->errors, first, last, b->allowed, b->blocked,
-                b->errors);
+                b->allowed, b->blocked, b->errors, first, last, b->allowed, b->blocked, b->errors);
         const unsigned long parts[3] = {b->allowed, b->blocked, b->errors};
         static const char *const colors[3] = {"#2e7d32", "#c62828", "#ef6c00"};
         for (int k = 0; k < 3; k++) {
@@ -156,16 +157,18 @@ static void audit__timeline(const audit_report_t *r, FILE *out)
                 continue;
             double h = (double)parts[k] * (AUDIT__SVG_H - 10) / (double)top;
             y -= h;
-            fprintf(out, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                         "fill=\"%s\"/>",
+            fprintf(out,
+                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                    "fill=\"%s\"/>",
                     x, y, bw > 2 ? bw - 1 : bw, h, colors[k]);
         }
         fputs("</g>\n", out);
     }
     for (size_t t = 0; t < r->ntasks && used > 0; t++) {
         double x = (double)r->tasks[t].at / (double)(used * r->width) * AUDIT__SVG_W;
-        fprintf(out, "<line class=\"task\" x1=\"%.2f\" y1=\"0\" x2=\"%.2f\" y2=\"%d\" "
-                     "stroke=\"#333\" stroke-dasharray=\"4 3\"><title>TASK START ",
+        fprintf(out,
+                "<line class=\"task\" x1=\"%.2f\" y1=\"0\" x2=\"%.2f\" y2=\"%d\" "
+                "stroke=\"#333\" stroke-dasharray=\"4 3\"><title>TASK START ",
                 x, x, AUDIT__SVG_H);
         audit_html_escs(out, r->tasks[t].ts);
         fputs("</title></line>\n", out);
@@ -188,8 +191,9 @@ static void audit__hosts(const audit_report_t *r, FILE *out)
     if (idx == NULL)
         return;
     size_t n = audit_tab_count(r->hosts);
-    fprintf(out, "<p class=\"note\">%zu host%s. The network log records no sizes, so bytes "
-                 "are not known.</p>\n",
+    fprintf(out,
+            "<p class=\"note\">%zu host%s. The network log records no sizes, so bytes "
+            "are not known.</p>\n",
             n, n == 1 ? "" : "s");
     fputs("<table id=\"hosts\"><tr><th>host</th><th class=\"n\">requests</th>"
           "<th class=\"n\">allowed</th><th class=\"n\">blocked</th><th class=\"n\">errors</th>"
@@ -243,8 +247,9 @@ static void audit__blocked(const audit_report_t *r, FILE *out)
     if (idx == NULL)
         return;
     if (r->unallowable > 0)
-        fprintf(out, "<p class=\"note\">%lu blocked request%s failed a pre-check that no "
-                     "allowlist entry can lift; they get no suggestion.</p>\n",
+        fprintf(out,
+                "<p class=\"note\">%lu blocked request%s failed a pre-check that no "
+                "allowlist entry can lift; they get no suggestion.</p>\n",
                 r->unallowable, r->unallowable == 1 ? "" : "s");
     size_t shown = n < AUDIT_REPORT_ROWS_MAX ? n : AUDIT_REPORT_ROWS_MAX;
     const char *cur = NULL;
@@ -280,8 +285,7 @@ static void audit__blocked(const audit_report_t *r, FILE *out)
         fprintf(out, "%s</td><td>", g->more_methods ? ", ..." : "");
         audit_html_escs(out, g->reason);
         if (g->other_reasons > 0)
-            fprintf(out, " <span class=\"note\">(%lu with other reasons)</span>",
-                    g->other_reasons);
+            fprintf(out, " <span class=\"note\">(%lu with other reasons)</span>", g->other_reasons);
         audit__example(out, g);
         fputs("</td></tr>\n", out);
     }
@@ -501,8 +505,7 @@ void audit_report_write_html(audit_report_t *r, FILE *out, const char *title)
     audit__total_row(out, "total-stripped", "STRIPPED", r->stripped, NULL);
     audit__total_row(out, "total-collapsed", "COLLAPSED", r->collapsed, NULL);
     audit__total_row(out, "total-warnings", "WARNING", r->warnings, NULL);
-    audit__total_row(out, "total-unread", "lines not read", audit_named_total(r->malformed),
-                     NULL);
+    audit__total_row(out, "total-unread", "lines not read", audit_named_total(r->malformed), NULL);
     fputs("</table>\n<h2>Timeline</h2>\n", out);
     audit__timeline(r, out);
     fputs("<h2>Hosts</h2>\n", out);

@@ -1,5 +1,6 @@
 /* Path patterns for grouping requests in the audit outputs: "/repos/17/pulls/3?x=1" and
- * "/repos/18/pulls/9" both read "/repos/ID/pulls/ID?Q" with ID written '*' and Q '*'. A segment is an identifier (written
+ * "/repos/18/pulls/9" both read "/repos/ID/pulls/ID?Q" with ID written '*' and Q '*'. A segment is
+ * an identifier (written
  * '*') when it is all digits, 8+ hex digits and dashes (ids, UUIDs, hashes), or a 20+ byte
  * token mixing letters and digits. The query becomes "?*". Display only: never a policy
  * pattern. */

@@ -27,8 +27,8 @@ int audit_read_file(const char *path, audit_line_cb cb, void *arg, char *err, si
         snprintf(err, errlen, "out of memory");
         return PX_ENOMEM;
     }
-    size_t have = 0;      /* bytes of the current partial line in buf[0..have) */
-    int skipping = 0;     /* inside an over-long line: drop bytes up to its newline */
+    size_t have = 0;  /* bytes of the current partial line in buf[0..have) */
+    int skipping = 0; /* inside an over-long line: drop bytes up to its newline */
     unsigned long lineno = 0;
     int rc = 0;
     for (;;) {

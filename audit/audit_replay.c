@@ -26,8 +26,8 @@ struct audit_replay {
     const char *policy_name;
     unsigned long files;
     unsigned long lines;
-    unsigned long known;     /* lines of a kind airlock writes */
-    unsigned long requests;  /* access lines */
+    unsigned long known;    /* lines of a kind airlock writes */
+    unsigned long requests; /* access lines */
     unsigned long redecided;
     unsigned long to_blocked;
     unsigned long to_allowed;
@@ -36,8 +36,8 @@ struct audit_replay {
     unsigned long changes_dropped;
     const addon_replacements_t *repl;
     const char *repl_name;
-    unsigned long cred_lost;  /* allowed, credential swapped then, no entry covers it now */
-    audit_tab_t *cred;        /* ... by host */
+    unsigned long cred_lost; /* allowed, credential swapped then, no entry covers it now */
+    audit_tab_t *cred;       /* ... by host */
     audit_tab_t *not_redecided;
     audit_tab_t *malformed;
     audit_req_t req; /* scratch: 16 KiB, kept off the stack */
@@ -55,8 +55,7 @@ audit_replay_t *audit_replay_new(const addon_policy_t *policy, const char *polic
     r->not_redecided = audit_named_new(AUDIT_REPLAY_NAMED_MAX);
     r->cred = audit_named_new(AUDIT_REPLAY_NAMED_MAX);
     r->malformed = audit_named_new(AUDIT_REPLAY_NAMED_MAX);
-    if (r->changes == NULL || r->not_redecided == NULL || r->malformed == NULL ||
-        r->cred == NULL) {
+    if (r->changes == NULL || r->not_redecided == NULL || r->malformed == NULL || r->cred == NULL) {
         audit_replay_free(r);
         return NULL;
     }
@@ -138,8 +137,8 @@ static void audit__change(audit_replay_t *r, const audit_line_t *l, int now, con
     c->count++;
 }
 
-int audit_replay_line(audit_replay_t *r, const char *file, unsigned long lineno,
-                      const char *line, size_t len, int overlong)
+int audit_replay_line(audit_replay_t *r, const char *file, unsigned long lineno, const char *line,
+                      size_t len, int overlong)
 {
     r->lines++;
     if (overlong) {
@@ -219,14 +218,13 @@ static void audit__write_changes(const audit_replay_t *r, FILE *out, char dir, c
             last_host[hl] = '\0';
             first = 0;
         }
-        fprintf(out, "    %6lu  %s %.*s\n", c->count, method + 1, (int)(method - pat - 1),
-                pat + 1);
+        fprintf(out, "    %6lu  %s %.*s\n", c->count, method + 1, (int)(method - pat - 1), pat + 1);
         fprintf(out, "            now: %s\n", c->why);
         if (c->other_reasons > 0)
             fprintf(out, "            (%lu of them decided by another entry or reason)\n",
                     c->other_reasons);
-        fprintf(out, "            was: %s:%lu: %s\n", c->file != NULL ? c->file : "-",
-                c->lineno, c->example);
+        fprintf(out, "            was: %s:%lu: %s\n", c->file != NULL ? c->file : "-", c->lineno,
+                c->example);
     }
 }
 

@@ -31,8 +31,8 @@ void audit_replay_set_replacements(audit_replay_t *r, const struct addon_replace
 
 /* Feeds one line of file (borrowed; the name is kept for examples, so it must live as long
  * as r). Arguments as audit_line_cb. Returns 0. */
-int audit_replay_line(audit_replay_t *r, const char *file, unsigned long lineno,
-                      const char *line, size_t len, int overlong);
+int audit_replay_line(audit_replay_t *r, const char *file, unsigned long lineno, const char *line,
+                      size_t len, int overlong);
 
 /* Marks the start of the next file (for the per-file line counts). */
 void audit_replay_file(audit_replay_t *r, const char *file);

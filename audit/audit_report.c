@@ -243,8 +243,7 @@ static void audit__access(audit_report_t *r, const audit_line_t *l, const char *
         if (l->status < 0)
             snprintf(cause, sizeof(cause), "%.*s", (int)l->tail.len, l->tail.base);
         else
-            snprintf(cause, sizeof(cause), "%d %.*s", l->status, (int)l->tail.len,
-                     l->tail.base);
+            snprintf(cause, sizeof(cause), "%d %.*s", l->status, (int)l->tail.len, l->tail.base);
         audit__group(r->causes, cause, strlen(cause), file, lineno, line, len, NULL);
     }
 }
@@ -274,8 +273,8 @@ static void audit__dns(audit_report_t *r, const audit_line_t *l)
         d->types |= 4;
 }
 
-int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno,
-                      const char *line, size_t len, int overlong)
+int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno, const char *line,
+                      size_t len, int overlong)
 {
     r->lines++;
     if (overlong) {
@@ -312,8 +311,8 @@ int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno,
         else
             r->collapsed++;
         kn = snprintf(key, sizeof(key), "%s\x01%.*s\x01%.*s",
-                      l.kind == AUDIT_LINE_STRIPPED ? "STRIPPED" : "COLLAPSED",
-                      (int)l.header.len, l.header.base, (int)(l.url.ok ? l.url.host.len : 1),
+                      l.kind == AUDIT_LINE_STRIPPED ? "STRIPPED" : "COLLAPSED", (int)l.header.len,
+                      l.header.base, (int)(l.url.ok ? l.url.host.len : 1),
                       l.url.ok ? l.url.host.base : "-");
         if (kn > 0 && (size_t)kn < sizeof(key))
             audit__group(r->creds, key, (size_t)kn, file, lineno, line, len, NULL);

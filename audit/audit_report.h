@@ -21,8 +21,8 @@ void audit_report_free(audit_report_t *r);
 void audit_report_file(audit_report_t *r, const char *file);
 
 /* As audit_line_cb. Returns 0. */
-int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno,
-                      const char *line, size_t len, int overlong);
+int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno, const char *line,
+                      size_t len, int overlong);
 
 /* Lines recognized as network-log lines. */
 unsigned long audit_report_known_lines(const audit_report_t *r);

@@ -9,16 +9,16 @@
 #include "audit/audit_sugg.h"
 #include "audit/audit_tab.h"
 
-#define AUDIT_REPORT_HOSTS_MAX 20000   /* distinct request hosts */
-#define AUDIT_REPORT_GROUPS_MAX 20000  /* distinct blocked (host, path pattern) groups */
-#define AUDIT_REPORT_CAUSES_MAX 2000   /* distinct error causes, TLS, credential, warning keys */
-#define AUDIT_REPORT_DNS_MAX 50000     /* distinct DNS names */
-#define AUDIT_REPORT_BUCKETS 120       /* timeline bars */
-#define AUDIT_REPORT_TASKS_MAX 1000    /* TASK START marks kept */
+#define AUDIT_REPORT_HOSTS_MAX 20000  /* distinct request hosts */
+#define AUDIT_REPORT_GROUPS_MAX 20000 /* distinct blocked (host, path pattern) groups */
+#define AUDIT_REPORT_CAUSES_MAX 2000  /* distinct error causes, TLS, credential, warning keys */
+#define AUDIT_REPORT_DNS_MAX 50000    /* distinct DNS names */
+#define AUDIT_REPORT_BUCKETS 120      /* timeline bars */
+#define AUDIT_REPORT_TASKS_MAX 1000   /* TASK START marks kept */
 #define AUDIT_REPORT_FILES_MAX 256
-#define AUDIT_REPORT_ROWS_MAX 500      /* rows shown per table; the rest is summed up */
-#define AUDIT_REPORT_EXAMPLE_MAX 200   /* bytes of an example line */
-#define AUDIT_REPORT_REASON_MAX 300    /* bytes of a reason */
+#define AUDIT_REPORT_ROWS_MAX 500    /* rows shown per table; the rest is summed up */
+#define AUDIT_REPORT_EXAMPLE_MAX 200 /* bytes of an example line */
+#define AUDIT_REPORT_REASON_MAX 300  /* bytes of a reason */
 
 typedef struct audit_rep_bucket {
     unsigned long allowed, blocked, errors;
@@ -37,7 +37,7 @@ typedef struct audit_rep_host {
 /* A blocked group, key "host\x01pattern"; also the value of the "example" tables. */
 typedef struct audit_rep_group {
     unsigned long count;
-    char methods[64];  /* "GET, POST" (distinct, as they come, capped) */
+    char methods[64]; /* "GET, POST" (distinct, as they come, capped) */
     int more_methods;
     const char *file;
     unsigned long lineno;
@@ -49,7 +49,7 @@ typedef struct audit_rep_group {
 
 typedef struct audit_rep_dns {
     unsigned long count;
-    unsigned types;  /* 1 A, 2 AAAA, 4 other */
+    unsigned types; /* 1 A, 2 AAAA, 4 other */
 } audit_rep_dns_t;
 
 struct audit_report {
@@ -66,11 +66,11 @@ struct audit_report {
     size_t ntasks;
     audit_tab_t *hosts;
     audit_tab_t *groups;
-    audit_tab_t *causes;   /* ERROR lines by cause */
-    audit_tab_t *tls;      /* TLS REJECTED by host and reason */
-    audit_tab_t *creds;    /* STRIPPED/COLLAPSED by kind, header and host */
-    audit_tab_t *warns;    /* WARNING lines by text */
-    audit_tab_t *dns;      /* names queried */
+    audit_tab_t *causes; /* ERROR lines by cause */
+    audit_tab_t *tls;    /* TLS REJECTED by host and reason */
+    audit_tab_t *creds;  /* STRIPPED/COLLAPSED by kind, header and host */
+    audit_tab_t *warns;  /* WARNING lines by text */
+    audit_tab_t *dns;    /* names queried */
     audit_tab_t *malformed;
     audit_sugg_t *sugg;
     unsigned long unallowable; /* blocked requests no entry can allow */

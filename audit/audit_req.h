@@ -17,14 +17,14 @@
 #define AUDIT_WHY_MAX 1024            /* a decision's explanation */
 
 typedef struct audit_req {
-    int redecidable;      /* 1: the fields below are set */
-    const char *not_why;  /* else why not (static text) */
-    int then_allowed;     /* the allowlist let it through when it was logged */
-    int connect;          /* an explicit-proxy CONNECT (decided on host and port only) */
+    int redecidable;     /* 1: the fields below are set */
+    const char *not_why; /* else why not (static text) */
+    int then_allowed;    /* the allowlist let it through when it was logged */
+    int connect;         /* an explicit-proxy CONNECT (decided on host and port only) */
     char method[AUDIT_METHOD_MAX + 1];
     char host[AUDIT_HOST_MAX + 1]; /* unescaped, lowercased, no trailing dot, no brackets */
     size_t host_len;
-    char path[AUDIT_PATH_MAX];     /* unescaped path + query, as the client sent it */
+    char path[AUDIT_PATH_MAX]; /* unescaped path + query, as the client sent it */
     size_t path_len;
     uint16_t port;
     int tls;

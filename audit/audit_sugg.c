@@ -10,10 +10,10 @@
 typedef struct audit__sh {
     unsigned long n;
     unsigned long n_connect;
-    int has_path;   /* at least one request with a path (not CONNECT) */
-    int same;       /* every path (query aside) equals prefix */
-    int query;      /* some path had a query */
-    int boundary;   /* every path ends or has '/' right after the prefix */
+    int has_path; /* at least one request with a path (not CONNECT) */
+    int same;     /* every path (query aside) equals prefix */
+    int query;    /* some path had a query */
+    int boundary; /* every path ends or has '/' right after the prefix */
     size_t prefix_len;
     char prefix[AUDIT_SUGG_PREFIX_MAX];
     char methods[AUDIT_SUGG_METHODS_MAX][AUDIT_METHOD_MAX + 1];
@@ -318,7 +318,6 @@ size_t audit_sugg_entry(const audit_sugg_t *s, size_t i, char *buf, size_t len)
         addon_out_put(&o, "]\n", 2);
     }
     if (h->ports_over > 0)
-        addon_out_fmt(&o, "    # %lu request(s) on further ports are not covered\n",
-                      h->ports_over);
+        addon_out_fmt(&o, "    # %lu request(s) on further ports are not covered\n", h->ports_over);
     return o.pos;
 }

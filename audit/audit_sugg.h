@@ -12,11 +12,11 @@
 
 #include "audit/audit_req.h"
 
-#define AUDIT_SUGG_HOSTS_MAX 8192   /* hosts with suggestions */
-#define AUDIT_SUGG_PREFIX_MAX 1024  /* bytes of a path prefix kept */
-#define AUDIT_SUGG_METHODS_MAX 8    /* more distinct methods: the entry allows any */
-#define AUDIT_SUGG_PORTS_MAX 32     /* distinct non-default ports listed per host */
-#define AUDIT_SUGG_EXAMPLE_MAX 160  /* bytes of the example URL in the comment */
+#define AUDIT_SUGG_HOSTS_MAX 8192        /* hosts with suggestions */
+#define AUDIT_SUGG_PREFIX_MAX 1024       /* bytes of a path prefix kept */
+#define AUDIT_SUGG_METHODS_MAX 8         /* more distinct methods: the entry allows any */
+#define AUDIT_SUGG_PORTS_MAX 32          /* distinct non-default ports listed per host */
+#define AUDIT_SUGG_EXAMPLE_MAX 160       /* bytes of the example URL in the comment */
 #define AUDIT_SUGG_ENTRY_MAX (16 * 1024) /* one entry's YAML */
 
 typedef struct audit_sugg audit_sugg_t;

@@ -15,7 +15,7 @@ struct audit_suggest {
     audit_sugg_t *sugg;
     unsigned long lines;
     unsigned long known;
-    unsigned long blocked; /* requests considered */
+    unsigned long blocked;    /* requests considered */
     audit_tab_t *unallowable; /* blocked, but no entry can allow them */
     audit_tab_t *skipped;     /* blocked lines not re-decidable, hosts not suggestible */
     audit_tab_t *malformed;
@@ -54,8 +54,8 @@ void audit_suggest_free(audit_suggest_t *s)
     free(s);
 }
 
-int audit_suggest_line(audit_suggest_t *s, const char *file, unsigned long lineno,
-                       const char *line, size_t len, int overlong)
+int audit_suggest_line(audit_suggest_t *s, const char *file, unsigned long lineno, const char *line,
+                       size_t len, int overlong)
 {
     s->lines++;
     if (overlong) {
@@ -76,8 +76,8 @@ int audit_suggest_line(audit_suggest_t *s, const char *file, unsigned long linen
             audit_named_add(s->skipped, s->req.not_why, file, lineno, line, len);
         return 0;
     }
-    int blocked = s->current != NULL ? !audit_req_decide(s->current, &s->req, NULL, 0)
-                                     : !s->req.then_allowed;
+    int blocked =
+        s->current != NULL ? !audit_req_decide(s->current, &s->req, NULL, 0) : !s->req.then_allowed;
     if (!blocked)
         return 0;
     s->blocked++;
@@ -86,8 +86,8 @@ int audit_suggest_line(audit_suggest_t *s, const char *file, unsigned long linen
         return 0;
     }
     if (audit_sugg_add(s->sugg, &s->req, l.url_text.base, l.url_text.len) != 0)
-        audit_named_add(s->skipped, "host not written as a plain pattern, or too many hosts",
-                        file, lineno, line, len);
+        audit_named_add(s->skipped, "host not written as a plain pattern, or too many hosts", file,
+                        lineno, line, len);
     return 0;
 }
 
@@ -138,7 +138,6 @@ void audit_suggest_write(const audit_suggest_t *s, FILE *out)
         }
     }
     audit__comments(s->unallowable, "not suggested: blocked requests no entry can allow", out);
-    audit__comments(s->skipped, "not suggested: blocked lines not decided by the allowlist",
-                    out);
+    audit__comments(s->skipped, "not suggested: blocked lines not decided by the allowlist", out);
     audit__comments(s->malformed, "lines not read", out);
 }

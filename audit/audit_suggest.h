@@ -17,8 +17,8 @@ audit_suggest_t *audit_suggest_new(const addon_policy_t *current);
 void audit_suggest_free(audit_suggest_t *s);
 
 /* As audit_line_cb; file is kept for examples (must outlive s). Returns 0. */
-int audit_suggest_line(audit_suggest_t *s, const char *file, unsigned long lineno,
-                       const char *line, size_t len, int overlong);
+int audit_suggest_line(audit_suggest_t *s, const char *file, unsigned long lineno, const char *line,
+                       size_t len, int overlong);
 
 /* Writes the YAML (a valid allowlist document: comments and url_prefixes). */
 void audit_suggest_write(const audit_suggest_t *s, FILE *out);

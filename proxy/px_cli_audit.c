@@ -67,8 +67,7 @@ static const char px__suggest_help[] =
 
 int px_cli_audit_handles(const char *cmd)
 {
-    return strcmp(cmd, "replay") == 0 || strcmp(cmd, "report") == 0 ||
-           strcmp(cmd, "suggest") == 0;
+    return strcmp(cmd, "replay") == 0 || strcmp(cmd, "report") == 0 || strcmp(cmd, "suggest") == 0;
 }
 
 typedef struct px__audit_args {
@@ -182,8 +181,8 @@ static int px__audit_feed_all(const char *cmd, const px__audit_args_t *a, px__au
     return 0;
 }
 
-static int px__replay_feed(void *t, const char *file, unsigned long n, const char *line,
-                           size_t len, int overlong)
+static int px__replay_feed(void *t, const char *file, unsigned long n, const char *line, size_t len,
+                           int overlong)
 {
     return audit_replay_line(t, file, n, line, len, overlong);
 }
@@ -289,8 +288,8 @@ static int px__cmd_suggest(int argc, char **argv)
     return rc;
 }
 
-static int px__report_feed(void *t, const char *file, unsigned long n, const char *line,
-                           size_t len, int overlong)
+static int px__report_feed(void *t, const char *file, unsigned long n, const char *line, size_t len,
+                           int overlong)
 {
     return audit_report_line(t, file, n, line, len, overlong);
 }

@@ -26,7 +26,7 @@ typedef struct access_case {
     audit_verdict_t verdict;
     const char *method;
     int status;
-    const char *host;   /* NULL: the URL is not read */
+    const char *host; /* NULL: the URL is not read */
     unsigned port;
     const char *path;
     const char *tail;
@@ -55,10 +55,10 @@ static const access_case_t access_cases[] = {
      "pinned.example.com", 443, "", "", 0},
     {"allowed GET http://plain.test:8080/x?a=1&b=%20 -> 200", AUDIT_ALLOWED, "GET", 200,
      "plain.test", 8080, "/x?a=1&b=%20", "", 0},
-    {"allowed GET http://plain.test/ -> 200", AUDIT_ALLOWED, "GET", 200, "plain.test", 80, "/",
-     "", 0},
-    {"allowed GET https://[::1]:8443/v6 -> 200", AUDIT_ALLOWED, "GET", 200, "::1", 8443, "/v6",
-     "", 0},
+    {"allowed GET http://plain.test/ -> 200", AUDIT_ALLOWED, "GET", 200, "plain.test", 80, "/", "",
+     0},
+    {"allowed GET https://[::1]:8443/v6 -> 200", AUDIT_ALLOWED, "GET", 200, "::1", 8443, "/v6", "",
+     0},
     {"allowed OPTIONS http://h.test* -> 200", AUDIT_ALLOWED, "OPTIONS", 200, "h.test", 80, "*", "",
      0},
     {"allowed GET http://h.test?q=1 -> 200", AUDIT_ALLOWED, "GET", 200, "h.test", 80, "?q=1", "",
@@ -73,9 +73,8 @@ static const access_case_t access_cases[] = {
      0},
     {"ERROR GET https://h.test/ -> client connection lost", AUDIT_ERROR, "GET", -1, "h.test", 443,
      "/", "client connection lost", 0},
-    {"BLOCKED CONNECT p.test:443 -> 403 (host mismatch: connect=p.test, sni=q.test)",
-     AUDIT_BLOCKED, "CONNECT", 403, "p.test", 443, "", "host mismatch: connect=p.test, sni=q.test",
-     0},
+    {"BLOCKED CONNECT p.test:443 -> 403 (host mismatch: connect=p.test, sni=q.test)", AUDIT_BLOCKED,
+     "CONNECT", 403, "p.test", 443, "", "host mismatch: connect=p.test, sni=q.test", 0},
 };
 
 static void test_audit_line_access(void **state)
@@ -264,7 +263,10 @@ static void test_audit_line_unescape(void **state)
     audit_str_t s = {"/a\\x1bb\\x7f\\xff", 15};
     size_t n = audit_unescape(s, out, sizeof(out));
     assert_int_equal(n, 6);
-    assert_memory_equal(out, "/a\x1b" "b\x7f\xff", 6);
+    assert_memory_equal(out,
+                        "/a\x1b"
+                        "b\x7f\xff",
+                        6);
     /* a printable byte is never escaped by the log: "\x41" is a literal backslash sequence */
     audit_str_t lit = {"/\\x41\\q\\x4", 10};
     n = audit_unescape(lit, out, sizeof(out));
@@ -284,9 +286,9 @@ static void test_audit_line_url(void **state)
 {
     (void)state;
     audit_url_t u;
-    static const char *const bad[] = {"ftp://h/", "https://", "https:///x", "https://h:0/",
-                                      "https://h:99999/", "https://h:8a/", "https://[::1/x",
-                                      "https://[]/x", "https://h", "https://a:b:c/"};
+    static const char *const bad[] = {
+        "ftp://h/",      "https://",       "https:///x",   "https://h:0/", "https://h:99999/",
+        "https://h:8a/", "https://[::1/x", "https://[]/x", "https://h",    "https://a:b:c/"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         audit_str_t s = {bad[i], strlen(bad[i])};
         if (audit_url_parse(s, 0, &u) == 0)

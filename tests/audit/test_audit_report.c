@@ -109,8 +109,9 @@ static void bar_sums(const char *h, unsigned long *a, unsigned long *b, unsigned
     const char *p = h;
     while ((p = strstr(p, "<g class=\"bar\" data-allowed=\"")) != NULL) {
         unsigned long x, y, z;
-        assert_int_equal(sscanf(p, "<g class=\"bar\" data-allowed=\"%lu\" data-blocked=\"%lu\" "
-                                   "data-errors=\"%lu\"",
+        assert_int_equal(sscanf(p,
+                                "<g class=\"bar\" data-allowed=\"%lu\" data-blocked=\"%lu\" "
+                                "data-errors=\"%lu\"",
                                 &x, &y, &z),
                          3);
         *a += x;
@@ -135,8 +136,13 @@ static void test_audit_report_timeline(void **state)
             audit_report_line(r, "big.log", i, line, strlen(line), 0);
         }
         snprintf(line, sizeof(line), "%s GET https://h%lu.test/x -> %s",
-                 k == 0 ? "allowed" : k == 1 ? "BLOCKED" : "ERROR", i % 50,
-                 k == 0 ? "200" : k == 1 ? "403" : "boom");
+                 k == 0   ? "allowed"
+                 : k == 1 ? "BLOCKED"
+                          : "ERROR",
+                 i % 50,
+                 k == 0   ? "200"
+                 : k == 1 ? "403"
+                          : "boom");
         audit_report_line(r, "big.log", i, line, strlen(line), 0);
         want[k]++;
     }
