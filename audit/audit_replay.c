@@ -73,6 +73,20 @@ void audit_replay_free(audit_replay_t *r)
     free(r);
 }
 
+/* The host as logged (escaped: never a raw control byte on the operator's terminal),
+ * lowercased, without a trailing dot. */
+static void audit__shown_host(const audit_line_t *l, char *out, size_t cap)
+{
+    size_t n = l->url.host.len < cap - 1 ? l->url.host.len : cap - 1;
+    for (size_t i = 0; i < n; i++) {
+        char c = l->url.host.base[i];
+        out[i] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+    }
+    if (n > 0 && out[n - 1] == '.')
+        n--;
+    out[n] = '\0';
+}
+
 void audit_replay_set_replacements(audit_replay_t *r, const addon_replacements_t *repl,
                                    const char *name)
 {
@@ -91,9 +105,10 @@ static void audit__cred(audit_replay_t *r, const audit_line_t *l, const char *fi
         if (addon_replacements_in_scope(r->repl, i, host))
             return;
     }
-    (void)l;
-    char reason[AUDIT_HOST_MAX + 64];
-    snprintf(reason, sizeof(reason), "%s: no entry covers this host now", r->req.host);
+    char reason[AUDIT_HOST_MAX * 4 + 64];
+    char shown[AUDIT_HOST_MAX * 4 + 1];
+    audit__shown_host(l, shown, sizeof(shown));
+    snprintf(reason, sizeof(reason), "%s: no entry covers this host now", shown);
     audit_named_add(r->cred, reason, file, lineno, line, len);
     r->cred_lost++;
 }
@@ -113,9 +128,11 @@ static void audit__change(audit_replay_t *r, const audit_line_t *l, int now, con
         snprintf(pat, sizeof(pat), ":%u", q->port);
     else
         audit_path_pattern(l->url.path.base, l->url.path.len, pat, sizeof(pat));
-    char key[AUDIT_HOST_MAX + AUDIT_PATTERN_MAX + AUDIT_METHOD_MAX + 8];
-    int kn = snprintf(key, sizeof(key), "%c\x01%s\x01%s\x01%s", now ? 'A' : 'B', q->host, pat,
-                      q->method);
+    char host[AUDIT_HOST_MAX * 4 + 1];
+    audit__shown_host(l, host, sizeof(host));
+    char key[AUDIT_HOST_MAX * 4 + AUDIT_PATTERN_MAX + AUDIT_METHOD_MAX + 8];
+    int kn =
+        snprintf(key, sizeof(key), "%c\x01%s\x01%s\x01%s", now ? 'A' : 'B', host, pat, q->method);
     if (kn < 0 || (size_t)kn >= sizeof(key))
         kn = (int)sizeof(key) - 1;
     int created = 0;
@@ -199,7 +216,7 @@ static int audit__by_key(const void *a, const void *b)
 static void audit__write_changes(const audit_replay_t *r, FILE *out, char dir, const size_t *idx,
                                  size_t n)
 {
-    char last_host[AUDIT_HOST_MAX + 1] = "";
+    char last_host[AUDIT_HOST_MAX * 4 + 1] = "";
     int first = 1;
     for (size_t i = 0; i < n; i++) {
         const char *key;
@@ -212,6 +229,8 @@ static void audit__write_changes(const audit_replay_t *r, FILE *out, char dir, c
         if (pat == NULL || method == NULL)
             continue;
         size_t hl = (size_t)(pat - host);
+        if (hl >= sizeof(last_host))
+            continue;
         if (first || strlen(last_host) != hl || memcmp(last_host, host, hl) != 0) {
             fprintf(out, "  %.*s\n", (int)hl, host);
             memcpy(last_host, host, hl);

@@ -230,6 +230,20 @@ static void test_audit_replay_summary(void **state)
     free(text);
     audit_replay_free(r);
 
+    /* escaped bytes are decided unescaped but shown escaped: no raw ESC on a terminal */
+    r = audit_replay_new(p, "new.yaml");
+    const char *esc = "allowed GET https://x\\x1bq.test/\\x1b]0;pwned\\x07 -> 200";
+    audit_replay_line(r, "net.log", 1, esc, strlen(esc), 0);
+    assert_int_equal(audit_replay_changed(r), 1);
+    f = open_memstream(&text, &len);
+    audit_replay_write(r, f);
+    fclose(f);
+    assert_null(memchr(text, 0x1b, len));
+    assert_null(memchr(text, 0x07, len));
+    assert_non_null(strstr(text, "  x\\x1bq.test\n"));
+    free(text);
+    audit_replay_free(r);
+
     /* nothing changes under the policy that produced the log */
     const char *same = "domains: [api.github.com, api.anthropic.com, down.example.com]\n";
     addon_policy_t *q = NULL;
