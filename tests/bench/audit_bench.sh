@@ -79,8 +79,8 @@ YAML
 
 measure() { # measure LABEL command...: median wall time and max RSS over RUNS runs
     local label=$1; shift
-    local times=() rss=0 i t m
-    for i in $(seq 1 "$RUNS"); do
+    local times=() rss=0 t m
+    for _ in $(seq 1 "$RUNS"); do
         /usr/bin/time -f '%e %M' -o "$DIR/time" "$@" > /dev/null 2> "$DIR/err"
         local rc=$?
         if [ "$rc" -gt 1 ]; then echo "$label: exit $rc"; cat "$DIR/err"; exit 1; fi

@@ -24,7 +24,7 @@ t_start_nginx
 t_start_airlock "$T_DIR/allow.yaml"
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 c() { curl -s -o /dev/null -m 5 --cacert "$CA" "$@"; }
-for i in 1 2 3; do c http://nginx.test/echo; done
+for _ in 1 2 3; do c http://nginx.test/echo; done
 c http://nginx.test/missing
 c http://api.test/v1/users
 c http://api.test/v1/users?page=2
