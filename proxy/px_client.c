@@ -626,11 +626,67 @@ static void on_client_read(px_sock_t *s, const char *data, size_t len)
     }
 }
 
+/* A client that aborts the handshake over airlock's certificate most likely does not trust
+ * airlock's CA: the most common failure of intercepting proxies, and a silent one for the
+ * agent. One line per host per minute says so, with the runtime the ClientHello looked like
+ * and the fix for it. */
+static void px__tls_rejected(px_client_t *c)
+{
+    px_tls_t *t = c->sock.tls;
+    int alert = px_tls_peer_alert(t);
+    const char *why;
+    char what[96];
+    switch (alert) {
+    case SSL_AD_UNKNOWN_CA:
+    case SSL_AD_BAD_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_UNKNOWN:
+    case SSL_AD_UNSUPPORTED_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_EXPIRED:
+    case SSL_AD_CERTIFICATE_REVOKED:
+        snprintf(what, sizeof(what), "client alert: %s",
+                 SSL_alert_desc_string_long(alert));
+        why = what;
+        break;
+    case -1:
+        if (!px_tls_sent_certificate(t))
+            return;
+        why = "the client closed the connection after airlock's certificate";
+        break;
+    default:
+        return;
+    }
+    char ip[64];
+    const char *host = c->sni;
+    if (host[0] == '\0') {
+        inet_ntop(AF_INET, &c->eng->proxy_ip, ip, sizeof(ip));
+        host = ip;
+    }
+    px_engine_t *eng = c->eng;
+    uint64_t now = uv_now(eng->loop.uv);
+    for (size_t i = 0; i < PX_REJECT_HOSTS; i++)
+        if (eng->rejected[i].at != 0 && now - eng->rejected[i].at < PX_REJECT_EVERY_MS &&
+            strcmp(eng->rejected[i].host, host) == 0)
+            return;
+    size_t slot = eng->rejected_next++ % PX_REJECT_HOSTS;
+    snprintf(eng->rejected[slot].host, sizeof(eng->rejected[slot].host), "%s", host);
+    eng->rejected[slot].at = now;
+    px_runtime_t rt = px_tls_runtime(t);
+    if (rt == PX_RT_UNKNOWN)
+        px_log_printf(eng->log, "TLS REJECTED %s (%s; the client does not trust airlock's CA)",
+                      host, why);
+    else
+        px_log_printf(eng->log,
+                      "TLS REJECTED %s (%s; the client does not trust airlock's CA; it looks "
+                      "like %s: %s)",
+                      host, why, px_runtime_name(rt), px_runtime_fix(rt));
+}
+
 static void on_client_handshake(px_sock_t *s, int status)
 {
     px_client_t *c = s->data;
     if (status < 0) {
         px_diag(PX_DIAG_INFO, "client TLS handshake failed: %s", px_sock_tls_error(s));
+        px__tls_rejected(c);
         px__close_flush(c); /* the alert goes out */
         return;
     }

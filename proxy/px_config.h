@@ -19,6 +19,8 @@
 #define PX_POOL_IDLE_MAX 1024             /* idle upstream connections kept in all */
 #define PX_POOL_PER_KEY_MAX 256           /* idle upstream connections per host:port:scheme */
 #define PX_POOL_IDLE_MS (60 * 1000)       /* an idle upstream connection is closed after this */
+#define PX_REJECT_EVERY_MS (60 * 1000)    /* one TLS REJECTED line per host this often */
+#define PX_REJECT_HOSTS 64                /* hosts remembered for that */
 #define PX_CLIENT_IDLE_MS (600 * 1000)    /* idle client connection */
 #define PX_UPSTREAM_FIRST_BYTE_MS (600 * 1000) /* slow LLM calls */
 #define PX_CONNECT_MS (10 * 1000)         /* upstream TCP connect */

@@ -266,6 +266,11 @@ int px_engine_run(const px_config_t *cfg)
         px_diag(PX_DIAG_ERROR, "%s", err);
         goto fail;
     }
+    if (!px_log_enabled(eng->log))
+        px_diag(PX_DIAG_WARN,
+                "network log %s does not exist: no audit log will be written (create the file, "
+                "or pass --log-create)",
+                cfg->log_path);
     if (px_snapshot_load(cfg, 1, &eng->snap) != 0)
         goto fail;
     px__own_addresses(eng);
@@ -278,6 +283,11 @@ int px_engine_run(const px_config_t *cfg)
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
             goto fail;
         }
+        if (ca_was_generated(eng->ca))
+            px_diag(PX_DIAG_WARN,
+                    "created a new CA in %s: agents must trust %s/%s (see the documentation "
+                    "for each runtime)",
+                    cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
         if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err,
                                   sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "%s", err);

@@ -52,6 +52,12 @@ struct px_engine {
     size_t nclients;
     size_t nclients_peak;       /* highest since the last heap trim */
     uint64_t next_id;
+    /* TLS REJECTED lines written lately: at most one per host per PX_REJECT_EVERY_MS */
+    struct {
+        char host[PX_HOST_MAX + 1];
+        uint64_t at;
+    } rejected[PX_REJECT_HOSTS];
+    size_t rejected_next;
 };
 
 /* Runs airlock until SIGTERM/SIGINT. Borrows cfg. Returns the process exit code: 0 after a

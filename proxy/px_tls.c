@@ -11,6 +11,7 @@
 
 #include "proxy/px_config.h"
 #include "proxy/px_err.h"
+#include "proxy/px_hello.h"
 
 struct px_tls {
     SSL *ssl;
@@ -20,7 +21,65 @@ struct px_tls {
     uint16_t port;      /* ... with this port */
     int offered;        /* a remembered session was set on ssl */
     time_t verified_at; /* when the offered session's certificate was verified */
+    int peer_alert;     /* the last alert the peer sent (description), or -1 */
+    int sent_cert;      /* server side: our Certificate went out */
+    px_runtime_t runtime; /* server side: who sent the ClientHello, as far as it shows */
 };
+
+static int px__tls_idx = -1; /* SSL ex_data slot: the px_tls_t of every SSL made here */
+
+static px_tls_t *px__tls_of(const SSL *ssl)
+{
+    return px__tls_idx >= 0 ? SSL_get_ex_data(ssl, px__tls_idx) : NULL;
+}
+
+static void on_tls_info(const SSL *ssl, int where, int ret)
+{
+    px_tls_t *t = px__tls_of(ssl);
+    if (t == NULL)
+        return;
+    if (where & SSL_CB_READ_ALERT)
+        t->peer_alert = ret & 0xff;
+    if ((where & SSL_CB_LOOP) && SSL_get_state(ssl) == TLS_ST_SW_CERT)
+        t->sent_cert = 1;
+}
+
+/* Notes who seems to be calling, from the ClientHello as it came (px_hello_runtime). */
+static int on_client_hello(SSL *ssl, int *alert, void *arg)
+{
+    (void)alert;
+    (void)arg;
+    px_tls_t *t = px__tls_of(ssl);
+    if (t == NULL)
+        return SSL_CLIENT_HELLO_SUCCESS;
+    const unsigned char *cs = NULL;
+    size_t cslen = SSL_client_hello_get0_ciphers(ssl, &cs);
+    uint16_t ciphers[128];
+    size_t nc = 0;
+    for (size_t i = 0; i + 1 < cslen && nc < sizeof(ciphers) / sizeof(ciphers[0]); i += 2)
+        ciphers[nc++] = (uint16_t)((cs[i] << 8) | cs[i + 1]);
+    int *exts = NULL;
+    size_t ne = 0;
+    if (SSL_client_hello_get1_extensions_present(ssl, &exts, &ne) != 1) {
+        exts = NULL;
+        ne = 0;
+    }
+    const unsigned char *alpn = NULL;
+    size_t alen = 0;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &alpn,
+                                  &alen) == 1 &&
+        alen >= 2) {
+        alpn += 2;
+        alen -= 2;
+    } else {
+        alpn = NULL;
+        alen = 0;
+    }
+    px_hello_info_t h = {ciphers, nc, exts, ne, alpn, alen};
+    t->runtime = px_hello_runtime(&h);
+    OPENSSL_free(exts);
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
 
 static void px__ssl_err(char *err, size_t errlen, const char *what)
 {
@@ -73,6 +132,8 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"airlock", 7);
     SSL_CTX_set_cert_cb(ctx, cert_cb, arg);
+    SSL_CTX_set_client_hello_cb(ctx, on_client_hello, NULL);
+    SSL_CTX_set_info_callback(ctx, on_tls_info);
     SSL_CTX_set_alpn_select_cb(ctx, on_alpn_select, NULL);
     *out = ctx;
     return 0;
@@ -438,6 +499,11 @@ px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app)
     BIO_set_mem_eof_return(t->rbio, -1);
     SSL_set_bio(t->ssl, t->rbio, t->wbio);
     SSL_set_app_data(t->ssl, app);
+    t->peer_alert = -1;
+    if (px__tls_idx < 0)
+        px__tls_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+    if (px__tls_idx >= 0)
+        SSL_set_ex_data(t->ssl, px__tls_idx, t);
     if (server)
         SSL_set_accept_state(t->ssl);
     else
@@ -499,6 +565,21 @@ void px_tls_free(px_tls_t *t)
 SSL *px_tls_ssl(px_tls_t *t)
 {
     return t->ssl;
+}
+
+int px_tls_peer_alert(const px_tls_t *t)
+{
+    return t->peer_alert;
+}
+
+int px_tls_sent_certificate(const px_tls_t *t)
+{
+    return t->sent_cert;
+}
+
+px_runtime_t px_tls_runtime(const px_tls_t *t)
+{
+    return t->runtime;
 }
 
 int px_tls_feed(px_tls_t *t, const char *data, size_t len)

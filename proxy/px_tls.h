@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/px_hello.h"
+
 #define PX_TLS_READ_CHUNK 16384 /* plaintext bytes per px_tls_read() call */
 /* Longest an upstream session is offered after the full handshake that verified the peer's
  * certificate: resumed connections hand out new tickets, which would otherwise extend it for
@@ -52,6 +54,15 @@ int px_tls_set_upstream_host(px_tls_t *t, const char *host, uint16_t port);
 
 void px_tls_free(px_tls_t *t);
 SSL *px_tls_ssl(px_tls_t *t);
+
+/* The last alert the peer sent (its description number, e.g. 48 unknown_ca), or -1. */
+int px_tls_peer_alert(const px_tls_t *t);
+
+/* Server side: 1 once our Certificate message went out. */
+int px_tls_sent_certificate(const px_tls_t *t);
+
+/* Server side: the runtime the ClientHello looked like (px_hello_runtime). */
+px_runtime_t px_tls_runtime(const px_tls_t *t);
 
 /* Hands received ciphertext to OpenSSL (copied). Returns 0 or PX_ENOMEM. */
 int px_tls_feed(px_tls_t *t, const char *data, size_t len);
