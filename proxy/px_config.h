@@ -27,7 +27,7 @@
 #define PX_HANDSHAKE_MS (10 * 1000)       /* client TLS handshake */
 #define PX_CIDR_MAX 32                    /* --allow-upstream-cidr entries */
 #define PX_CONNS_MAX 20000                /* client connections at once */
-#define PX_TRIM_CHECK_MS (5 * 1000)       /* how often to look for a finished burst */
+#define PX_TRIM_CHECK_MS 1000            /* how often to look for a finished burst or quiet */
 #define PX_TRIM_DROP 64                   /* connections gone since the peak = a burst ended */
 #define PX_TLS_SESSIONS_MAX 1024          /* upstream host:port keys with TLS sessions (LRU) */
 #define PX_TLS_TICKETS_PER_KEY 4          /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "proxy/px_config.h"
+
 /* An address range of the IANA special-purpose registries that is not globally reachable. */
 typedef struct px__range {
     uint8_t addr[16];
@@ -133,3 +135,102 @@ const char *px_dest_special(const struct sockaddr *sa, char *buf, size_t cap)
             return px__v6[i].kind;
     return NULL;
 }
+
+/* The address bytes of sa (4, or 16; an IPv4-mapped IPv6 address gives its 4) and its port,
+ * or 0 for another family. */
+static size_t px__addr_bytes(const struct sockaddr *sa, const uint8_t **bytes, uint16_t *port)
+{
+    static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (sa->sa_family == AF_INET) {
+        *bytes = (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr;
+        *port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        *bytes = (const uint8_t *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+        *port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+        if (memcmp(*bytes, mapped, 12) == 0) {
+            *bytes += 12;
+            return 4;
+        }
+        return 16;
+    }
+    return 0;
+}
+
+/* 1 when the address (n bytes) is one of this machine's own or the proxy IP. */
+static int px__is_own(const px_dest_ctx_t *m, const uint8_t *a, size_t n)
+{
+    if (n == 4 && memcmp(a, &m->proxy_ip, 4) == 0)
+        return 1;
+    for (size_t i = 0; i < m->n_own; i++)
+        if (m->own[i].family == (n == 4 ? AF_INET : AF_INET6) && memcmp(m->own[i].addr, a, n) == 0)
+            return 1;
+    return 0;
+}
+
+/* 1 when sa is one of airlock's own listening sockets (at that address, or at any local
+ * address for a wildcard listener): connecting there would make airlock its own upstream. */
+static int px__is_listener(const px_dest_ctx_t *m, const struct sockaddr *sa)
+{
+    const px_config_t *cfg = m->cfg;
+    const px_listen_t *ls[] = {&cfg->listen_dns, &cfg->listen_http, &cfg->listen_https,
+                               &cfg->listen_proxy, &cfg->listen_transparent};
+    const uint8_t *a;
+    uint16_t port;
+    size_t n = px__addr_bytes(sa, &a, &port);
+    if (n == 0)
+        return 0;
+    int local = px__is_own(m, a, n) || (n == 4 && a[0] == 127) ||
+                (n == 16 && memcmp(a, in6addr_loopback.s6_addr, 16) == 0);
+    for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]); i++) {
+        if (!ls[i]->enabled)
+            continue;
+        const uint8_t *la;
+        uint16_t lport;
+        size_t ln = px__addr_bytes((const struct sockaddr *)&ls[i]->addr, &la, &lport);
+        if (ln == 0 || lport != port)
+            continue;
+        static const uint8_t zero[16] = {0};
+        if (memcmp(la, zero, ln) == 0) {
+            if (local && (ln == 16 || n == 4)) /* IPv6 "::" takes IPv4 too (dual stack) */
+                return 1;
+        } else if (ln == n && memcmp(la, a, n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int px_dest_forbidden(const px_dest_ctx_t *m, const struct sockaddr *sa, char *why, size_t cap)
+{
+    char detail[96];
+    int listener = px__is_listener(m, sa);
+    int reopened = 0; /* --allow-upstream-cidr re-opens a range, never airlock itself */
+    for (size_t i = 0; !reopened && i < m->cfg->n_allow_cidrs; i++)
+        reopened = px_cidr_contains(&m->cfg->allow_cidrs[i], sa);
+    if (reopened && !listener)
+        return 0;
+    const char *kind = NULL;
+    if (!reopened)
+        kind = px_dest_special(sa, detail, sizeof(detail));
+    if (kind == NULL && !reopened) {
+        const uint8_t *a;
+        uint16_t port;
+        size_t n = px__addr_bytes(sa, &a, &port);
+        if (n != 0 && px__is_own(m, a, n))
+            kind = "the proxy's own address";
+    }
+    if (kind == NULL && listener)
+        kind = "airlock's own listener";
+    if (kind == NULL)
+        return 0;
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, text, sizeof(text));
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, text, sizeof(text));
+    snprintf(why, cap, "destination %s is not allowed (%s)", text, kind);
+    return 1;
+}
+

@@ -46,6 +46,7 @@ void px_engine_client_added(px_engine_t *eng, px_client_t *c)
         px__links(eng->clients)->prev = c;
     eng->clients = c;
     eng->nclients++;
+    eng->next_id++;
     if (eng->nclients > eng->nclients_peak)
         eng->nclients_peak = eng->nclients;
 }
@@ -113,9 +114,17 @@ static void on_log_kick(uv_check_t *h)
 static void on_trim(uv_timer_t *t)
 {
     px_engine_t *eng = t->data;
-    if (eng->nclients_peak < eng->nclients + PX_TRIM_DROP)
+    /* a burst of connections ended, or the traffic went quiet (no read for a whole check
+     * interval) after some: handshakes and large bodies leave their buffers' memory in the
+     * heap, scattered between the connections that stay */
+    int burst_over = eng->nclients_peak >= eng->nclients + PX_TRIM_DROP;
+    uint64_t reads = eng->loop.reads;
+    int quiet = reads == eng->reads_seen && reads != eng->reads_trimmed;
+    eng->reads_seen = reads;
+    if (!burst_over && !quiet)
         return;
     eng->nclients_peak = eng->nclients;
+    eng->reads_trimmed = reads;
 #ifdef __GLIBC__
     malloc_trim(0);
 #endif

@@ -51,7 +51,9 @@ struct px_engine {
     px_client_t *clients;       /* every client connection, for the shutdown */
     size_t nclients;
     size_t nclients_peak;       /* highest since the last heap trim */
-    uint64_t next_id;
+    uint64_t next_id;           /* connections accepted so far */
+    uint64_t reads_seen;        /* loop.reads at the last trim check */
+    uint64_t reads_trimmed;     /* ... and at the last trim */
     /* TLS REJECTED lines written lately: at most one per host per PX_REJECT_EVERY_MS */
     struct {
         char host[PX_HOST_MAX + 1];

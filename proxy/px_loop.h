@@ -9,6 +9,7 @@
 #define PX_LOOP_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #define px_container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -34,6 +35,7 @@ typedef struct px_loop {
     size_t rbuf_cap;
     char *tbuf;              /* plaintext out of TLS, borrowed the same way */
     size_t tbuf_cap;
+    uint64_t reads;          /* socket reads so far (the engine's heap trim looks for quiet) */
 } px_loop_t;
 
 /* Sets up l on uv. Returns 0 or PX_ENOMEM. */

@@ -261,6 +261,7 @@ static void on_sock_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     (void)buf;
     if (nread == 0 || s->closing)
         return;
+    s->loop->reads++;
     if (nread < 0) {
         s->eof = 1;
         px__sock_uv_read(s, 0);

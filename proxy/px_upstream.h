@@ -101,8 +101,5 @@ void px_up_done(px_upreq_t *r);
 /* The exchange is abandoned: the connection closes. r is gone. */
 void px_up_abort(px_upreq_t *r);
 
-/* 1 (and why) when sa may not be dialed (see px_dest.h), unless --allow-upstream-cidr covers it;
- * airlock's own listening sockets never. */
-int px_up_addr_forbidden(const px_upmgr_t *m, const struct sockaddr *sa, char *why, size_t cap);
 
 #endif

@@ -1,4 +1,4 @@
-#include "proxy/px_xchg.h"
+#include "proxy/px_xchg_int.h"
 
 #include <llhttp.h>
 #include <stdio.h>
@@ -15,59 +15,11 @@
 #include "proxy/px_sock.h"
 #include "proxy/px_upstream.h"
 
-#define PX__METHOD_MAX 24
-
-typedef enum { PX__RQ_BODY = 0, PX__RQ_DONE } px__rq_t;
-typedef enum { PX__SINK_UP = 0, PX__SINK_BUFFER, PX__SINK_DISCARD } px__sink_t;
-typedef enum { PX__RS_NONE = 0, PX__RS_WAIT, PX__RS_BODY, PX__RS_DONE } px__rs_t;
-
-struct px_xchg {
-    px_engine_t *eng;
-    const px_down_ops_t *ops;
-    void *down;
-    px_msg_t *req;            /* the request head (owned) */
-    px_pre_t pre;
-    addon_req_t *view;        /* what the addons see (owned) */
-    px_snapshot_t *snap;      /* the configuration this request is decided under */
-    char method[PX__METHOD_MAX];
-    int tls;
-    /* the request */
-    px__rq_t rq;
-    px__sink_t sink;
-    int filter;               /* an addon rewrites the body as it streams */
-    char *bodybuf;            /* ADDON_BODY_BUFFER: the body so far, then what the addon made */
-    size_t bodylen, bodycap;
-    char *outbody;
-    size_t outlen, outcap;
-    uint64_t discarded;
-    int expect;               /* 100-continue asked, no body byte seen yet */
-    int sent_100;             /* airlock answered 100 Continue itself */
-    int upgrade;              /* a WebSocket upgrade was asked */
-    int body_paused;
-    /* the response */
-    px_upreq_t *up;
-    px__rs_t rs;
-    int status;
-    unsigned interim;
-    int up_paused;
-    int up_ready;             /* the request is on a connection: its answer is awaited */
-    int reuse;                /* the client connection may carry another request */
-    /* timers: what each side must do by when (loop time, 0 = nothing awaited) */
-    uv_timer_t timer;
-    uint64_t client_by;
-    uint64_t upstream_by;
-    px_defer_t fin;
-    int logged;
-    int finished;
-    int aborted;
-};
-
-static void px__finish(px_xchg_t *x, int reuse);
 static void px__open(px_xchg_t *x);
 
 /* ---- the log line ---------------------------------------------------------------------------- */
 
-static void px__log(px_xchg_t *x, const char *verdict, int status, const char *tail)
+void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
 {
     if (x->logged)
         return;
@@ -121,164 +73,6 @@ static void px__waits(px_xchg_t *x)
     x->client_by = client ? now + cfg->client_idle_ms : 0;
     x->upstream_by = upstream ? now + cfg->upstream_first_byte_ms : 0;
     px__arm(x);
-}
-
-/* ---- answers of our own --------------------------------------------------------------------- */
-
-/* Sends an answer with a JSON body. close: the connection ends after it. */
-static void px__answer(px_xchg_t *x, int status, const char *json, size_t len, int close)
-{
-    px_resp_t r = {.status = status,
-                   .ctype = "application/json",
-                   .body = PX_RESP_LENGTH,
-                   .length = len,
-                   .close = close};
-    x->ops->head(x->down, &r);
-    x->ops->data(x->down, json, len);
-    x->ops->end(x->down, NULL);
-    x->rs = PX__RS_DONE;
-    if (close) {
-        x->reuse = 0;
-        px__finish(x, 0);
-        return;
-    }
-    /* what is left of the request body is read and dropped */
-    x->sink = PX__SINK_DISCARD;
-    if (x->rq == PX__RQ_DONE)
-        px__finish(x, x->reuse);
-}
-
-static void px__answer_error(px_xchg_t *x, int status, const char *error, const char *message,
-                             int close)
-{
-    char json[1024];
-    px_sbuf_t b;
-    px_sbuf_init(&b, json, sizeof(json));
-    px_sbuf_adds(&b, "{\"error\": ");
-    px_sbuf_json_str(&b, error, strlen(error));
-    px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, message, strlen(message));
-    px_sbuf_adds(&b, "}");
-    px__answer(x, status, json, b.len, close);
-}
-
-/* A refusal: the connection can go on unless the client waits for a 100 that will not come
- * (it may or may not send the body then). */
-static int px__close_after_refusal(const px_xchg_t *x)
-{
-    return x->expect && x->rq == PX__RQ_BODY;
-}
-
-static void px__addon_answer(px_xchg_t *x, const addon_answer_t *ans)
-{
-    addon_req_t *r = x->view;
-    char json[PX_ANSWER_MAX / 2];
-    px_sbuf_t b;
-    px_sbuf_init(&b, json, sizeof(json));
-    px_sbuf_adds(&b, "{\"error\": ");
-    px_sbuf_json_str(&b, ans->error, strlen(ans->error));
-    if (ans->with_request) {
-        px_sbuf_adds(&b, ", \"host\": ");
-        px_sbuf_json_str(&b, r->host.base, r->host.len);
-        px_sbuf_adds(&b, ", \"path\": ");
-        px_sbuf_json_str(&b, r->path.base, r->path.len);
-        px_sbuf_adds(&b, ", \"method\": ");
-        px_sbuf_json_str(&b, r->method.base, r->method.len);
-    }
-    px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, ans->message, strlen(ans->message));
-    px_sbuf_adds(&b, "}");
-    if (b.overflow) {
-        px_sbuf_init(&b, json, sizeof(json));
-        px_sbuf_adds(&b, "{\"error\": ");
-        px_sbuf_json_str(&b, ans->error, strlen(ans->error));
-        px_sbuf_adds(&b, ", \"message\": ");
-        px_sbuf_json_str(&b, ans->message, strlen(ans->message));
-        px_sbuf_adds(&b, "}");
-    }
-    px__log(x, ans->verdict != NULL ? ans->verdict : "BLOCKED", ans->status,
-            ans->log_tail[0] ? ans->log_tail : NULL);
-    px__answer(x, ans->status, json, b.len, px__close_after_refusal(x));
-}
-
-static const char px__connect_msg[] =
-    "CONNECT tunneling is not allowed here. This sandbox reaches the network only through "
-    "airlock's DNS answers: connect to the host name directly (plain HTTP or HTTPS).";
-static const char px__mismatch_msg[] =
-    "Host mismatch: the Host header and the request's destination disagree. This request has "
-    "been blocked to prevent an allowlist bypass.";
-
-/* The pre-checks refused the request. */
-static void px__refuse(px_xchg_t *x)
-{
-    const px_pre_t *p = &x->pre;
-    char json[2048];
-    px_sbuf_t b;
-    px_sbuf_init(&b, json, sizeof(json));
-    if (p->verdict == PX_PRE_BAD) {
-        char tail[200];
-        snprintf(tail, sizeof(tail), " (%s: %s)",
-                 p->status == 431 ? "request head too large" : "malformed request", p->reason);
-        x->pre.url[0] = '\0';
-        px__log(x, "BLOCKED", p->status, tail);
-        px__answer_error(x, p->status,
-                         p->status == 431 ? "request_header_fields_too_large" : "bad_request",
-                         p->reason, 1);
-        return;
-    }
-    if (p->verdict == PX_PRE_NO_TUNNEL) {
-        const char *t = x->req->buf + x->req->target.off;
-        size_t tlen = x->req->target.len;
-        px__log(x, "BLOCKED", 403, " (tunneling not allowed)");
-        px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
-        px_sbuf_json_str(&b, t, tlen < 300 ? tlen : 300);
-        px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
-        px_sbuf_json_str(&b, px__connect_msg, sizeof(px__connect_msg) - 1);
-        px_sbuf_adds(&b, "}");
-        /* after a CONNECT head the client may start its tunnel: never reuse the connection */
-        px__answer(x, 403, json, b.len, 1);
-        return;
-    }
-    /* PX_PRE_MISMATCH */
-    char tail[600];
-    snprintf(tail, sizeof(tail), " (host mismatch: header=%.*s, %s=%.*s)", (int)p->host_len,
-             p->host, p->other_key, (int)p->other_len, p->other);
-    px__log(x, "BLOCKED", 403, tail);
-    const char *key = strcmp(p->other_key, "sni") == 0       ? "sni"
-                      : strcmp(p->other_key, "connect") == 0 ? "connect_host"
-                                                             : "url_host";
-    px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
-    px_sbuf_json_str(&b, p->host, p->host_len);
-    px_sbuf_printf(&b, ", \"%s\": ", key);
-    px_sbuf_json_str(&b, p->other, p->other_len);
-    px_sbuf_adds(&b, ", \"method\": ");
-    px_sbuf_json_str(&b, x->method, strlen(x->method));
-    px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, px__mismatch_msg, sizeof(px__mismatch_msg) - 1);
-    px_sbuf_adds(&b, "}");
-    px__answer(x, 403, json, b.len, px__close_after_refusal(x));
-}
-
-/* The upstream failed before a response head: 502 (the connection goes on when the request was
- * read whole); after the head: the response is cut and so is the connection. */
-static void px__up_failed(px_xchg_t *x, const char *why)
-{
-    if (x->up != NULL) {
-        px_up_abort(x->up);
-        x->up = NULL;
-    }
-    if (x->rs == PX__RS_DONE) {
-        /* the response went out whole and the request body is still coming: the upstream that
-         * would have taken it is gone, and the rest cannot be told from a next request */
-        px__finish(x, 0);
-        return;
-    }
-    px__log(x, "ERROR", -1, why);
-    if (x->rs == PX__RS_BODY) {
-        px__finish(x, 0);
-        return;
-    }
-    px__answer_error(x, 502, "upstream_error", why, x->rq != PX__RQ_DONE);
 }
 
 /* ---- the request ---------------------------------------------------------------------------- */
@@ -385,21 +179,21 @@ static int px__sink_buffer(void *data, const char *buf, size_t len)
 static void px__filter_failed(px_xchg_t *x, int err)
 {
     if (err == PX_ETOOBIG && x->up == NULL) {
-        px__log(x, "BLOCKED", 413, " (request body over the limit)");
-        px__answer_error(x, 413, "request_body_too_large",
+        px__x_log(x, "BLOCKED", 413, " (request body over the limit)");
+        px__x_answer_error(x, 413, "request_body_too_large",
                          "The request body is larger than airlock can hold for signing.", 1);
         return;
     }
     if (x->up == NULL) {
-        px__log(x, "ERROR", 403, " (signing failed: the request body could not be re-signed)");
-        px__answer_error(x, 403, "signing_failed",
+        px__x_log(x, "ERROR", 403, " (signing failed: the request body could not be re-signed)");
+        px__x_answer_error(x, 403, "signing_failed",
                          "airlock could not re-sign this request body; it was not sent.", 1);
         return;
     }
-    px__log(x, "ERROR", -1, "request body could not be re-signed; aborted");
+    px__x_log(x, "ERROR", -1, "request body could not be re-signed; aborted");
     px_up_abort(x->up);
     x->up = NULL;
-    px__finish(x, -1);
+    px__x_finish(x, -1);
 }
 
 /* ADDON_BODY_BUFFER: the whole body is here; the addon makes the body and may still change the
@@ -422,7 +216,7 @@ static void px__buffered_end(px_xchg_t *x)
     x->bodybuf = NULL;
     x->bodylen = x->bodycap = 0;
     if (rc == ADDON_ANSWER) {
-        px__addon_answer(x, &ans);
+        px__x_addon_answer(x, &ans);
         return;
     }
     if (rc < 0) {
@@ -436,7 +230,7 @@ static void px__buffered_end(px_xchg_t *x)
 static void px__decide(px_xchg_t *x)
 {
     if (px__view(x) != 0) {
-        px__finish(x, -1);
+        px__x_finish(x, -1);
         return;
     }
     addon_req_t *r = x->view;
@@ -447,12 +241,12 @@ static void px__decide(px_xchg_t *x)
         memset(&ans, 0, sizeof(ans));
         int rc = (*a)->on_request_head(*a, r, &ans);
         if (rc == ADDON_ANSWER) {
-            px__addon_answer(x, &ans);
+            px__x_addon_answer(x, &ans);
             return;
         }
         if (rc < 0) {
-            px__log(x, "ERROR", -1, "internal error in an addon");
-            px__answer_error(x, 502, "internal_error", "airlock failed to process this request",
+            px__x_log(x, "ERROR", -1, "internal error in an addon");
+            px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request",
                              1);
             return;
         }
@@ -511,7 +305,7 @@ static void px__open(px_xchg_t *x)
             char len[24];
             int n = snprintf(len, sizeof(len), "%zu", x->outlen);
             if (addon_req_add_header(r, "Content-Length", 14, len, (size_t)n) != 0) {
-                px__finish(x, -1);
+                px__x_finish(x, -1);
                 return;
             }
             body = PX_UP_BODY_LENGTH;
@@ -524,7 +318,7 @@ static void px__open(px_xchg_t *x)
     x->up = px_up_open(x->eng->up, x->pre.norm_host, x->pre.port, x->tls, r, body,
                        x->req->method == HTTP_HEAD, &px__up_cbs, x);
     if (x->up == NULL) {
-        px__finish(x, -1);
+        px__x_finish(x, -1);
         return;
     }
     x->rs = PX__RS_WAIT;
@@ -572,7 +366,7 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
         x->upgrade = ui >= 0 && px_msg_span_ieq(m, m->values[ui], "websocket");
     }
     if (pre->verdict != PX_PRE_OK) {
-        px__refuse(x);
+        px__x_refuse(x);
         return x;
     }
     px__decide(x);
@@ -590,7 +384,7 @@ void px_xchg_body(px_xchg_t *x, const char *data, size_t len)
     case PX__SINK_DISCARD:
         x->discarded += len;
         if (x->discarded > PX_BODY_DISCARD_MAX)
-            px__finish(x, 0);
+            px__x_finish(x, 0);
         return;
     case PX__SINK_BUFFER:
         if (x->bodylen + len > x->view->body_cap) {
@@ -598,7 +392,7 @@ void px_xchg_body(px_xchg_t *x, const char *data, size_t len)
             return;
         }
         if (px__grow(&x->bodybuf, &x->bodycap, x->bodylen + len) != 0) {
-            px__finish(x, -1);
+            px__x_finish(x, -1);
             return;
         }
         memcpy(x->bodybuf + x->bodylen, data, len);
@@ -638,7 +432,7 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
     switch (x->sink) {
     case PX__SINK_DISCARD:
         if (x->rs == PX__RS_DONE || x->rs == PX__RS_NONE)
-            px__finish(x, x->reuse);
+            px__x_finish(x, x->reuse);
         return;
     case PX__SINK_BUFFER:
         px__buffered_end(x);
@@ -665,7 +459,7 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
         break;
     }
     if (x->rs == PX__RS_DONE) {
-        px__finish(x, x->reuse);
+        px__x_finish(x, x->reuse);
         return;
     }
     px__waits(x);
@@ -683,12 +477,12 @@ void px_xchg_body_error(px_xchg_t *x, const char *reason)
             px_up_abort(x->up);
             x->up = NULL;
         }
-        px__log(x, "ERROR", -1, tail);
-        px__answer_error(x, 400, "bad_request", tail, 1);
+        px__x_log(x, "ERROR", -1, tail);
+        px__x_answer_error(x, 400, "bad_request", tail, 1);
         return;
     }
-    px__log(x, "ERROR", -1, tail);
-    px__finish(x, -1);
+    px__x_log(x, "ERROR", -1, tail);
+    px__x_finish(x, -1);
 }
 
 /* ---- the response ------------------------------------------------------------------------------ */
@@ -707,7 +501,7 @@ static void on_up_head(void *owner, px_msg_t *m)
     if (status >= 100 && status < 200 && status != 101) {
         if (++x->interim > PX_INTERIM_MAX) {
             px_msg_free(m);
-            px__up_failed(x, "invalid response from upstream: too many interim (1xx) responses");
+            px__x_up_failed(x, "invalid response from upstream: too many interim (1xx) responses");
             return;
         }
         if (!(status == 100 && x->sent_100)) {
@@ -722,7 +516,7 @@ static void on_up_head(void *owner, px_msg_t *m)
     if (status == 101) {
         if (!x->upgrade) {
             px_msg_free(m);
-            px__up_failed(x, "invalid response from upstream: 101 without an upgrade");
+            px__x_up_failed(x, "invalid response from upstream: 101 without an upgrade");
             return;
         }
         px_resp_t r = {.status = 101, .fields = m, .reason = m->buf + m->target.off,
@@ -730,10 +524,10 @@ static void on_up_head(void *owner, px_msg_t *m)
         x->ops->head(x->down, &r);
         px_msg_free(m);
         x->status = 101;
-        px__log(x, "allowed", 101, NULL);
+        px__x_log(x, "allowed", 101, NULL);
         px_tunnel_t *t = px_tunnel_new();
         if (t == NULL) {
-            px__up_failed(x, "out of memory");
+            px__x_up_failed(x, "out of memory");
             return;
         }
         x->ops->tunnel(x->down, t);
@@ -741,7 +535,7 @@ static void on_up_head(void *owner, px_msg_t *m)
         x->up = NULL;
         x->rs = PX__RS_DONE;
         x->rq = PX__RQ_DONE;
-        px__finish(x, 0);
+        px__x_finish(x, 0);
         return;
     }
     x->status = status;
@@ -784,9 +578,9 @@ static void on_up_end(void *owner, const px_fields_t *t)
     px_xchg_t *x = owner;
     x->ops->end(x->down, t);
     x->rs = PX__RS_DONE;
-    px__log(x, "allowed", x->status, NULL);
+    px__x_log(x, "allowed", x->status, NULL);
     if (x->rq == PX__RQ_DONE) {
-        px__finish(x, x->reuse);
+        px__x_finish(x, x->reuse);
         return;
     }
     /* the upstream answered before the request body ended: the body goes on flowing to it */
@@ -797,7 +591,7 @@ static void on_up_error(void *owner, const char *why)
 {
     px_xchg_t *x = owner;
     x->up = NULL; /* the upstream client let go of the request already */
-    px__up_failed(x, why);
+    px__x_up_failed(x, why);
 }
 
 static void on_up_drain(void *owner)
@@ -862,14 +656,14 @@ static void on_xchg_finished(px_defer_t *d)
     px__release(x);
 }
 
-static void px__finish(px_xchg_t *x, int reuse)
+void px__x_finish(px_xchg_t *x, int reuse)
 {
     if (x->finished)
         return;
     x->finished = 1;
     x->reuse = reuse;
     if (x->rs == PX__RS_BODY || (x->rs == PX__RS_DONE && x->status != 0))
-        px__log(x, "allowed", x->status, NULL);
+        px__x_log(x, "allowed", x->status, NULL);
     uv_timer_stop(&x->timer);
     if (x->up != NULL && !(x->rs == PX__RS_DONE && x->rq == PX__RQ_DONE)) {
         px_up_abort(x->up);
@@ -884,7 +678,7 @@ void px_xchg_abort(px_xchg_t *x, const char *reason)
         return;
     x->aborted = 1;
     if (!x->finished && reason != NULL)
-        px__log(x, "ERROR", -1, reason);
+        px__x_log(x, "ERROR", -1, reason);
     px_defer_cancel(&x->eng->loop, &x->fin);
     px__release(x);
 }
@@ -896,16 +690,17 @@ static void on_xchg_timer(uv_timer_t *t)
         return;
     uint64_t now = uv_now(x->eng->loop.uv);
     if (x->client_by != 0 && now >= x->client_by) {
-        px__log(x, "ERROR", -1,
+        px__x_log(x, "ERROR", -1,
                 x->rs == PX__RS_BODY && x->up_paused ? "Client stopped reading the response"
                                                      : "Client stalled during the request body");
-        px__finish(x, -1);
+        px__x_finish(x, -1);
         return;
     }
     if (x->upstream_by != 0 && now >= x->upstream_by) {
-        px__up_failed(x, x->rs == PX__RS_BODY ? "Upstream stalled during the response"
+        px__x_up_failed(x, x->rs == PX__RS_BODY ? "Upstream stalled during the response"
                                               : "Upstream did not answer in time");
         return;
     }
     px__arm(x);
 }
+

@@ -1,0 +1,83 @@
+/* Internals shared by the client connection's files: px_client.c (the socket, TLS, reading,
+ * timers, the close), px_h1srv.c (the HTTP/1 server side) and px_connect.c (explicit-proxy
+ * CONNECT and tunnels). Nothing else includes this header. */
+#ifndef PX_CLIENT_INT_H
+#define PX_CLIENT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy/px_client.h"
+#include "proxy/px_h1.h"
+#include "proxy/px_precheck.h"
+#include "proxy/px_sock.h"
+#include "proxy/px_tunnel.h"
+#include "proxy/px_upstream.h"
+#include "proxy/px_xchg.h"
+
+typedef enum px__mode {
+    PX__SNIFF = 0,  /* the first bytes decide: TLS or not */
+    PX__HANDSHAKE,  /* TLS handshake with the client */
+    PX__HTTP,       /* HTTP/1 requests */
+    PX__HELLO,      /* passthrough CONNECT: reading the ClientHello for its SNI */
+    PX__DIAL,       /* passthrough CONNECT: connecting upstream */
+    PX__TUNNEL,     /* bytes relayed unread */
+} px__mode_t;
+
+struct px_client {
+    px_client_t *links[2];   /* the engine's list (px_engine_client_added) */
+    px_sock_t sock;
+    uv_timer_t timer;        /* handshake, request-head deadline, idle keep-alive, hello */
+    px_defer_t defer;        /* input to process again after a pause */
+    px_engine_t *eng;
+    px_listener_kind_t kind;
+    px__mode_t mode;
+    int handles;
+    int closing;
+    int tls;                 /* the requests are https */
+    char sni[PX_HOST_MAX + 1];
+    char tunnel[PX_HOST_MAX + 1]; /* inside an accepted CONNECT: its host */
+    uint16_t tunnel_port;
+    uint16_t orig_port;      /* transparent: the port the client dialed */
+    char connect_url[PX_URL_MAX]; /* the CONNECT target, for log lines */
+    /* bytes read and not taken yet (a partial head, a pipelined request, a paused body) */
+    char *in;
+    size_t in_len, in_cap;
+    /* HTTP/1 */
+    px_h1_t parser;
+    px_xchg_t *x;            /* the exchange of the request being read or answered */
+    int body_paused;
+    int resp_chunked;        /* the response going out is re-framed in chunks */
+    int close_after;         /* the connection ends after this response */
+    /* tunnels */
+    px_tunnel_t *tun;
+    px_upreq_t *dial;        /* passthrough: the upstream being connected */
+    int eof;                 /* the client half-closed after a whole request */
+    int timer_closed;
+};
+
+#define PX__LINGER_MS 5000 /* a closing connection's last bytes may take this long to leave */
+
+/* px_client.c */
+void px__cl_close(px_client_t *c);       /* now */
+void px__cl_close_flush(px_client_t *c); /* once what was written is out */
+void px__cl_timer(px_client_t *c, uint64_t ms);
+void px__cl_read(px_sock_t *s, const char *data, size_t len);
+void px__cl_start_http(px_client_t *c);
+
+/* px_h1srv.c */
+extern const px_h1_cbs_t px__cl_req_cbs;
+extern const px_down_ops_t px__cl_down;
+int px__cl_in_keep(px_client_t *c, const char *data, size_t len);
+void px__cl_in_drop(px_client_t *c, size_t n);
+size_t px__cl_http_input(px_client_t *c, const char *data, size_t len);
+void px__cl_process(px_client_t *c);
+void px__cl_deferred(px_defer_t *d);
+void px__cl_bad_request(px_client_t *c, int status, const char *reason);
+
+/* px_connect.c */
+void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre);
+void px__cl_hello(px_client_t *c);
+void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t);
+
+#endif

@@ -1,0 +1,186 @@
+/* Explicit proxy: CONNECT (refused, intercepted, or relayed unread for `tls: passthrough`
+ * entries once the ClientHello's SNI matched), and the client's end of a tunnel. */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "addons/addon_policy.h"
+#include "proxy/px_answer.h"
+#include "proxy/px_client_int.h"
+#include "proxy/px_err.h"
+#include "proxy/px_hello.h"
+#include "proxy/px_policy.h"
+
+/* ---- tunnels ---------------------------------------------------------------------------------- */
+
+static void end_write(void *end, const char *data, size_t len)
+{
+    px_client_t *c = end;
+    px_sock_write(&c->sock, data, len);
+}
+
+static size_t end_queued(void *end)
+{
+    px_client_t *c = end;
+    return px_sock_queued(&c->sock);
+}
+
+static void end_read(void *end, int on)
+{
+    px_client_t *c = end;
+    if (on)
+        px_sock_read_start(&c->sock);
+    else
+        px_sock_read_stop(&c->sock);
+}
+
+static void end_shutdown(void *end)
+{
+    px_client_t *c = end;
+    px_sock_shutdown(&c->sock);
+}
+
+static void end_finish(void *end)
+{
+    px_client_t *c = end;
+    px_sock_close_when_flushed(&c->sock);
+}
+
+static void end_close(void *end)
+{
+    px_client_t *c = end;
+    px__cl_close(c);
+}
+
+static void on_tunnel_pending(px_defer_t *d)
+{
+    px_client_t *c = px_container_of(d, px_client_t, defer);
+    if (c->closing || c->tun == NULL)
+        return;
+    if (c->in_len > 0 && px_tunnel_ready(c->tun)) {
+        px_tunnel_data(c->tun, 0, c->in, c->in_len);
+        c->in_len = 0;
+    }
+}
+
+void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t)
+{
+    px_tunnel_end_t e = {end_write, end_queued, end_read, end_shutdown, end_finish, end_close, c};
+    c->mode = PX__TUNNEL;
+    c->tun = t;
+    uv_timer_stop(&c->timer);
+    px_tunnel_attach(t, 0, &e);
+    /* what the client sent after its request belongs to the new protocol: it goes once the
+     * other end is attached too */
+    if (c->in_len > 0)
+        px_defer(&c->eng->loop, &c->defer, on_tunnel_pending);
+}
+
+/* ---- explicit proxy: CONNECT ------------------------------------------------------------------ */
+
+static void on_dial_ready(void *owner);
+static void on_dial_error(void *owner, const char *why);
+
+static const px_up_cbs_t px__dial_cbs = {
+    .on_ready = on_dial_ready,
+    .on_error = on_dial_error,
+};
+
+/* `CONNECT host:port` on the explicit-proxy listener: refused at once when no entry names the
+ * host; otherwise intercepted (TLS with a minted certificate inside, every request checked), or
+ * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
+void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
+{
+    snprintf(c->connect_url, sizeof(c->connect_url), "%s", pre->url);
+    px_snapshot_t *snap = px_engine_snapshot_ref(c->eng);
+    int passthrough = 0;
+    addon_str_t h = {pre->host, pre->host_len};
+    int ok = addon_policy_has_host(snap->cfg.policy, h, pre->port, 1, &passthrough);
+    px_snapshot_unref(snap);
+    if (!ok) {
+        px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403", c->connect_url);
+        char json[1024];
+        px_sbuf_t b;
+        px_sbuf_init(&b, json, sizeof(json));
+        px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
+        px_sbuf_json_str(&b, m->buf + m->target.off, m->target.len < 300 ? m->target.len : 300);
+        px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
+        px_sbuf_json_str(&b, ADDON_POLICY_MSG_HOST_PATH, sizeof(ADDON_POLICY_MSG_HOST_PATH) - 1);
+        px_sbuf_adds(&b, "}");
+        char out[PX_ANSWER_MAX];
+        size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
+        px_sock_write(&c->sock, out, n);
+        px_msg_free(m);
+        px__cl_close_flush(c);
+        return;
+    }
+    px_msg_free(m);
+    snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
+    c->tunnel_port = pre->port;
+    px_log_printf(c->eng->log, "allowed CONNECT %s -> 200%s", c->connect_url,
+                  passthrough ? " tunnel" : "");
+    px_sock_write(&c->sock, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+    px_h1_free(&c->parser);
+    px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
+    c->mode = passthrough ? PX__HELLO : PX__SNIFF;
+    px__cl_timer(c, c->eng->cfg->handshake_ms);
+    /* what came after the CONNECT head belongs to the tunnel: the new mode reads it */
+    px_defer(&c->eng->loop, &c->defer, px__cl_deferred);
+}
+
+/* Passthrough: gathers the ClientHello and checks its SNI against the CONNECT host. */
+void px__cl_hello(px_client_t *c)
+{
+    char sni[PX_HOST_MAX + 2];
+    int rc = c->in_len > PX_HELLO_MAX ? PX_EPARSE
+                                      : px_hello_sni((const unsigned char *)c->in, c->in_len, sni,
+                                                     sizeof(sni));
+    if (rc == 0)
+        return;
+    char norm[PX_HOST_MAX + 1] = "";
+    if (rc == 1 && px_host_norm(norm, sizeof(norm), sni, strlen(sni)) < 0)
+        rc = PX_EPARSE; /* longer than any name the CONNECT could have named */
+    if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
+        if (c->in_len > PX_HELLO_MAX)
+            px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
+                          c->connect_url);
+        else
+            px_log_printf(c->eng->log,
+                          "BLOCKED CONNECT %s -> 403 (host mismatch: connect=%s, sni=%s)",
+                          c->connect_url, c->tunnel, rc < 0 ? "none" : norm);
+        px__cl_close(c);
+        return;
+    }
+    c->mode = PX__DIAL;
+    px_sock_read_stop(&c->sock);
+    c->dial = px_up_open_raw(c->eng->up, c->tunnel, c->tunnel_port, &px__dial_cbs, c);
+    if (c->dial == NULL)
+        px__cl_close(c);
+}
+
+static void on_dial_ready(void *owner)
+{
+    px_client_t *c = owner;
+    px_tunnel_t *t = px_tunnel_new();
+    if (t == NULL) {
+        px_up_abort(c->dial);
+        c->dial = NULL;
+        px__cl_close(c);
+        return;
+    }
+    px_upreq_t *r = c->dial;
+    c->dial = NULL;
+    px__cl_tunnel_mode(c, t); /* the ClientHello waits in c->in: it goes first */
+    px_up_tunnel(r, t, 1);
+}
+
+static void on_dial_error(void *owner, const char *why)
+{
+    px_client_t *c = owner;
+    c->dial = NULL;
+    px_log_printf(c->eng->log, "ERROR CONNECT %s -> %s", c->connect_url, why);
+    px__cl_close(c);
+}
+

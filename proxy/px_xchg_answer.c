@@ -1,0 +1,167 @@
+/* The answers an exchange makes itself (DESIGN.md §5): refusals of the pre-checks and the
+ * addons, upstream failures, with their JSON bodies and log lines. */
+#include <stdio.h>
+#include <string.h>
+
+#include "proxy/px_answer.h"
+#include "proxy/px_engine.h"
+#include "proxy/px_xchg_int.h"
+
+/* ---- answers of our own --------------------------------------------------------------------- */
+
+/* Sends an answer with a JSON body. close: the connection ends after it. */
+void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close)
+{
+    px_resp_t r = {.status = status,
+                   .ctype = "application/json",
+                   .body = PX_RESP_LENGTH,
+                   .length = len,
+                   .close = close};
+    x->ops->head(x->down, &r);
+    x->ops->data(x->down, json, len);
+    x->ops->end(x->down, NULL);
+    x->rs = PX__RS_DONE;
+    if (close) {
+        x->reuse = 0;
+        px__x_finish(x, 0);
+        return;
+    }
+    /* what is left of the request body is read and dropped */
+    x->sink = PX__SINK_DISCARD;
+    if (x->rq == PX__RQ_DONE)
+        px__x_finish(x, x->reuse);
+}
+
+void px__x_answer_error(px_xchg_t *x, int status, const char *error, const char *message,
+                             int close)
+{
+    char json[1024];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": ");
+    px_sbuf_json_str(&b, error, strlen(error));
+    px_sbuf_adds(&b, ", \"message\": ");
+    px_sbuf_json_str(&b, message, strlen(message));
+    px_sbuf_adds(&b, "}");
+    px__x_answer(x, status, json, b.len, close);
+}
+
+/* A refusal: the connection can go on unless the client waits for a 100 that will not come
+ * (it may or may not send the body then). */
+static int px__close_after_refusal(const px_xchg_t *x)
+{
+    return x->expect && x->rq == PX__RQ_BODY;
+}
+
+void px__x_addon_answer(px_xchg_t *x, const addon_answer_t *ans)
+{
+    addon_req_t *r = x->view;
+    char json[PX_ANSWER_MAX / 2];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": ");
+    px_sbuf_json_str(&b, ans->error, strlen(ans->error));
+    if (ans->with_request) {
+        px_sbuf_adds(&b, ", \"host\": ");
+        px_sbuf_json_str(&b, r->host.base, r->host.len);
+        px_sbuf_adds(&b, ", \"path\": ");
+        px_sbuf_json_str(&b, r->path.base, r->path.len);
+        px_sbuf_adds(&b, ", \"method\": ");
+        px_sbuf_json_str(&b, r->method.base, r->method.len);
+    }
+    px_sbuf_adds(&b, ", \"message\": ");
+    px_sbuf_json_str(&b, ans->message, strlen(ans->message));
+    px_sbuf_adds(&b, "}");
+    if (b.overflow) {
+        px_sbuf_init(&b, json, sizeof(json));
+        px_sbuf_adds(&b, "{\"error\": ");
+        px_sbuf_json_str(&b, ans->error, strlen(ans->error));
+        px_sbuf_adds(&b, ", \"message\": ");
+        px_sbuf_json_str(&b, ans->message, strlen(ans->message));
+        px_sbuf_adds(&b, "}");
+    }
+    px__x_log(x, ans->verdict != NULL ? ans->verdict : "BLOCKED", ans->status,
+            ans->log_tail[0] ? ans->log_tail : NULL);
+    px__x_answer(x, ans->status, json, b.len, px__close_after_refusal(x));
+}
+
+static const char px__connect_msg[] =
+    "CONNECT tunneling is not allowed here. This sandbox reaches the network only through "
+    "airlock's DNS answers: connect to the host name directly (plain HTTP or HTTPS).";
+static const char px__mismatch_msg[] =
+    "Host mismatch: the Host header and the request's destination disagree. This request has "
+    "been blocked to prevent an allowlist bypass.";
+
+/* The pre-checks refused the request. */
+void px__x_refuse(px_xchg_t *x)
+{
+    const px_pre_t *p = &x->pre;
+    char json[2048];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    if (p->verdict == PX_PRE_BAD) {
+        char tail[200];
+        snprintf(tail, sizeof(tail), " (%s: %s)",
+                 p->status == 431 ? "request head too large" : "malformed request", p->reason);
+        x->pre.url[0] = '\0';
+        px__x_log(x, "BLOCKED", p->status, tail);
+        px__x_answer_error(x, p->status,
+                         p->status == 431 ? "request_header_fields_too_large" : "bad_request",
+                         p->reason, 1);
+        return;
+    }
+    if (p->verdict == PX_PRE_NO_TUNNEL) {
+        const char *t = x->req->buf + x->req->target.off;
+        size_t tlen = x->req->target.len;
+        px__x_log(x, "BLOCKED", 403, " (tunneling not allowed)");
+        px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
+        px_sbuf_json_str(&b, t, tlen < 300 ? tlen : 300);
+        px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
+        px_sbuf_json_str(&b, px__connect_msg, sizeof(px__connect_msg) - 1);
+        px_sbuf_adds(&b, "}");
+        /* after a CONNECT head the client may start its tunnel: never reuse the connection */
+        px__x_answer(x, 403, json, b.len, 1);
+        return;
+    }
+    /* PX_PRE_MISMATCH */
+    char tail[600];
+    snprintf(tail, sizeof(tail), " (host mismatch: header=%.*s, %s=%.*s)", (int)p->host_len,
+             p->host, p->other_key, (int)p->other_len, p->other);
+    px__x_log(x, "BLOCKED", 403, tail);
+    const char *key = strcmp(p->other_key, "sni") == 0       ? "sni"
+                      : strcmp(p->other_key, "connect") == 0 ? "connect_host"
+                                                             : "url_host";
+    px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
+    px_sbuf_json_str(&b, p->host, p->host_len);
+    px_sbuf_printf(&b, ", \"%s\": ", key);
+    px_sbuf_json_str(&b, p->other, p->other_len);
+    px_sbuf_adds(&b, ", \"method\": ");
+    px_sbuf_json_str(&b, x->method, strlen(x->method));
+    px_sbuf_adds(&b, ", \"message\": ");
+    px_sbuf_json_str(&b, px__mismatch_msg, sizeof(px__mismatch_msg) - 1);
+    px_sbuf_adds(&b, "}");
+    px__x_answer(x, 403, json, b.len, px__close_after_refusal(x));
+}
+
+/* The upstream failed before a response head: 502 (the connection goes on when the request was
+ * read whole); after the head: the response is cut and so is the connection. */
+void px__x_up_failed(px_xchg_t *x, const char *why)
+{
+    if (x->up != NULL) {
+        px_up_abort(x->up);
+        x->up = NULL;
+    }
+    if (x->rs == PX__RS_DONE) {
+        /* the response went out whole and the request body is still coming: the upstream that
+         * would have taken it is gone, and the rest cannot be told from a next request */
+        px__x_finish(x, 0);
+        return;
+    }
+    px__x_log(x, "ERROR", -1, why);
+    if (x->rs == PX__RS_BODY) {
+        px__x_finish(x, 0);
+        return;
+    }
+    px__x_answer_error(x, 502, "upstream_error", why, x->rq != PX__RQ_DONE);
+}
+

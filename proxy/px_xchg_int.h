@@ -1,0 +1,78 @@
+/* Internals shared by px_xchg.c (the exchange) and px_xchg_answer.c (the answers airlock makes
+ * itself). Nothing else includes this header. */
+#ifndef PX_XCHG_INT_H
+#define PX_XCHG_INT_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "addons/addon.h"
+#include "proxy/px_loop.h"
+#include "proxy/px_upstream.h"
+#include "proxy/px_xchg.h"
+
+typedef struct px_snapshot px_snapshot_t;
+
+#define PX__METHOD_MAX 24
+
+typedef enum { PX__RQ_BODY = 0, PX__RQ_DONE } px__rq_t;
+typedef enum { PX__SINK_UP = 0, PX__SINK_BUFFER, PX__SINK_DISCARD } px__sink_t;
+typedef enum { PX__RS_NONE = 0, PX__RS_WAIT, PX__RS_BODY, PX__RS_DONE } px__rs_t;
+
+struct px_xchg {
+    px_engine_t *eng;
+    const px_down_ops_t *ops;
+    void *down;
+    px_msg_t *req;            /* the request head (owned) */
+    px_pre_t pre;
+    addon_req_t *view;        /* what the addons see (owned) */
+    px_snapshot_t *snap;      /* the configuration this request is decided under */
+    char method[PX__METHOD_MAX];
+    int tls;
+    /* the request */
+    px__rq_t rq;
+    px__sink_t sink;
+    int filter;               /* an addon rewrites the body as it streams */
+    char *bodybuf;            /* ADDON_BODY_BUFFER: the body so far, then what the addon made */
+    size_t bodylen, bodycap;
+    char *outbody;
+    size_t outlen, outcap;
+    uint64_t discarded;
+    int expect;               /* 100-continue asked, no body byte seen yet */
+    int sent_100;             /* airlock answered 100 Continue itself */
+    int upgrade;              /* a WebSocket upgrade was asked */
+    int body_paused;
+    /* the response */
+    px_upreq_t *up;
+    px__rs_t rs;
+    int status;
+    unsigned interim;
+    int up_paused;
+    int up_ready;             /* the request is on a connection: its answer is awaited */
+    int reuse;                /* the client connection may carry another request */
+    /* timers: what each side must do by when (loop time, 0 = nothing awaited) */
+    uv_timer_t timer;
+    uint64_t client_by;
+    uint64_t upstream_by;
+    px_defer_t fin;
+    int logged;
+    int finished;
+    int aborted;
+};
+
+
+/* px_xchg.c */
+/* Writes the exchange's one log line (verdict, status or, when status < 0, tail as the reason). */
+void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail);
+/* Ends the exchange: the client side hears it from the loop with reuse (px_down_ops_t). */
+void px__x_finish(px_xchg_t *x, int reuse);
+
+/* px_xchg_answer.c */
+void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close);
+void px__x_answer_error(px_xchg_t *x, int status, const char *error, const char *message,
+                        int close);
+void px__x_addon_answer(px_xchg_t *x, const addon_answer_t *ans);
+void px__x_refuse(px_xchg_t *x);
+void px__x_up_failed(px_xchg_t *x, const char *why);
+
+#endif
