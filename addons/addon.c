@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 /* A bump allocator of chained blocks with a hard total cap. */
 typedef struct addon__block {

@@ -11,7 +11,7 @@
 #include <openssl/evp.h>
 
 #include "addons/addon_replacements.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_auth.h"
 #include "signing/sig_chunked.h"
 #include "signing/sig_encode.h"

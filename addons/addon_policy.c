@@ -10,7 +10,7 @@
 #include "addons/addon_glob.h"
 #include "addons/addon_out.h"
 #include "addons/addon_yaml.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define ADDON__POLICY_WHAT_MAX 64 /* "url_prefixes[123].methods[4]" */
 #define ADDON__POLICY_HTTP_PORT 80

@@ -11,7 +11,7 @@
 #include "addons/addon_glob.h"
 #include "addons/addon_out.h"
 #include "addons/addon_yaml.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define ADDON__REPL_WHAT_MAX 64 /* "entry[1023].surrogate_session_token" */
 #define ADDON__REPL_SHORT 4     /* surrogate bytes shown by describe */

@@ -6,7 +6,7 @@
 #include <openssl/crypto.h>
 
 #include "addons/addon_glob.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define ADDON__SECRETS_HEADERS_CAP (ADDON_MAX_HEADERS + 8) /* as addon_req_t.headers */
 #define ADDON__SECRETS_BASIC "Basic "

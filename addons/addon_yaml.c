@@ -15,7 +15,7 @@
 #include <yaml.h>
 
 #include "addons/addon_yaml_int.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define ADDON__YAML_TAG_STR "tag:yaml.org,2002:str"
 #define ADDON__YAML_TAG_SEQ "tag:yaml.org,2002:seq"

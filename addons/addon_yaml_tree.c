@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "addons/addon_yaml_int.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define ADDON__YAML_BLOCK_MIN (16 * 1024) /* arena block size */
 

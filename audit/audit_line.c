@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 /* proxy/px_int.h keeps a log URL in char url[2048]; an over-long one is cut to 2032 bytes plus
  * "..." (px__build_url). A URL of that length ending in "..." was cut. */

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "audit/audit_line.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 int audit_read_file(const char *path, audit_line_cb cb, void *arg, char *err, size_t errlen)
 {

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 /* Tails of BLOCKED/ERROR lines written after the allowlist had let the request through. */
 static const char *const audit__after_policy[] = {

@@ -5,7 +5,7 @@
 
 #include "addons/addon_out.h"
 #include "audit/audit_tab.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 typedef struct audit__sh {
     unsigned long n;

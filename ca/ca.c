@@ -17,7 +17,7 @@
 #include <openssl/x509v3.h>
 
 #include "ca/ca_int.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define CA__KEY_MODE 0600
 #define CA__CERT_MODE 0644

@@ -3,7 +3,7 @@
  * Loads the mitmproxy-compatible CA from a confdir (or creates one), mints one leaf certificate
  * per host name with a single per-object ECDSA P-256 key, and keeps minted leaves in an LRU
  * cache. Pure: OpenSSL's libcrypto only, no event loop. Not thread-safe: one ca_t belongs to
- * one loop. Errors are the PX_E* codes of proxy/px_err.h; a caller-supplied err buffer gets a
+ * one loop. Errors are the PX_E* codes of base/px_err.h; a caller-supplied err buffer gets a
  * one-line message (never key material). */
 #ifndef CA_H
 #define CA_H

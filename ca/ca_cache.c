@@ -8,7 +8,7 @@
 #include <openssl/rand.h>
 
 #include "ca/ca_int.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define CA__ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
 

@@ -11,7 +11,7 @@
 #include <openssl/x509v3.h>
 
 #include "ca/ca_int.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define CA__SERIAL_BYTES 16 /* 128-bit serials */
 #define CA__SECS_PER_DAY 86400

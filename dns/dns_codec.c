@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define DNS__FLAG_QR 0x8000u
 #define DNS__FLAG_RD 0x0100u

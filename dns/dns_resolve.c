@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "dns/dns_cache.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define DNS__CONTAINER_OF(ptr, type, field) ((type *)((char *)(ptr)-offsetof(type, field)))
 

@@ -12,7 +12,7 @@
 #include "audit/audit_report.h"
 #include "audit/audit_suggest.h"
 #include "proxy/px_cli.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define PX__AUDIT_LOGS_MAX 256 /* log files on one command line */
 

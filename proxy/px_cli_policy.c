@@ -10,7 +10,7 @@
 #include "addons/addon_replacements.h"
 #include "proxy/px_cli.h"
 #include "proxy/px_config.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 const char px_cli_policy_usage[] =
     "  airlock check --allowlist PATH [--replacements PATH]\n"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 void px_config_defaults(px_config_t *cfg)
 {

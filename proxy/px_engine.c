@@ -15,7 +15,7 @@
 #include "dns/dns_resolve.h"
 #include "dns/dns_server.h"
 #include "proxy/px_client.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tls.h"
 #include "proxy/px_upstream.h"

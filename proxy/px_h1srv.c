@@ -10,7 +10,7 @@
 #include "addons/addon_policy.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_client_int.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_hello.h"
 #include "proxy/px_policy.h"
 

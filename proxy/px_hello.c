@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 static unsigned px__u16(const unsigned char *p)
 {

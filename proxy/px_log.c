@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 /* Pending lines are stored back to back, each followed by '\n'. The writer swaps the pending
  * buffer with its own and writes line by line. */

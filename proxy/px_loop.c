@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define PX__RBUF (64 * 1024)
 

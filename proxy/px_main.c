@@ -8,7 +8,7 @@
 #include "proxy/px_cli.h"
 #include "proxy/px_config.h"
 #include "proxy/px_engine.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_health.h"
 #include "proxy/px_log.h"
 

@@ -7,7 +7,7 @@
 #include "addons/addon_masking.h"
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_log.h"
 
 int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)

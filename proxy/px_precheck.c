@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define PX__HOST_MAX 255
 

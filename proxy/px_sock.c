@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_tls.h"
 
 enum {

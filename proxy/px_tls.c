@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "proxy/px_config.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_hello.h"
 
 struct px_tls {

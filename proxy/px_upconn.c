@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_upstream_int.h"
 
 static void on_conn_timer(uv_timer_t *t);

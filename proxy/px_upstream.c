@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_upstream_int.h"
 
 /* ---- requests ---------------------------------------------------------------------------------- */

@@ -9,7 +9,7 @@
 #include "addons/addon_policy.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_engine.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_h1.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_sock.h"

@@ -2,7 +2,7 @@
  *
  * signing/ is pure: no loop, no I/O, no globals. Every input is a byte range ({base, len}, no
  * NUL terminator assumed); every function returns 0 or a negative PX_E* code from
- * proxy/px_err.h. Secrets never appear in any output other than the signatures themselves. */
+ * base/px_err.h. Secrets never appear in any output other than the signatures themselves. */
 #ifndef SIG_H
 #define SIG_H
 

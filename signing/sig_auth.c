@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_encode.h"
 #include "signing/sig_v4.h"
 

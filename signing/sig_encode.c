@@ -6,7 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 static const char sig__hex_upper[] = "0123456789ABCDEF";
 static const char sig__hex_lower[] = "0123456789abcdef";

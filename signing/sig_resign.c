@@ -6,7 +6,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_v4.h"
 #include "signing/sig_v4a.h"
 

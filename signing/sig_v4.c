@@ -5,7 +5,7 @@
 
 #include <openssl/crypto.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define SIG__SECRET_MAX 1024 /* longest secret access key accepted */
 #define SIG__QP_STACK 32     /* query parameters sorted without a heap array */

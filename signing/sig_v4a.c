@@ -10,7 +10,7 @@
 #include <openssl/obj_mac.h>
 #include <openssl/param_build.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_encode.h"
 
 #define SIG__V4A_INPUT_MAX 1024 /* longest access key id / secret accepted by the KDF */

@@ -18,7 +18,7 @@
 #include "addons/addon.h"
 #include "addons/addon_aws.h"
 #include "addons/addon_replacements.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_auth.h"
 #include "signing/sig_encode.h"
 #include "signing/sig_resign.h"

@@ -13,7 +13,7 @@
 
 #include "addons/addon_policy.h"
 #include "addons/addon_yaml.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define DATA_DIR AIRLOCK_TEST_DIR "/addons/data/"
 

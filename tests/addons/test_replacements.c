@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "addons/addon_replacements.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define DATA AIRLOCK_TEST_DIR "/addons/data/"
 #define SECRET_MARK "REALSECRET"

@@ -14,7 +14,7 @@
 #include "addons/addon.h"
 #include "addons/addon_replacements.h"
 #include "addons/addon_secrets.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "tests/addons/secrets_cases.h"
 
 typedef struct log_capture {

@@ -24,7 +24,7 @@
 #include <openssl/x509v3.h>
 
 #include "ca/ca.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define CT_DIR_LEN 64
 #define CT_FILE_MAX (512 * 1024)

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "dns/dns_codec.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 static const uint8_t proxy_ip[4] = {10, 199, 1, 100};
 

@@ -19,7 +19,7 @@
 #include <uv.h>
 
 #include "dns/dns_resolve.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define QTYPE_A 1
 #define QTYPE_AAAA 28

@@ -24,7 +24,7 @@
 #include "dns/dns_codec.h"
 #include "dns/dns_resolve.h"
 #include "dns/dns_server.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define PROXY_IP "10.199.1.100"
 #define TEST_TCP_TIMEOUT_MS 300

@@ -12,7 +12,7 @@
 #include "addons/addon_replacements.h"
 #include "addons/addon_secrets.h"
 #include "addons/addon_yaml.h"
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #define FUZZ_ENTRIES_USED 8        /* entries whose surrogates go into the request */
 #define FUZZ_VALUE_MAX (20 * 1024) /* fuzzed header value bytes (over ADDON_SECRETS_VALUE_MAX) */

@@ -11,7 +11,7 @@
 
 #include <openssl/evp.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_chunked.h"
 #include "signing/sig_v4a.h"
 

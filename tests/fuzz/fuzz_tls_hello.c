@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_hello.h"
 
 #define CHECK(cond)                                                                                \

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_h1.h"
 
 /* What a parse produced, as text: "H<status or method> <target> n=<fields>;" per head,

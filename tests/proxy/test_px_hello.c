@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "proxy/px_hello.h"
 
 typedef struct hello_case {

@@ -5,7 +5,7 @@
 
 #include "tests/signing/sig_test_util.h"
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_auth.h"
 #include "signing/sig_resign.h"
 #include "signing/sig_v4.h"

@@ -2,7 +2,7 @@
  * canonical URI, canonical query, header canonicalization, SignedHeaders lists. */
 #include "tests/signing/sig_test_util.h"
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_encode.h"
 #include "signing/sig_v4.h"
 

@@ -9,7 +9,7 @@
  * sig_verify() must accept the original signature. */
 #include "tests/signing/sig_test_resign.h"
 
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 #include "signing/sig_auth.h"
 #include "signing/sig_resign.h"
 #include "signing/sig_v4.h"

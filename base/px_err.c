@@ -1,4 +1,4 @@
-#include "proxy/px_err.h"
+#include "base/px_err.h"
 
 #include <uv.h>
 
