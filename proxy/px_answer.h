@@ -4,24 +4,9 @@
 
 #include <stddef.h>
 
+#include "base/px_sbuf.h"
+
 #define PX_ANSWER_MAX (16 * 1024) /* a whole answer: status line, headers, JSON body */
-
-/* A growable-up-to-cap text buffer. */
-typedef struct px_sbuf {
-    char *p;
-    size_t len;
-    size_t cap;
-    int overflow;
-} px_sbuf_t;
-
-void px_sbuf_init(px_sbuf_t *b, char *mem, size_t cap);
-void px_sbuf_add(px_sbuf_t *b, const char *s, size_t len);
-void px_sbuf_adds(px_sbuf_t *b, const char *s);
-void px_sbuf_printf(px_sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Appends s as a JSON string literal (quotes included); non-ASCII as \uXXXX, invalid UTF-8
- * bytes as \ufffd, control characters escaped. */
-void px_sbuf_json_str(px_sbuf_t *b, const char *s, size_t len);
 
 /* Builds a full HTTP/1.1 response with a JSON body into out (cap PX_ANSWER_MAX). Returns the
  * length, or 0 on overflow. close adds "Connection: close". */

@@ -39,7 +39,7 @@ struct px_client {
     char tunnel[PX_HOST_MAX + 1]; /* inside an accepted CONNECT: its host */
     uint16_t tunnel_port;
     uint16_t orig_port;      /* transparent: the port the client dialed */
-    char connect_url[PX_URL_MAX]; /* the CONNECT target, for log lines */
+    char connect_url[PX_HOST_MAX + 8]; /* the CONNECT target host:port, for log lines */
     /* bytes read and not taken yet (a partial head, a pipelined request, a paused body) */
     char *in;
     size_t in_len, in_cap;

@@ -93,7 +93,8 @@ static const px_up_cbs_t px__dial_cbs = {
  * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
 void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
 {
-    snprintf(c->connect_url, sizeof(c->connect_url), "%s", pre->url);
+    snprintf(c->connect_url, sizeof(c->connect_url), "%.*s", (int)sizeof(c->connect_url) - 1,
+             pre->url);
     px_snapshot_t *snap = px_engine_snapshot_ref(c->eng);
     int passthrough = 0;
     addon_str_t h = {pre->host, pre->host_len};

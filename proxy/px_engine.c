@@ -170,8 +170,7 @@ static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&l->tcp, 4096, on_accept);
     if (rc < 0) {
-        px_diag(PX_DIAG_ERROR, "cannot listen for %s on %s: %s", name, cfg->text,
-                uv_strerror(rc));
+        px_diag(PX_DIAG_ERROR, "cannot listen for %s on %s: %s", name, cfg->text, uv_strerror(rc));
         uv_close((uv_handle_t *)&l->tcp, NULL);
         return rc;
     }
@@ -252,28 +251,15 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
     px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
 }
 
-int px_engine_run(const px_config_t *cfg)
+/* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
+ * manager. Returns 0, or -1 after saying why on stderr. */
+static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 {
-    px_engine_t *eng = calloc(1, sizeof(*eng));
-    if (eng == NULL)
-        return 1;
-    int exit_code = 1;
-    uv_loop_t loop;
-    uv_loop_init(&loop);
-    eng->cfg = cfg;
-    if (px_loop_init(&eng->loop, &loop) != 0) {
-        free(eng);
-        return 1;
-    }
-    signal(SIGPIPE, SIG_IGN);
+    const px_config_t *cfg = eng->cfg;
     char err[512];
-    char ready[512] = "";
-    size_t rlen = 0;
-    char bound[128];
-
     if (px_log_open(cfg->log_path, cfg->log_create, &eng->log, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
-        goto fail;
+        return -1;
     }
     if (!px_log_enabled(eng->log))
         px_diag(PX_DIAG_WARN,
@@ -281,47 +267,55 @@ int px_engine_run(const px_config_t *cfg)
                 "or pass --log-create)",
                 cfg->log_path);
     if (px_snapshot_load(cfg, 1, &eng->snap) != 0)
-        goto fail;
+        return -1;
     px__own_addresses(eng);
-    char ipbuf[INET6_ADDRSTRLEN];
-    px__pick_proxy_ip(eng, ipbuf, sizeof(ipbuf));
+    px__pick_proxy_ip(eng, ipbuf, iplen);
 
     if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
         cfg->listen_transparent.enabled) {
         if (ca_load(&eng->ca, cfg->confdir, CA_CREATE, 0, err, sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
-            goto fail;
+            return -1;
         }
         if (ca_was_generated(eng->ca))
             px_diag(PX_DIAG_WARN,
                     "created a new CA in %s: agents must trust %s/%s (see the documentation "
                     "for each runtime)",
                     cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
-        if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err,
-                                  sizeof(err)) != 0) {
+        if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err, sizeof(err)) !=
+            0) {
             px_diag(PX_DIAG_ERROR, "%s", err);
-            goto fail;
+            return -1;
         }
     }
     if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->tls_client, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
-        goto fail;
+        return -1;
     }
     if (dns_resolver_create(eng->loop.uv, cfg->upstream_dns, &eng->resolver) != 0) {
         px_diag(PX_DIAG_ERROR, "cannot use upstream DNS server %s", cfg->upstream_dns);
-        goto fail;
+        return -1;
     }
     eng->up = px_upmgr_new(&eng->loop, cfg, eng->resolver, eng->tls_client);
     if (eng->up == NULL)
-        goto fail;
+        return -1;
     px_upmgr_set_own(eng->up, eng->own, eng->n_own, eng->proxy_ip);
+    return 0;
+}
+
+/* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
+ * to ready (" dns ip:port, http ip:port, ..."). Returns 0, or -1 after saying why. */
+static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, size_t cap)
+{
+    const px_config_t *cfg = eng->cfg;
+    size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
         int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
                                   ipbuf, on_dns_log, eng, &eng->dns);
         if (rc != 0) {
             px_diag(PX_DIAG_ERROR, "cannot listen for DNS on %s: %s", cfg->listen_dns.text,
                     uv_strerror(rc));
-            goto fail;
+            return -1;
         }
         struct sockaddr_storage ss;
         dns_server_address(eng->dns, &ss);
@@ -334,31 +328,33 @@ int px_engine_run(const px_config_t *cfg)
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
             port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
-        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, " dns %s:%d", ip, port);
+        rlen += (size_t)snprintf(ready + rlen, cap - rlen, " dns %s:%d", ip, port);
     }
-    if (cfg->listen_http.enabled) {
-        if (px__listen(eng, &cfg->listen_http, PX_LISTEN_HTTP, "http", bound, sizeof(bound)) != 0)
-            goto fail;
-        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
+    const struct {
+        const px_listen_t *l;
+        px_listener_kind_t kind;
+        const char *name;
+    } tcp[] = {
+        {&cfg->listen_http, PX_LISTEN_HTTP, "http"},
+        {&cfg->listen_https, PX_LISTEN_HTTPS, "https"},
+        {&cfg->listen_proxy, PX_LISTEN_PROXY, "proxy"},
+        {&cfg->listen_transparent, PX_LISTEN_TRANSPARENT, "transparent"},
+    };
+    for (size_t i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++) {
+        char bound[128];
+        if (!tcp[i].l->enabled)
+            continue;
+        if (px__listen(eng, tcp[i].l, tcp[i].kind, tcp[i].name, bound, sizeof(bound)) != 0)
+            return -1;
+        if (rlen < cap)
+            rlen += (size_t)snprintf(ready + rlen, cap - rlen, ", %s", bound);
     }
-    if (cfg->listen_https.enabled) {
-        if (px__listen(eng, &cfg->listen_https, PX_LISTEN_HTTPS, "https", bound,
-                       sizeof(bound)) != 0)
-            goto fail;
-        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
-    }
-    if (cfg->listen_proxy.enabled) {
-        if (px__listen(eng, &cfg->listen_proxy, PX_LISTEN_PROXY, "proxy", bound,
-                       sizeof(bound)) != 0)
-            goto fail;
-        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
-    }
-    if (cfg->listen_transparent.enabled) {
-        if (px__listen(eng, &cfg->listen_transparent, PX_LISTEN_TRANSPARENT, "transparent",
-                       bound, sizeof(bound)) != 0)
-            goto fail;
-        rlen += (size_t)snprintf(ready + rlen, sizeof(ready) - rlen, ", %s", bound);
-    }
+    return 0;
+}
+
+/* Signals, the log's end-of-turn flush and the heap-trim timer; then the task-start line. */
+static void px__engine_start(px_engine_t *eng)
+{
     uv_signal_init(eng->loop.uv, &eng->sig_term);
     uv_signal_init(eng->loop.uv, &eng->sig_int);
     uv_signal_init(eng->loop.uv, &eng->sig_hup);
@@ -376,20 +372,17 @@ int px_engine_run(const px_config_t *cfg)
     uv_unref((uv_handle_t *)&eng->trim);
     px_log_set_batched(eng->log, 1);
 
-    {
-        time_t now = time(NULL);
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        char ts[32];
-        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        px_log_printf(eng->log, "=== TASK START %s ===", ts);
-    }
-    fprintf(stderr, "airlock %s: ready (proxy ip %s):%s\n", AIRLOCK_VERSION, ipbuf, ready);
-    fflush(stderr);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    exit_code = 0;
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    px_log_printf(eng->log, "=== TASK START %s ===", ts);
+}
 
-fail:
+/* Closes what is still open, lets the loop run dry, and frees the engine. */
+static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
+{
     if (!eng->stopping) {
         eng->stopping = 1;
         for (int i = 0; i < eng->nlisteners; i++)
@@ -398,12 +391,12 @@ fail:
             dns_server_close(eng->dns, NULL, NULL);
         if (eng->resolver != NULL)
             dns_resolver_close(eng->resolver, NULL, NULL);
-        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_run(loop, UV_RUN_DEFAULT);
     }
-    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_run(loop, UV_RUN_DEFAULT);
     px_loop_close(&eng->loop); /* nothing is queued once the loop ran dry */
-    uv_run(&loop, UV_RUN_DEFAULT);
-    if (uv_loop_close(&loop) != 0)
+    uv_run(loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     px_snapshot_unref(eng->snap);
     px_upmgr_free(eng->up);
@@ -412,5 +405,32 @@ fail:
     ca_free(eng->ca);
     px_log_close(eng->log);
     free(eng);
+}
+
+int px_engine_run(const px_config_t *cfg)
+{
+    px_engine_t *eng = calloc(1, sizeof(*eng));
+    if (eng == NULL)
+        return 1;
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    eng->cfg = cfg;
+    if (px_loop_init(&eng->loop, &loop) != 0) {
+        free(eng);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    int exit_code = 1;
+    char ipbuf[INET6_ADDRSTRLEN];
+    char ready[512] = "";
+    if (px__engine_open(eng, ipbuf, sizeof(ipbuf)) == 0 &&
+        px__engine_listen(eng, ipbuf, ready, sizeof(ready)) == 0) {
+        px__engine_start(eng);
+        fprintf(stderr, "airlock %s: ready (proxy ip %s):%s\n", AIRLOCK_VERSION, ipbuf, ready);
+        fflush(stderr);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        exit_code = 0;
+    }
+    px__engine_free(eng, &loop);
     return exit_code;
 }

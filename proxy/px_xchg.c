@@ -556,6 +556,12 @@ static void on_up_head(void *owner, px_msg_t *m)
         r.body = PX_RESP_UNTIL_CLOSE;
         x->reuse = 0;
     }
+    if (x->rq != PX__RQ_DONE && !(m->flags & PX_MSG_KEEPALIVE)) {
+        /* an early answer from an upstream that closes: it will not read the rest of the body,
+         * so the client's connection ends after this answer instead of sending it for nothing */
+        x->reuse = 0;
+        x->body_unwanted = 1;
+    }
     r.close = !x->reuse;
     x->ops->head(x->down, &r);
     px_msg_free(m);
@@ -579,7 +585,7 @@ static void on_up_end(void *owner, const px_fields_t *t)
     x->ops->end(x->down, t);
     x->rs = PX__RS_DONE;
     px__x_log(x, "allowed", x->status, NULL);
-    if (x->rq == PX__RQ_DONE) {
+    if (x->rq == PX__RQ_DONE || x->body_unwanted) {
         px__x_finish(x, x->reuse);
         return;
     }

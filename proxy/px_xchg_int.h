@@ -50,6 +50,7 @@ struct px_xchg {
     int up_paused;
     int up_ready;             /* the request is on a connection: its answer is awaited */
     int reuse;                /* the client connection may carry another request */
+    int body_unwanted;        /* the upstream answered early and closes: drop the rest of the body */
     /* timers: what each side must do by when (loop time, 0 = nothing awaited) */
     uv_timer_t timer;
     uint64_t client_by;

@@ -45,6 +45,7 @@ MITM_MAX_TIME=${MITM_MAX_TIME:-30}
 FRESH=${FRESH:-20}
 IDLE_CONNS=${IDLE_CONNS:-1000}
 PROFILE=${PROFILE:-0}
+SYSCALLS=${SYSCALLS:-1}; command -v perf > /dev/null || SYSCALLS=0
 NO_MITM=${NO_MITM:-}
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
@@ -316,9 +317,20 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     local ups ur0 uw0 ur1 uw1
     ups=$(upstream_pids)
     read -r ur0 uw0 < <(sched_ns $ups)
+    # system calls the proxy makes over the measured window (perf's raw_syscalls tracepoint,
+    # every thread of every proxy process); SYSCALLS=0 skips it
+    local sysout="$T_DIR/sys-$metric-$subj" perfpid=
+    rm -f "$sysout"
+    if [ "$SYSCALLS" = 1 ]; then
+        perf stat -x, -e raw_syscalls:sys_enter -p "$(echo $pids | tr ' ' ',')" \
+            -o "$sysout" -- sleep $((DURATION + 1)) > /dev/null 2>&1 &
+        perfpid=$!
+        sleep 0.5
+    fi
     read -r r0 w0 < <(sched_ns $pids); t0=$(now_ns)
     out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
+    [ -n "$perfpid" ] && wait "$perfpid"
     read -r ur1 uw1 < <(sched_ns $ups)
     rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
@@ -337,8 +349,15 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     record "$metric.cpu_us" "$subj" "$cpu_us"
     record "$metric.util" "$subj" "$util"
     record "$metric.wait" "$subj" "$wait"
-    printf '  %-12s %-9s %9s req/s %7s us CPU/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%% %s\n' \
-        "$metric" "$subj" "$rps" "$cpu_us" "$util" "$wait" "$upwait" "${errs}"
+    local sys=-
+    if [ -s "$sysout" ]; then
+        # the perf window opens 0.5 s before wrk's and closes ~0.5 s after it: the proxy is
+        # idle then (a timer a second at most), so the count is the window's
+        sys=$(awk -F, -v n="$reqs" '/raw_syscalls:sys_enter/ {printf "%.2f", $1 / n}' "$sysout")
+        [ -n "$sys" ] && record "$metric.sys" "$subj" "$sys"
+    fi
+    printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%% %s\n' \
+        "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${errs}"
 }
 
 # One download of the big file with curl; records MB/s (10^6 bytes) and proxy core use.
