@@ -12,6 +12,7 @@
 
 #include "ca/ca_int.h"
 #include "base/px_err.h"
+#include "base/px_host.h"
 
 #define CA__SERIAL_BYTES 16 /* 128-bit serials */
 #define CA__SECS_PER_DAY 86400
@@ -63,24 +64,13 @@ int ca__name_parse(const char *name, size_t len, ca__name_t *out)
         if (len < 3 || name[len - 1] != ']') {
             return PX_EPARSE;
         }
-        name++;
-        len -= 2;
         bracketed = 1;
     }
-    if (!bracketed && len > 1 && name[len - 1] == '.') {
-        len--;
-    }
-    if (len == 0 || len > CA_NAME_MAX) {
+    int n = px_host_norm(buf, sizeof(buf), name, len);
+    if (n <= 0) {
         return PX_EPARSE;
     }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)name[i];
-        if (ch >= 'A' && ch <= 'Z') {
-            ch = (unsigned char)(ch - 'A' + 'a');
-        }
-        buf[i] = (char)ch;
-    }
-    buf[len] = '\0';
+    len = (size_t)n;
 
     if (bracketed || memchr(buf, ':', len) != NULL) {
         struct in6_addr a6;

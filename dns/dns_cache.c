@@ -4,15 +4,12 @@
 
 #include <string.h>
 
+#include "base/px_host.h"
+
 void dns_cache_key(const char *host, size_t len, char key[DNS_RESOLVE_HOST_MAX + 1])
 {
-    size_t i;
-
-    for (i = 0; i < len; i++)
-        key[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] + 32 : host[i]);
-    if (i > 1 && key[i - 1] == '.')
-        i--;
-    key[i] = '\0';
+    if (px_host_norm(key, DNS_RESOLVE_HOST_MAX + 1, host, len) < 0)
+        key[0] = '\0'; /* never stored: the resolver refuses longer names first */
 }
 
 void dns_cache_init(dns_cache_t *c)

@@ -67,33 +67,34 @@ void px_diag__emit(int level, const char *fmt, ...)
     (void)w;
 }
 
+/* Writes a batch of whole lines with as few write() calls as the kernel allows (one, on a
+ * regular file: with O_APPEND the batch lands contiguous, never interleaved with another
+ * writer's lines). On a failure the lines not written are counted as lost, once each. */
 static void px__write_batch(px_log_t *log, const px__logbuf_t *b)
 {
-    size_t off = 0;
-    while (off < b->len) {
-        const char *nl = memchr(b->data + off, '\n', b->len - off);
-        size_t n = (size_t)(nl - (b->data + off)) + 1;
-        const char *p = b->data + off;
-        size_t left = n;
-        while (left > 0) {
-            ssize_t w = write(log->fd, p, left);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                pthread_mutex_lock(&log->mu);
-                log->lost++;
-                int first = !log->reported;
-                log->reported = 1;
-                pthread_mutex_unlock(&log->mu);
-                if (first)
-                    px_diag(PX_DIAG_ERROR, "network log write failed: %s (lines are being lost)",
-                            strerror(w < 0 ? errno : EIO));
-                break;
-            }
-            p += w;
-            left -= (size_t)w;
+    const char *p = b->data;
+    size_t left = b->len;
+    while (left > 0) {
+        ssize_t w = write(log->fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            size_t lines = 0;
+            for (const char *q = p; (q = memchr(q, '\n', (size_t)(b->data + b->len - q))) != NULL;
+                 q++)
+                lines++;
+            pthread_mutex_lock(&log->mu);
+            log->lost += lines;
+            int first = !log->reported;
+            log->reported = 1;
+            pthread_mutex_unlock(&log->mu);
+            if (first)
+                px_diag(PX_DIAG_ERROR, "network log write failed: %s (lines are being lost)",
+                        strerror(w < 0 ? errno : EIO));
+            return;
         }
-        off += n;
+        p += w;
+        left -= (size_t)w;
     }
 }
 

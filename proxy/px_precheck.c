@@ -76,23 +76,6 @@ int px_authority_split(const char *a, size_t len, const char **host, size_t *hle
     return 0;
 }
 
-int px_host_norm(char *out, size_t cap, const char *h, size_t len)
-{
-    if (len > 0 && h[len - 1] == '.')
-        len--;
-    if (len >= cap) {
-        if (cap > 0)
-            out[0] = '\0';
-        return -1;
-    }
-    for (size_t i = 0; i < len; i++) {
-        char ch = h[i];
-        out[i] = (ch >= 'A' && ch <= 'Z') ? (char)(ch + 32) : ch;
-    }
-    out[len] = '\0';
-    return (int)len;
-}
-
 /* A field value that must equal other, normalized, or the result of the comparison. */
 static int px__same_host(const char *a, size_t alen, const char *norm_b)
 {

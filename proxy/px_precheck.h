@@ -4,6 +4,7 @@
 #ifndef PX_PRECHECK_H
 #define PX_PRECHECK_H
 
+#include "base/px_host.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,11 +57,6 @@ typedef struct px_pre {
 
 /* Decides request m arriving in ctx into *out (views into m). Never fails otherwise. */
 void px_precheck(const px_msg_t *m, const px_pre_ctx_t *ctx, px_pre_t *out);
-
-/* Lowercases host[0..len) into out (cap bytes with the NUL) and drops one trailing dot.
- * Returns the length, or -1 when it does not fit (out is then ""): a name is never cut, since
- * a cut name could compare equal to another. */
-int px_host_norm(char *out, size_t cap, const char *host, size_t len);
 
 /* Splits an authority "host[:port]" or "[v6][:port]". host excludes brackets; *port is 0 when
  * absent. Returns 0 or PX_EPARSE (bad characters, empty host, bad port, host over 255). */

@@ -12,7 +12,8 @@ enum {
     PX__SOCK_PUMP = 2,    /* decrypted plaintext may wait inside OpenSSL */
     PX__SOCK_ERROR = 4,   /* report err through on_eof */
     PX__SOCK_SHUTDOWN = 8, /* half-close once flushed */
-    PX__SOCK_FIRST = 16    /* ciphertext read before TLS started goes into TLS */
+    PX__SOCK_FIRST = 16,   /* ciphertext read before TLS started goes into TLS */
+    PX__SOCK_DRAIN = 32    /* the queue fell below the low-water mark at once: tell the owner */
 };
 
 #define PX__SOCK_OUT_MIN 4096
@@ -75,9 +76,26 @@ static void on_sock_written(uv_write_t *req, int status)
     px__sock_check_drain(s);
 }
 
-/* Hands buf (taken) to the kernel through libuv. */
+/* Hands buf (taken) to the kernel: written at once when libuv holds nothing for this socket
+ * and the kernel takes it all (uv_try_write: no request, no callback, and no epoll_ctl, which
+ * a completed uv_write costs on every drain), else the rest is queued through libuv. */
 static int px__sock_send(px_sock_t *s, char *buf, size_t len)
 {
+    size_t off = 0;
+    uv_buf_t b = uv_buf_init(buf, (unsigned)len);
+    int n = uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
+    if (n == (int)len) {
+        free(buf);
+        if (s->over_high)
+            px__sock_schedule(s, PX__SOCK_DRAIN);
+        return 0;
+    }
+    if (n > 0) {
+        off = (size_t)n;
+    } else if (n != UV_EAGAIN && n != UV_ENOSYS) {
+        free(buf);
+        return n;
+    }
     px__wreq_t *w = malloc(sizeof(*w));
     if (w == NULL) {
         free(buf);
@@ -85,7 +103,7 @@ static int px__sock_send(px_sock_t *s, char *buf, size_t len)
     }
     w->s = s;
     w->buf = buf;
-    uv_buf_t b = uv_buf_init(buf, (unsigned)len);
+    b = uv_buf_init(buf + off, (unsigned)(len - off));
     int rc = uv_write(&w->req, (uv_stream_t *)&s->tcp, &b, 1, on_sock_written);
     if (rc < 0) {
         free(buf);
@@ -340,6 +358,8 @@ static void on_sock_deferred(px_defer_t *d)
         px__sock_flush(s);
     if (!s->closing && (what & PX__SOCK_PUMP) && s->tls != NULL && s->tls_done)
         px__sock_pump(s);
+    if (!s->closing && (what & PX__SOCK_DRAIN))
+        px__sock_check_drain(s);
 }
 
 static void px__sock_schedule(px_sock_t *s, int what)

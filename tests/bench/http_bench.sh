@@ -322,7 +322,9 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     local sysout="$T_DIR/sys-$metric-$subj" perfpid=
     rm -f "$sysout"
     if [ "$SYSCALLS" = 1 ]; then
-        perf stat -x, -e raw_syscalls:sys_enter -p "$(echo $pids | tr ' ' ',')" \
+        local ev=raw_syscalls:sys_enter
+        [ "${SYSCALL_DETAIL:-0}" = 1 ] && ev='raw_syscalls:sys_enter,syscalls:sys_enter_*'
+        perf stat -x, -e "$ev" -p "$(echo $pids | tr ' ' ',')" \
             -o "$sysout" -- sleep $((DURATION + 1)) > /dev/null 2>&1 &
         perfpid=$!
         sleep 0.5
@@ -355,6 +357,12 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         # idle then (a timer a second at most), so the count is the window's
         sys=$(awk -F, -v n="$reqs" '/raw_syscalls:sys_enter/ {printf "%.2f", $1 / n}' "$sysout")
         [ -n "$sys" ] && record "$metric.sys" "$subj" "$sys"
+        if [ "${SYSCALL_DETAIL:-0}" = 1 ]; then # SYSCALL_DETAIL=1: which calls, per request
+            awk -F, -v n="$reqs" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+                    sub("syscalls:sys_enter_", "", $3); printf "%.2f %s\n", $1 / n, $3 }' "$sysout" |
+                sort -rn | head -8 | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' |
+                sed "s/^/    $metric $subj per request: /"
+        fi
     fi
     printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%% %s\n' \
         "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${errs}"
