@@ -99,13 +99,24 @@ static void px__engine_stop(px_engine_t *eng)
     uv_close((uv_handle_t *)&eng->sig_hup, NULL);
     uv_check_stop(&eng->log_kick);
     uv_close((uv_handle_t *)&eng->log_kick, NULL);
+    uv_close((uv_handle_t *)&eng->log_timer, NULL);
     uv_close((uv_handle_t *)&eng->trim, NULL);
 }
 
+static void on_log_timer(uv_timer_t *t)
+{
+    px_engine_t *eng = t->data;
+    if (px_log_kick(eng->log, 1))
+        uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0); /* writer busy */
+}
+
+/* End of every loop turn: the lines of this turn go to the writer in batches, at the latest
+ * PX_LOG_DELAY_MS after they were queued. */
 static void on_log_kick(uv_check_t *h)
 {
     px_engine_t *eng = h->data;
-    px_log_kick(eng->log);
+    if (px_log_kick(eng->log, 0) && !uv_is_active((uv_handle_t *)&eng->log_timer))
+        uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0);
 }
 
 /* glibc keeps the memory of freed connections (buffers, TLS state) for reuse; after a burst
@@ -366,6 +377,8 @@ static void px__engine_start(px_engine_t *eng)
     eng->log_kick.data = eng;
     uv_check_start(&eng->log_kick, on_log_kick);
     uv_unref((uv_handle_t *)&eng->log_kick);
+    uv_timer_init(eng->loop.uv, &eng->log_timer);
+    eng->log_timer.data = eng;
     uv_timer_init(eng->loop.uv, &eng->trim);
     eng->trim.data = eng;
     uv_timer_start(&eng->trim, on_trim, PX_TRIM_CHECK_MS, PX_TRIM_CHECK_MS);

@@ -45,6 +45,7 @@ struct px_engine {
     int nlisteners;
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_check_t log_kick;        /* hands the loop turn's log lines to the writer */
+    uv_timer_t log_timer;       /* hands lines left pending to the writer within PX_LOG_DELAY_MS */
     uv_timer_t trim;            /* returns a finished burst's heap to the OS */
     dns_server_t *dns;
     dns_resolver_t *resolver;

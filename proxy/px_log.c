@@ -257,14 +257,19 @@ void px_log_set_batched(px_log_t *log, int on)
         log->batched = on;
 }
 
-void px_log_kick(px_log_t *log)
+int px_log_kick(px_log_t *log, int force)
 {
     if (!px_log_enabled(log))
-        return;
+        return 0;
+    int left = 0;
     pthread_mutex_lock(&log->mu);
-    if (log->pending.len > 0 && log->waiting)
+    if (log->pending.len > 0 && log->waiting &&
+        (force || log->pending.len >= PX_LOG_KICK_BYTES))
         pthread_cond_signal(&log->wake);
+    else
+        left = log->pending.len > 0;
     pthread_mutex_unlock(&log->mu);
+    return left;
 }
 
 void px_log_flush(px_log_t *log)

@@ -11,6 +11,8 @@
 
 #define PX_LOG_LINE_MAX 8192            /* one line; longer lines are cut and marked */
 #define PX_LOG_QUEUE_MAX (8 * 1024 * 1024) /* pending bytes before the writer blocks */
+#define PX_LOG_KICK_BYTES (16 * 1024)      /* batched: pending bytes that wake the writer */
+#define PX_LOG_DELAY_MS 10                 /* batched: the longest a line waits for the writer */
 
 typedef struct px_log px_log_t;
 
@@ -34,8 +36,11 @@ int px_log_enabled(const px_log_t *log);
  * per loop turn), or when much is pending; saves a thread wake-up per line. */
 void px_log_set_batched(px_log_t *log, int on);
 
-/* Wakes the writer when lines are pending. */
-void px_log_kick(px_log_t *log);
+/* Wakes the writer when lines are pending and force is set or PX_LOG_KICK_BYTES are pending
+ * (each wake costs two context switches on the loop's CPU, so a busy loop hands lines over in
+ * batches). Returns 1 when lines were left pending: the caller kicks again with force within
+ * PX_LOG_DELAY_MS. */
+int px_log_kick(px_log_t *log, int force);
 
 /* Blocks until every queued line was written (or failed). */
 void px_log_flush(px_log_t *log);
