@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
+#include "proxy/px_config.h"
 #include "proxy/px_dest.h"
 
 typedef struct dest_case {
@@ -124,10 +125,82 @@ static void test_px_dest_other_family(void **state)
     assert_non_null(px_dest_special(&sa, buf, sizeof(buf)));
 }
 
+/* An address:port as a sockaddr (IPv4 "a.b.c.d" or IPv6 "x::y"). */
+static const struct sockaddr *sa_of(struct sockaddr_storage *ss, const char *a, uint16_t port)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (strchr(a, ':') != NULL) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons(port);
+        assert_int_equal(inet_pton(AF_INET6, a, &s6->sin6_addr), 1);
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons(port);
+        assert_int_equal(inet_pton(AF_INET, a, &s4->sin_addr), 1);
+    }
+    return (const struct sockaddr *)ss;
+}
+
+/* The whole decision: address class, --allow-upstream-cidr, own addresses, the proxy IP and
+ * airlock's own listeners (which no re-opened range re-opens). */
+static void test_px_dest_forbidden_table(void **state)
+{
+    (void)state;
+    static px_config_t cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    assert_int_equal(px_cidr_parse(&cfg.allow_cidrs[0], "127.0.0.1/32"), 0);
+    assert_int_equal(px_cidr_parse(&cfg.allow_cidrs[1], "127.0.0.2/32"), 0);
+    assert_int_equal(px_cidr_parse(&cfg.allow_cidrs[2], "10.1.0.0/16"), 0);
+    cfg.n_allow_cidrs = 3;
+    assert_int_equal(px_listen_parse(&cfg.listen_http, "127.0.0.1:8080"), 0);
+    assert_int_equal(px_listen_parse(&cfg.listen_https, "0.0.0.0:8443"), 0);
+    assert_int_equal(px_listen_parse(&cfg.listen_proxy, "[::]:3128"), 0);
+    px_cidr_t own[2];
+    assert_int_equal(px_cidr_parse(&own[0], "8.8.4.4/32"), 0);
+    assert_int_equal(px_cidr_parse(&own[1], "10.1.2.3/32"), 0);
+    struct in_addr pip;
+    inet_pton(AF_INET, "1.2.3.4", &pip);
+    px_dest_ctx_t d = {.cfg = &cfg, .own = own, .n_own = 2, .proxy_ip = pip.s_addr};
+    static const struct {
+        const char *addr;
+        uint16_t port;
+        const char *want; /* NULL: may be dialed */
+    } cases[] = {
+        {"8.8.8.8", 443, NULL},
+        {"127.0.0.2", 80, NULL},              /* loopback, re-opened */
+        {"127.0.0.3", 80, "loopback"},        /* loopback, not re-opened */
+        {"127.0.0.1", 9999, NULL},            /* re-opened, no listener there */
+        {"127.0.0.1", 8080, "own listener"},  /* re-opened, but airlock listens there */
+        {"127.0.0.1", 8443, "own listener"},  /* the wildcard listener takes loopback too */
+        {"127.0.0.1", 3128, "own listener"},  /* "::" takes IPv4 (dual stack) */
+        {"8.8.4.4", 443, "own address"},      /* global, but this machine's */
+        {"8.8.4.4", 8443, "own"},             /* and a wildcard listener's port */
+        {"1.2.3.4", 80, "own address"},       /* the proxy IP */
+        {"10.1.9.9", 80, NULL},               /* private, re-opened */
+        {"10.1.2.3", 8443, "own listener"},   /* re-opened, own, and a listener's port */
+        {"10.2.0.1", 80, "private"},
+        {"::1", 80, "loopback"},
+        {"::1", 3128, "loopback"},           /* refused by its class first */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sockaddr_storage ss;
+        char why[160] = "";
+        int rc = px_dest_forbidden(&d, sa_of(&ss, cases[i].addr, cases[i].port), why, sizeof(why));
+        if (cases[i].want == NULL && rc != 0)
+            fail_msg("%s:%u refused (%s), want allowed", cases[i].addr, cases[i].port, why);
+        if (cases[i].want != NULL && (rc != 1 || strstr(why, cases[i].want) == NULL))
+            fail_msg("%s:%u: [%s], want [%s]", cases[i].addr, cases[i].port,
+                     rc ? why : "allowed", cases[i].want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_dest_table),
+        cmocka_unit_test(test_px_dest_forbidden_table),
         cmocka_unit_test(test_px_dest_other_family),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
