@@ -126,9 +126,14 @@ static void px__sock_flush(px_sock_t *s)
     if (s->out_len > 0) {
         if (s->tls != NULL) {
             rc = px_tls_write(s->tls, s->out, s->out_len);
-            s->out_len = 0; /* the plaintext buffer is kept for the next turn */
+            /* the plaintext is in TLS records now: an idle connection keeps no buffer */
+            free(s->out);
+            s->out = NULL;
+            s->out_len = s->out_cap = 0;
             if (rc == 0)
                 rc = px__sock_tls_out(s);
+            if (rc == 0)
+                px_tls_trim(s->tls);
         } else {
             char *buf = s->out;
             size_t len = s->out_len;
@@ -271,6 +276,8 @@ static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
             return;
     }
     px__sock_pump(s);
+    if (!s->closing && s->out_len == 0)
+        px_tls_trim(s->tls); /* the records read were all taken */
 }
 
 static void on_sock_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)

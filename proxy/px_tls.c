@@ -582,6 +582,37 @@ px_runtime_t px_tls_runtime(const px_tls_t *t)
     return t->runtime;
 }
 
+/* A memory BIO keeps the largest buffer it ever held (a handshake flight, a 64 KiB write) for
+ * the connection's life; an empty one is swapped for a fresh, unallocated one instead. */
+static void px__bio_renew(px_tls_t *t, int rd)
+{
+    BIO *b = rd ? t->rbio : t->wbio;
+    BUF_MEM *bm = NULL;
+    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || bm == NULL || bm->max == 0)
+        return;
+    BIO *n = BIO_new(BIO_s_mem());
+    if (n == NULL) {
+        ERR_clear_error();
+        return; /* keep the old one: only memory is at stake */
+    }
+    if (rd) {
+        BIO_set_mem_eof_return(n, -1);
+        SSL_set0_rbio(t->ssl, n); /* frees the old one */
+        t->rbio = n;
+    } else {
+        SSL_set0_wbio(t->ssl, n);
+        t->wbio = n;
+    }
+}
+
+void px_tls_trim(px_tls_t *t)
+{
+    if (t == NULL || !SSL_is_init_finished(t->ssl))
+        return;
+    px__bio_renew(t, 1);
+    px__bio_renew(t, 0);
+}
+
 int px_tls_feed(px_tls_t *t, const char *data, size_t len)
 {
     while (len > 0) {

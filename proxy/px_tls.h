@@ -64,6 +64,10 @@ int px_tls_sent_certificate(const px_tls_t *t);
 /* Server side: the runtime the ClientHello looked like (px_hello_runtime). */
 px_runtime_t px_tls_runtime(const px_tls_t *t);
 
+/* Gives back the memory the connection's TLS buffers grew to, when they are empty (the
+ * connection is between messages). Cheap; call it whenever everything was flushed. */
+void px_tls_trim(px_tls_t *t);
+
 /* Hands received ciphertext to OpenSSL (copied). Returns 0 or PX_ENOMEM. */
 int px_tls_feed(px_tls_t *t, const char *data, size_t len);
 

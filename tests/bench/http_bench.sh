@@ -508,7 +508,9 @@ bench_idle() { # bench_idle SUBJECT LABEL seq|burst HOST SNI
     local note="" ok rest
     read -r _ ok rest <<< "$line"
     [ "$ok" != "$IDLE_CONNS" ] && note="(only $ok of $IDLE_CONNS answered 200; others: $rest; the fds say how many stayed open)"
-    sleep 1; idle=$(rss_kb $pids); nfd=$(fds $pids)
+    # idle means idle: past airlock's quiet-time heap trim (PX_TRIM_CHECK_MS, a whole second
+    # without a read, checked every second), the same wait for every proxy
+    sleep 2.5; idle=$(rss_kb $pids); nfd=$(fds $pids)
     echo go >&"$outfd"
     read -r -t 60 -u "$in" line
     wait "$COPROC_PID" 2>/dev/null; COPROC_PID=
