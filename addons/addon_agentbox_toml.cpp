@@ -1,0 +1,261 @@
+// The one C++ translation unit: reads an agentbox config.toml with toml++ (a maintained TOML
+// 1.0 parser, header-only C++17, Debian's libtomlplusplus-dev) and hands its [network] table to
+// the C policy builder as plain data (addon_agentbox_int.h). Nothing here decides anything: the
+// semantics (defaults, allow_file, block_hosts) live in addon_agentbox.c. Parse failures are
+// reported without exceptions (TOML_EXCEPTIONS 0); an allocation failure inside toml++ or the
+// standard library (std::bad_alloc) is caught here and becomes PX_ENOMEM.
+#define TOML_EXCEPTIONS 0
+#define TOML_HEADER_ONLY 1
+#define TOML_ENABLE_FORMATTERS 0
+#include <toml++/toml.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string_view>
+
+#include "addons/addon_agentbox_int.h"
+#include "base/px_err.h"
+
+namespace {
+
+struct reader {
+    const char *name;
+    char *err;
+    size_t errlen;
+
+    int fail(int rc, const toml::source_region &at, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)))
+    {
+        char msg[512];
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        std::snprintf(err, errlen, "%s:%u:%u: %s", name, static_cast<unsigned>(at.begin.line),
+                      static_cast<unsigned>(at.begin.column), msg);
+        return rc;
+    }
+};
+
+const char *type_name(const toml::node &n)
+{
+    switch (n.type()) {
+    case toml::node_type::table:
+        return "a table";
+    case toml::node_type::array:
+        return "an array";
+    case toml::node_type::string:
+        return "a string";
+    case toml::node_type::integer:
+        return "an integer";
+    case toml::node_type::floating_point:
+        return "a float";
+    case toml::node_type::boolean:
+        return "a boolean";
+    default:
+        return "a date or time";
+    }
+}
+
+addon__ab_pos_t pos_of(const toml::node &n)
+{
+    return addon__ab_pos_t{static_cast<unsigned>(n.source().begin.line),
+                           static_cast<unsigned>(n.source().begin.column)};
+}
+
+char *dup(std::string_view s)
+{
+    char *d = static_cast<char *>(std::malloc(s.size() + 1));
+    if (d == nullptr)
+        return nullptr;
+    std::memcpy(d, s.data(), s.size());
+    d[s.size()] = '\0';
+    return d;
+}
+
+int read_string(reader &r, const toml::node &n, const char *what, char **out, addon__ab_pos_t *pos)
+{
+    const toml::value<std::string> *s = n.as_string();
+    if (s == nullptr)
+        return r.fail(PX_ECONFIG, n.source(), "%s: expected a string, got %s", what,
+                      type_name(n));
+    *out = dup(s->get());
+    if (*out == nullptr)
+        return PX_ENOMEM;
+    *pos = pos_of(n);
+    return 0;
+}
+
+int read_ports(reader &r, const toml::node &n, const char *what, addon__ab_host_t *h)
+{
+    const toml::array *a = n.as_array();
+    if (a == nullptr)
+        return r.fail(PX_ECONFIG, n.source(), "%s: expected an array of ports, got %s", what,
+                      type_name(n));
+    if (a->size() > ADDON__AB_PORTS_MAX)
+        return r.fail(PX_ECONFIG, n.source(), "%s: more than %d ports", what,
+                      ADDON__AB_PORTS_MAX);
+    for (size_t i = 0; i < a->size(); i++) {
+        const toml::node &p = *a->get(i);
+        const toml::value<int64_t> *v = p.as_integer();
+        if (v == nullptr)
+            return r.fail(PX_ECONFIG, p.source(), "%s[%zu]: expected an integer, got %s", what, i,
+                          type_name(p));
+        if (v->get() < 1 || v->get() > 65535)
+            return r.fail(PX_ECONFIG, p.source(), "%s[%zu]: must be between 1 and 65535, got %lld",
+                          what, i, static_cast<long long>(v->get()));
+        h->ports[h->nports++] = static_cast<uint16_t>(v->get());
+    }
+    return 0;
+}
+
+// allow_hosts / block_hosts: an array of strings; allow_hosts items may also be
+// { host = "sso.internal", ports = [443, 8443] }.
+int read_hosts(reader &r, const toml::node &n, const char *what, int tables,
+               addon__ab_host_t **out, size_t *count)
+{
+    const toml::array *a = n.as_array();
+    if (a == nullptr)
+        return r.fail(PX_ECONFIG, n.source(), "%s: expected an array, got %s", what,
+                      type_name(n));
+    if (a->empty())
+        return 0;
+    *out = static_cast<addon__ab_host_t *>(std::calloc(a->size(), sizeof(**out)));
+    if (*out == nullptr)
+        return PX_ENOMEM;
+    for (size_t i = 0; i < a->size(); i++) {
+        const toml::node &item = *a->get(i);
+        addon__ab_host_t *h = &(*out)[i];
+        *count = i + 1;
+        char sub[64];
+        std::snprintf(sub, sizeof(sub), "%s[%zu]", what, i);
+        const toml::table *t = item.as_table();
+        if (t == nullptr || !tables) {
+            if (item.as_string() == nullptr)
+                return r.fail(PX_ECONFIG, item.source(), "%s: expected a host string%s, got %s",
+                              sub, tables ? " or {host = \"...\", ports = [...]}" : "",
+                              type_name(item));
+            int rc = read_string(r, item, sub, &h->host, &h->pos);
+            if (rc != 0)
+                return rc;
+            h->len = std::strlen(h->host);
+            continue;
+        }
+        for (auto &&kv : *t) {
+            std::string_view k = kv.first.str();
+            if (k != "host" && k != "ports")
+                return r.fail(PX_ECONFIG, kv.first.source(),
+                              "%s: unknown key '%.*s' (expected host or ports)", sub,
+                              static_cast<int>(k.size() > 64 ? 64 : k.size()), k.data());
+        }
+        const toml::node *host = t->get("host");
+        if (host == nullptr)
+            return r.fail(PX_ECONFIG, item.source(), "%s: missing required key 'host'", sub);
+        char hw[80];
+        std::snprintf(hw, sizeof(hw), "%s.host", sub);
+        int rc = read_string(r, *host, hw, &h->host, &h->pos);
+        if (rc != 0)
+            return rc;
+        h->len = std::strlen(h->host);
+        const toml::node *ports = t->get("ports");
+        if (ports != nullptr) {
+            std::snprintf(hw, sizeof(hw), "%s.ports", sub);
+            rc = read_ports(r, *ports, hw, h);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+int read_network(reader &r, const toml::table &root, addon__ab_net_t *out)
+{
+    const toml::node *net = root.get("network");
+    if (net == nullptr) {
+        toml::source_region top{};
+        top.begin = {1, 1};
+        return r.fail(PX_ECONFIG, top,
+                      "no [network] table (an agentbox config keeps its allowlist there: "
+                      "mode = \"allowlist\", allow_hosts, block_hosts, allow_file)");
+    }
+    const toml::table *t = net->as_table();
+    if (t == nullptr)
+        return r.fail(PX_ECONFIG, net->source(), "network: expected a table, got %s",
+                      type_name(*net));
+    out->table = pos_of(*net);
+    for (auto &&kv : *t) {
+        std::string_view k = kv.first.str();
+        if (k != "mode" && k != "allow_hosts" && k != "block_hosts" && k != "allow_file")
+            return r.fail(PX_ECONFIG, kv.first.source(),
+                          "network: unknown key '%.*s' (expected mode, allow_hosts, block_hosts "
+                          "or allow_file)",
+                          static_cast<int>(k.size() > 64 ? 64 : k.size()), k.data());
+    }
+    int rc = 0;
+    if (const toml::node *m = t->get("mode"))
+        rc = read_string(r, *m, "network.mode", &out->mode, &out->mode_pos);
+    if (rc == 0) {
+        if (const toml::node *a = t->get("allow_hosts"))
+            rc = read_hosts(r, *a, "network.allow_hosts", 1, &out->allow, &out->nallow);
+    }
+    if (rc == 0) {
+        if (const toml::node *b = t->get("block_hosts"))
+            rc = read_hosts(r, *b, "network.block_hosts", 0, &out->block, &out->nblock);
+    }
+    if (rc == 0) {
+        if (const toml::node *f = t->get("allow_file"))
+            rc = read_string(r, *f, "network.allow_file", &out->allow_file,
+                             &out->allow_file_pos);
+    }
+    return rc;
+}
+
+} // namespace
+
+extern "C" int addon__ab_toml_read(const char *name, const char *data, size_t len,
+                                   addon__ab_net_t *out, char *err, size_t errlen)
+{
+    std::memset(out, 0, sizeof(*out));
+    char dummy[1];
+    if (err == nullptr || errlen == 0) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    reader r{name, err, errlen};
+    int rc;
+    try {
+        toml::parse_result res = toml::parse(std::string_view(data, len));
+        if (!res) {
+            const toml::parse_error &e = res.error();
+            std::string_view d = e.description();
+            return r.fail(PX_EPARSE, e.source(), "%.*s",
+                          static_cast<int>(d.size() > 400 ? 400 : d.size()), d.data());
+        }
+        rc = read_network(r, res.table(), out);
+    } catch (const std::bad_alloc &) {
+        rc = PX_ENOMEM;
+    }
+    if (rc == PX_ENOMEM)
+        std::snprintf(err, errlen, "%s: out of memory", name);
+    return rc;
+}
+
+static void free_hosts(addon__ab_host_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        std::free(v[i].host);
+    std::free(v);
+}
+
+extern "C" void addon__ab_net_free(addon__ab_net_t *n)
+{
+    std::free(n->mode);
+    std::free(n->allow_file);
+    free_hosts(n->allow, n->nallow);
+    free_hosts(n->block, n->nblock);
+    std::memset(n, 0, sizeof(*n));
+}
