@@ -4,6 +4,12 @@
 // semantics (defaults, allow_file, block_hosts) live in addon_agentbox.c. Parse failures are
 // reported without exceptions (TOML_EXCEPTIONS 0); an allocation failure inside toml++ or the
 // standard library (std::bad_alloc) is caught here and becomes PX_ENOMEM.
+// toml++'s internal checks: TOML_ASSERT is defined away and NDEBUG dropped so that
+// TOML_ASSERT_ASSUME never becomes __builtin_assume. toml++ 3.3 asserts on input it then rejects
+// cleanly ("[\x04network]", "[[" at the end), which must be a parse error, never an abort nor
+// an assumption the optimizer may act on.
+#undef NDEBUG
+#define TOML_ASSERT(expr) static_assert(true)
 #define TOML_EXCEPTIONS 0
 #define TOML_HEADER_ONLY 1
 #define TOML_ENABLE_FORMATTERS 0
@@ -213,6 +219,30 @@ int read_network(reader &r, const toml::table &root, addon__ab_net_t *out)
     return rc;
 }
 
+// TOML allows no raw control character but tab and CRLF/LF anywhere (strings escape them,
+// comments and keys cannot hold them). Checked before toml++ sees the text: toml++ 3.3 asserts
+// (Debug) or assumes (clang Release) on one inside a table header ("[\x04network]").
+int check_controls(reader &r, const char *data, size_t len)
+{
+    unsigned line = 1;
+    size_t bol = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = static_cast<unsigned char>(data[i]);
+        if (c == '\n') {
+            line++;
+            bol = i + 1;
+            continue;
+        }
+        if (c == '\t' || (c >= 0x20 && c != 0x7f) || (c == '\r' && i + 1 < len && data[i + 1] == '\n'))
+            continue;
+        toml::source_region at{};
+        at.begin = {line, static_cast<toml::source_index>(i - bol + 1)};
+        return r.fail(PX_EPARSE, at, "control characters are not allowed in TOML (byte 0x%02x)",
+                      c);
+    }
+    return 0;
+}
+
 } // namespace
 
 extern "C" int addon__ab_toml_read(const char *name, const char *data, size_t len,
@@ -227,6 +257,9 @@ extern "C" int addon__ab_toml_read(const char *name, const char *data, size_t le
     err[0] = '\0';
     reader r{name, err, errlen};
     int rc;
+    rc = check_controls(r, data, len);
+    if (rc != 0)
+        return rc;
     try {
         toml::parse_result res = toml::parse(std::string_view(data, len));
         if (!res) {

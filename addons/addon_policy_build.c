@@ -228,6 +228,13 @@ int addon__policy_host(const char *s, size_t len, addon__policy_entry_t *e, cons
     size_t cap = 0;
     int rc = 0;
     if (ip6 || colons > 0) {
+        /* an IPv6 address (or a mistake): ASCII only, no labels to convert */
+        for (size_t i = start; i < end; i++) {
+            if ((unsigned char)s[i] >= 0x80) {
+                *why = "host pattern with ':' is not an IPv6 address";
+                return PX_ECONFIG;
+            }
+        }
         rc = policy_append(&d, &n, &cap, s + start, end - start);
     } else {
         size_t from = start;

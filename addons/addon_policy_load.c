@@ -32,33 +32,59 @@ int addon_policy_format_parse(const char *s, addon_policy_format_t *out)
     return PX_ECONFIG;
 }
 
-static int detect_is_key_char(char c)
+static int detect_bare(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.' || c == '"' || c == '\'' || c == ' ' || c == '\t';
+           c == '_' || c == '-';
+}
+
+static size_t detect_ws(const char *s, size_t len, size_t i)
+{
+    while (i < len && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+/* A TOML key at s[i..): bare or quoted segments joined by dots. The index after it and its
+ * trailing blanks, or 0 when there is none. */
+static size_t detect_key(const char *s, size_t len, size_t i)
+{
+    for (;;) {
+        i = detect_ws(s, len, i);
+        if (i < len && (s[i] == '"' || s[i] == '\'')) {
+            char q = s[i++];
+            while (i < len && s[i] != q)
+                i += q == '"' && s[i] == '\\' && i + 1 < len ? 2 : 1;
+            if (i >= len)
+                return 0;
+            i++;
+        } else if (i < len && detect_bare(s[i])) {
+            while (i < len && detect_bare(s[i]))
+                i++;
+        } else {
+            return 0;
+        }
+        i = detect_ws(s, len, i);
+        if (i >= len || s[i] != '.')
+            return i;
+        i++;
+    }
 }
 
 /* A TOML table header ("[network]", "[[x.y]]") or key/value line ("a.b = 1"). */
 static int detect_toml_line(const char *s, size_t len)
 {
-    if (len >= 3 && s[0] == '[') {
-        size_t open = s[1] == '[' ? 2 : 1;
-        size_t i = open;
-        while (i < len && s[i] != ']' && detect_is_key_char(s[i]))
-            i++;
-        if (i == open || i >= len || s[i] != ']')
+    size_t i;
+    if (s[0] == '[') {
+        size_t open = len > 1 && s[1] == '[' ? 2 : 1;
+        i = detect_key(s, len, open);
+        if (i == 0 || i + open > len || s[i] != ']' || (open == 2 && s[i + 1] != ']'))
             return 0;
-        i += open; /* "]" or "]]" */
-        if (i > len || s[i - 1] != ']')
-            return 0;
-        while (i < len && (s[i] == ' ' || s[i] == '\t'))
-            i++;
+        i = detect_ws(s, len, i + open);
         return i == len || s[i] == '#';
     }
-    size_t i = 0;
-    while (i < len && detect_is_key_char(s[i]) && s[i] != '\'' )
-        i++;
-    return i > 0 && i < len && s[i] == '=' && (i + 1 == len || s[i + 1] != '=');
+    i = detect_key(s, len, 0);
+    return i > 0 && i < len && s[i] == '=';
 }
 
 /* A line that starts like YAML or JSON: "{", "- ", "---", "key:" (plain or quoted key). */
