@@ -219,28 +219,125 @@ int read_network(reader &r, const toml::table &root, addon__ab_net_t *out)
     return rc;
 }
 
-// TOML allows no raw control character but tab and CRLF/LF anywhere (strings escape them,
-// comments and keys cannot hold them). Checked before toml++ sees the text: toml++ 3.3 asserts
-// (Debug) or assumes (clang Release) on one inside a table header ("[\x04network]").
-int check_controls(reader &r, const char *data, size_t len)
-{
+// Checked before toml++ sees the text (check_text):
+// - TOML allows no raw control character but tab and CRLF/LF anywhere (strings escape them,
+//   comments and keys cannot hold them); toml++ 3.3 asserts on one in a table header.
+// - toml++ 3.3 (Debian 12) reaches __builtin_unreachable when it asks whether a non-ASCII code
+//   point such as U+00A1 is whitespace (marzer/tomlplusplus#190 and #295, fixed upstream by #305):
+//   it asks at token boundaries and after a line-ending backslash in a """ string. TOML 1.0 has
+//   no non-ASCII character outside strings and comments, so one there is refused here with its
+//   position, and so is one right after a line-ending backslash (valid TOML, but rare).
+struct scan {
+    reader &r;
+    const char *s;
+    size_t len;
+    size_t i = 0;
     unsigned line = 1;
     size_t bol = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = static_cast<unsigned char>(data[i]);
+
+    int fail(size_t at, const char *what)
+    {
+        toml::source_region reg{};
+        reg.begin = {line, static_cast<toml::source_index>(at - bol + 1)};
+        return r.fail(PX_EPARSE, reg, "%s (byte 0x%02x)", what,
+                      static_cast<unsigned char>(s[at]));
+    }
+
+    // One byte anywhere: newlines counted, controls refused.
+    int step()
+    {
+        unsigned char c = static_cast<unsigned char>(s[i]);
         if (c == '\n') {
             line++;
             bol = i + 1;
-            continue;
+        } else if (!(c == '\t' || (c >= 0x20 && c != 0x7f) ||
+                     (c == '\r' && i + 1 < len && s[i + 1] == '\n'))) {
+            return fail(i, "control characters are not allowed in TOML");
         }
-        if (c == '\t' || (c >= 0x20 && c != 0x7f) || (c == '\r' && i + 1 < len && data[i + 1] == '\n'))
-            continue;
-        toml::source_region at{};
-        at.begin = {line, static_cast<toml::source_index>(i - bol + 1)};
-        return r.fail(PX_EPARSE, at, "control characters are not allowed in TOML (byte 0x%02x)",
-                      c);
+        i++;
+        return 0;
     }
-    return 0;
+
+    bool at(const char *tok) const
+    {
+        size_t n = std::strlen(tok);
+        return len - i >= n && std::memcmp(s + i, tok, n) == 0;
+    }
+
+    // A string opened by quote q (1 or 3 quotes) at i; i is past the opening quotes.
+    int string(char q, bool multi)
+    {
+        char close[4] = {q, multi ? q : '\0', multi ? q : '\0', '\0'};
+        while (i < len) {
+            if (at(close)) {
+                i += std::strlen(close);
+                for (int k = 0; multi && k < 2 && i < len && s[i] == q; k++)
+                    i++;
+                return 0;
+            }
+            if (!multi && (s[i] == '\n' || s[i] == '\r'))
+                return 0; /* toml++ reports the unterminated string */
+            if (q == '"' && s[i] == '\\') {
+                size_t j = i + 1;
+                while (multi && j < len && (s[j] == ' ' || s[j] == '\t'))
+                    j++;
+                if (multi && j < len && (s[j] == '\n' || s[j] == '\r')) {
+                    // a line-ending backslash: toml++ skips the blanks that follow
+                    int rc = step();
+                    while (rc == 0 && i < len &&
+                           (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+                        rc = step();
+                    if (rc != 0)
+                        return rc;
+                    if (i < len && static_cast<unsigned char>(s[i]) >= 0x80)
+                        return fail(i, "a non-ASCII character right after a line-ending "
+                                       "backslash is not supported");
+                    continue;
+                }
+                int rc = step();
+                if (rc == 0 && i < len)
+                    rc = step();
+                if (rc != 0)
+                    return rc;
+                continue;
+            }
+            int rc = step();
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+
+    int run()
+    {
+        if (len >= 3 && std::memcmp(s, "\xef\xbb\xbf", 3) == 0)
+            i = bol = 3;
+        while (i < len) {
+            char c = s[i];
+            int rc = 0;
+            if (c == '#') {
+                while (rc == 0 && i < len && s[i] != '\n')
+                    rc = step();
+            } else if (c == '"' || c == '\'') {
+                bool multi = at(c == '"' ? "\"\"\"" : "\'\'\'");
+                i += multi ? 3 : 1;
+                rc = string(c, multi);
+            } else if (static_cast<unsigned char>(c) >= 0x80) {
+                rc = fail(i, "non-ASCII characters are allowed only in strings and comments");
+            } else {
+                rc = step();
+            }
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
+};
+
+int check_text(reader &r, const char *data, size_t len)
+{
+    scan sc{r, data, len};
+    return sc.run();
 }
 
 } // namespace
@@ -257,7 +354,7 @@ extern "C" int addon__ab_toml_read(const char *name, const char *data, size_t le
     err[0] = '\0';
     reader r{name, err, errlen};
     int rc;
-    rc = check_controls(r, data, len);
+    rc = check_text(r, data, len);
     if (rc != 0)
         return rc;
     try {

@@ -1,5 +1,6 @@
 /* The allowlist as it is built by every reader: the policy object and its entry lists, host
  * patterns (case, trailing and leading dots, brackets, IDN), sources and removed entries. */
+#include <arpa/inet.h>
 #include <idn2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,13 +224,28 @@ int addon__policy_host(const char *s, size_t len, addon__policy_entry_t *e, cons
         *why = "empty host pattern";
         return PX_ECONFIG;
     }
+    /* "a..b", "a.." or "..a": an empty label matches no name, and cutting one more dot on a
+     * second reading would change the pattern (--print-effective reads back as written). */
+    if (!glob && !ip6 && colons == 0 &&
+        (s[start] == '.' || s[end - 1] == '.' || memmem(s + start, end - start, "..", 2) != NULL)) {
+        *why = "host pattern has an empty label (two dots in a row, or a dot at an end)";
+        return PX_ECONFIG;
+    }
     char *d = NULL;
     size_t n = 0;
     size_t cap = 0;
     int rc = 0;
     if (ip6 || colons > 0) {
-        /* an IPv6 address (or a mistake): ASCII only, no labels to convert */
-        for (size_t i = start; i < end; i++) {
+        /* an IPv6 address: checked (a glob may hold part of one), no labels to convert */
+        char a6[INET6_ADDRSTRLEN + 1];
+        unsigned char bin[16];
+        size_t alen = end - start;
+        if (!glob && (alen >= sizeof(a6) || (memcpy(a6, s + start, alen), a6[alen] = '\0',
+                                             inet_pton(AF_INET6, a6, bin) != 1))) {
+            *why = "host pattern with ':' is not an IPv6 address";
+            return PX_ECONFIG;
+        }
+        for (size_t i = start; glob && i < end; i++) {
             if ((unsigned char)s[i] >= 0x80) {
                 *why = "host pattern with ':' is not an IPv6 address";
                 return PX_ECONFIG;

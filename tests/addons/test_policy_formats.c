@@ -392,8 +392,22 @@ static const format_error_case_t format_error_cases[] = {
     {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "*.b\xc3\xbc" "cher*.example\n", PX_ECONFIG,
      "l.txt:1:1: a label with '*' or '?' must be ASCII (write the name's other labels in any "
      "script, or this one in punycode)"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a..example\n", PX_ECONFIG,
+     "l.txt:1:1: host pattern has an empty label (two dots in a row, or a dot at an end)"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a.example..\n", PX_ECONFIG,
+     "l.txt:1:1: host pattern has an empty label (two dots in a row, or a dot at an end)"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a.exa:mple\n", PX_ECONFIG,
+     "l.txt:1:1: host pattern with ':' is not an IPv6 address"},
     /* agentbox */
     {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[network\n", PX_EPARSE, "c.toml:1:*"},
+    {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[\x04network]\n", PX_EPARSE,
+     "c.toml:1:2: control characters are not allowed in TOML (byte 0x04)"},
+    {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "# \xc2\xa1 ok\n[network]\nallow_hosts = [\xc2\xa1]\n",
+     PX_EPARSE,
+     "c.toml:3:16: non-ASCII characters are allowed only in strings and comments (byte 0xc2)"},
+    {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "s = \"\"\"\\\n\xc2\xa7\"\"\"\n[network]\n", PX_EPARSE,
+     "c.toml:2:1: a non-ASCII character right after a line-ending backslash is not supported "
+     "(byte 0xc2)"},
     {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "a = 1\n", PX_ECONFIG,
      "c.toml:1:1: no [network] table (an agentbox config keeps its allowlist there: mode = "
      "\"allowlist\", allow_hosts, block_hosts, allow_file)"},
