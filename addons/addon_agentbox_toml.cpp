@@ -243,10 +243,45 @@ struct scan {
                       static_cast<unsigned char>(s[at]));
     }
 
-    // One byte anywhere: newlines counted, controls refused.
+    // The length of the valid UTF-8 sequence at i (RFC 3629: no overlongs, surrogates or code
+    // points past U+10FFFF), or 0.
+    size_t utf8_len() const
+    {
+        const unsigned char *u = reinterpret_cast<const unsigned char *>(s + i);
+        size_t n = len - i;
+        unsigned char c = u[0];
+        size_t need = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (need == 0 || n < need)
+            return 0;
+        unsigned char lo = 0x80, hi = 0xbf;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+        else if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+        if (u[1] < lo || u[1] > hi)
+            return 0;
+        for (size_t k = 2; k < need; k++) {
+            if (u[k] < 0x80 || u[k] > 0xbf)
+                return 0;
+        }
+        return need;
+    }
+
+    // One character anywhere: newlines counted, controls and invalid UTF-8 refused.
     int step()
     {
         unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            size_t n = utf8_len();
+            if (n == 0)
+                return fail(i, "invalid UTF-8");
+            i += n;
+            return 0;
+        }
         if (c == '\n') {
             line++;
             bol = i + 1;

@@ -263,8 +263,13 @@ int addon__policy_host(const char *s, size_t len, addon__policy_entry_t *e, cons
             from = i + 1;
         }
     }
-    if (rc == 0 && n == 0)
-        rc = policy_append(&d, &n, &cap, "", 0);
+    /* IDNA maps some code points to nothing (U+FEFF, soft hyphens): check the result again. */
+    if (rc == 0 && (n == 0 || (!glob && !ip6 && colons == 0 &&
+                               (d[0] == '.' || d[n - 1] == '.' || strstr(d, "..") != NULL)))) {
+        *why = n == 0 ? "empty host pattern"
+                      : "host pattern has an empty label (two dots in a row, or a dot at an end)";
+        rc = PX_ECONFIG;
+    }
     if (rc != 0) {
         free(d);
         if (rc == PX_ENOMEM)
