@@ -102,6 +102,71 @@ static int ab_remove_blocked(addon_policy_t *p, addon_policy_kind_t kind)
     return 0;
 }
 
+static int ab_cmp(const void *a, const void *b, void *ctx)
+{
+    const addon__policy_entry_t *v = ctx;
+    const addon__policy_entry_t *x = &v[*(const size_t *)a];
+    const addon__policy_entry_t *y = &v[*(const size_t *)b];
+    if (x->sub != y->sub)
+        return x->sub - y->sub;
+    if (x->host.len != y->host.len)
+        return x->host.len < y->host.len ? -1 : 1;
+    int c = memcmp(x->host.base, y->host.base, x->host.len);
+    if (c != 0)
+        return c;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* The union: a host written twice (a default also in allow_hosts, ...) stays once, where it was
+ * first written, its source naming every place ("default; config.toml:7 (allow_hosts)"). */
+static int ab_dedupe(addon_policy_t *p)
+{
+    addon__policy_list_t *l = &p->domains;
+    if (l->n < 2)
+        return 0;
+    size_t *ix = malloc(l->n * sizeof(*ix));
+    char *drop = calloc(l->n, 1);
+    if (ix == NULL || drop == NULL) {
+        free(ix);
+        free(drop);
+        return PX_ENOMEM;
+    }
+    for (size_t i = 0; i < l->n; i++)
+        ix[i] = i;
+    qsort_r(ix, l->n, sizeof(*ix), ab_cmp, l->v);
+    int rc = 0;
+    for (size_t k = 1; k < l->n && rc == 0; k++) {
+        addon__policy_entry_t *first = &l->v[ix[k - 1]];
+        addon__policy_entry_t *e = &l->v[ix[k]];
+        if (e->sub != first->sub || e->host.len != first->host.len ||
+            memcmp(e->host.base, first->host.base, e->host.len) != 0)
+            continue;
+        /* ix[k-1] is the earliest of its run: merge into it and let the run continue from it */
+        size_t n = strlen(first->src) + strlen(e->src) + 3;
+        char *src = malloc(n);
+        if (src == NULL) {
+            rc = PX_ENOMEM;
+            break;
+        }
+        snprintf(src, n, "%s; %s", first->src, e->src);
+        free(first->src);
+        first->src = src;
+        drop[ix[k]] = 1;
+        ix[k] = ix[k - 1];
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (drop[i])
+            addon__policy_entry_free(&l->v[i]);
+        else
+            l->v[kept++] = l->v[i];
+    }
+    l->n = kept;
+    free(ix);
+    free(drop);
+    return rc;
+}
+
 /* allow_file's path: as written when absolute, else beside the config file. */
 static char *ab_allow_file_path(const char *config, const char *file)
 {
@@ -171,6 +236,8 @@ static int ab_build(addon_policy_t *p, const char *name, const addon__ab_net_t *
     }
     if (rc == 0 && net->allow_file != NULL && read_files)
         rc = ab_allow_file(p, name, net, err, errlen);
+    if (rc == 0)
+        rc = ab_dedupe(p);
     if (rc == 0)
         rc = ab_remove_blocked(p, ADDON_POLICY_DOMAINS);
     if (rc == 0)

@@ -556,17 +556,18 @@ static void test_policy_formats_agentbox_example(void **state)
     addon_policy_print_effective(p, text, need + 1);
     /* Every entry names its origin; every removal names its block. */
     static const char *const lines[] = {
-        "  - \"api.anthropic.com\"  # default\n",
+        "  - \"api.anthropic.com\"  # default; " DATA_DIR
+        "agentbox/.agentbox/config.toml:7 (allow_hosts)\n",
+        "  - \"generativelanguage.googleapis.com\"  # default\n",
         "  - \"github.com\"  # " DATA_DIR "agentbox/.agentbox/config.toml:7 (allow_hosts)\n",
         "  - \".pypi.org\"  # " DATA_DIR "agentbox/.agentbox/extra-hosts.txt:3 (allow_file)\n",
         "  - host: \"sso.internal\"  # " DATA_DIR "agentbox/.agentbox/config.toml:8 "
         "(allow_hosts)\n    ports: [443, 8443]\n",
         "  - host: \"*.evil.githubusercontent.com\"  # " DATA_DIR
         "agentbox/.agentbox/config.toml:9 (block_hosts)\n",
-        "#   api.openai.com (default) removed by block[0] api.openai.com (" DATA_DIR
+        "#   api.openai.com (default; " DATA_DIR "agentbox/.agentbox/extra-hosts.txt:4 "
+        "(allow_file)) removed by block[0] api.openai.com (" DATA_DIR
         "agentbox/.agentbox/config.toml:9 (block_hosts))\n",
-        "#   api.openai.com (" DATA_DIR "agentbox/.agentbox/extra-hosts.txt:4 (allow_file)) "
-        "removed by block[0]",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         if (strstr(text, lines[i]) == NULL)
