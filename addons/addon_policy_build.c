@@ -137,7 +137,9 @@ static int policy_append(char **d, size_t *n, size_t *cap, const char *s, size_t
 }
 
 /* One label, lowercased; a label holding non-ASCII bytes becomes its A-label (IDNA2008 with the
- * TR46 non-transitional mapping, as browsers look names up). */
+ * TR46 non-transitional mapping, as browsers look names up). The result may hold only letters,
+ * digits, '-' and '_': TR46 maps fullwidth ':', '/', '*' or '.' to ASCII that would change what
+ * the pattern means (and libidn2 2.3's STD3 flag drops them silently instead of failing). */
 static int policy_label(const char *s, size_t len, int glob, char **d, size_t *n, size_t *cap,
                         const char **why)
 {
@@ -163,6 +165,13 @@ static int policy_label(const char *s, size_t len, int glob, char **d, size_t *n
     if (rc != IDN2_OK) {
         *why = rc == IDN2_MALLOC ? "out of memory" : "not a valid internationalized name";
         return rc == IDN2_MALLOC ? PX_ENOMEM : PX_ECONFIG;
+    }
+    for (const char *c = a; *c != '\0'; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_')) {
+            idn2_free(a);
+            *why = "not a valid internationalized name (a character maps to punctuation)";
+            return PX_ECONFIG;
+        }
     }
     rc = policy_append(d, n, cap, a, strlen(a));
     idn2_free(a);

@@ -398,6 +398,10 @@ static const format_error_case_t format_error_cases[] = {
      "l.txt:1:1: host pattern has an empty label (two dots in a row, or a dot at an end)"},
     {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a.exa:mple\n", PX_ECONFIG,
      "l.txt:1:1: host pattern with ':' is not an IPv6 address"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a\xef\xbc\x9a" "80.example\n", PX_ECONFIG,
+     "l.txt:1:1: not a valid internationalized name (a character maps to punctuation)"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a.\xef\xbb\xbf.example\n", PX_ECONFIG,
+     "l.txt:1:1: host pattern has an empty label (two dots in a row, or a dot at an end)"},
     /* agentbox */
     {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[network\n", PX_EPARSE, "c.toml:1:*"},
     {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[\x04network]\n", PX_EPARSE,
