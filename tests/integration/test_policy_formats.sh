@@ -51,7 +51,7 @@ printf 'domains: [d.test\n' > "$T_DIR/al.yaml"
 t_check "native: broken reload said" hup
 t_contains "native: the reload error has file:line:col" "$(cat "$T_DIR/airlock.err")" "al.yaml:2:1:"
 t_eq "native: broken reload keeps the old policy" 200 "$(st c.test)"
-t_stop_airlock
+t_check "native: clean exit (no sanitizer report)" t_stop_airlock
 
 # --- a domain list (Squid dstdomain / allowlist.txt) ---
 printf '# allowed\n.a.test\nb.test # only the name\n' > "$T_DIR/allowlist.txt"
@@ -70,7 +70,7 @@ t_check "domain list: broken reload said" hup
 t_contains "domain list: the reload error has file:line:col" "$(cat "$T_DIR/airlock.err")" \
     "allowlist.txt:2:8: one host per line"
 t_eq "domain list: broken reload keeps the old policy" 200 "$(st c.test)"
-t_stop_airlock
+t_check "domain list: clean exit (no sanitizer report)" t_stop_airlock
 
 # --- an agentbox config.toml with allow_file ---
 mkdir -p "$T_DIR/proj/.agentbox"
@@ -100,7 +100,7 @@ t_check "agentbox: reload with allow_file missing said" hup
 t_contains "agentbox: the error points at allow_file" "$(cat "$T_DIR/airlock.err")" \
     "config.toml:7:14: network.allow_file: $T_DIR/proj/.agentbox/extra-hosts.txt: No such file"
 t_eq "agentbox: failed reload keeps the old policy" 200 "$(st f.test)"
-t_stop_airlock
+t_check "agentbox: clean exit (no sanitizer report)" t_stop_airlock
 
 # --- a forced format, at startup ---
 printf 'domains: [a.test]\n' > "$T_DIR/forced.yaml"
