@@ -181,8 +181,8 @@ static char *ab_allow_file_path(const char *config, const char *file)
     return path;
 }
 
-static int ab_allow_file(addon_policy_t *p, const char *name, const addon__ab_net_t *net,
-                         char *err, size_t errlen)
+static int ab_allow_file(addon_policy_t *p, const char *name, const addon__ab_net_t *net, char *err,
+                         size_t errlen)
 {
     char *path = ab_allow_file_path(name, net->allow_file);
     if (path == NULL)
@@ -205,8 +205,8 @@ static int ab_allow_file(addon_policy_t *p, const char *name, const addon__ab_ne
     return rc;
 }
 
-static int ab_build(addon_policy_t *p, const char *name, const addon__ab_net_t *net,
-                    int read_files, char *err, size_t errlen)
+static int ab_build(addon_policy_t *p, const char *name, const addon__ab_net_t *net, int read_files,
+                    char *err, size_t errlen)
 {
     if (net->mode != NULL && strcmp(net->mode, "allowlist") != 0)
         return ab_error(err, errlen, name, net->mode_pos, PX_ECONFIG,
@@ -220,19 +220,18 @@ static int ab_build(addon_policy_t *p, const char *name, const addon__ab_net_t *
         const addon__ab_host_t *h = &net->block[i];
         snprintf(src, sizeof(src), "%s:%u (block_hosts)", name, h->pos.line);
         snprintf(what, sizeof(what), "network.block_hosts[%zu]", i);
-        rc = ab_add(p, ADDON_POLICY_BLOCKS, h->host, h->len, NULL, 0, src, what, name, h->pos,
-                    err, errlen);
+        rc = ab_add(p, ADDON_POLICY_BLOCKS, h->host, h->len, NULL, 0, src, what, name, h->pos, err,
+                    errlen);
     }
-    for (size_t i = 0; rc == 0 && i < sizeof(agentbox_defaults) / sizeof(agentbox_defaults[0]);
-         i++)
+    for (size_t i = 0; rc == 0 && i < sizeof(agentbox_defaults) / sizeof(agentbox_defaults[0]); i++)
         rc = ab_add(p, ADDON_POLICY_DOMAINS, agentbox_defaults[i], strlen(agentbox_defaults[i]),
                     NULL, 0, "default", "default", name, net->table, err, errlen);
     for (size_t i = 0; rc == 0 && i < net->nallow; i++) {
         const addon__ab_host_t *h = &net->allow[i];
         snprintf(src, sizeof(src), "%s:%u (allow_hosts)", name, h->pos.line);
         snprintf(what, sizeof(what), "network.allow_hosts[%zu]", i);
-        rc = ab_add(p, ADDON_POLICY_DOMAINS, h->host, h->len, h->ports, h->nports, src, what,
-                    name, h->pos, err, errlen);
+        rc = ab_add(p, ADDON_POLICY_DOMAINS, h->host, h->len, h->ports, h->nports, src, what, name,
+                    h->pos, err, errlen);
     }
     if (rc == 0 && net->allow_file != NULL && read_files)
         rc = ab_allow_file(p, name, net, err, errlen);

@@ -38,7 +38,8 @@
 #include "addons/addon_agentbox_int.h"
 #include "base/px_err.h"
 
-namespace {
+namespace
+{
 
 struct reader {
     const char *name;
@@ -99,8 +100,7 @@ int read_string(reader &r, const toml::node &n, const char *what, char **out, ad
 {
     const toml::value<std::string> *s = n.as_string();
     if (s == nullptr)
-        return r.fail(PX_ECONFIG, n.source(), "%s: expected a string, got %s", what,
-                      type_name(n));
+        return r.fail(PX_ECONFIG, n.source(), "%s: expected a string, got %s", what, type_name(n));
     *out = dup(s->get());
     if (*out == nullptr)
         return PX_ENOMEM;
@@ -115,8 +115,7 @@ int read_ports(reader &r, const toml::node &n, const char *what, addon__ab_host_
         return r.fail(PX_ECONFIG, n.source(), "%s: expected an array of ports, got %s", what,
                       type_name(n));
     if (a->size() > ADDON__AB_PORTS_MAX)
-        return r.fail(PX_ECONFIG, n.source(), "%s: more than %d ports", what,
-                      ADDON__AB_PORTS_MAX);
+        return r.fail(PX_ECONFIG, n.source(), "%s: more than %d ports", what, ADDON__AB_PORTS_MAX);
     for (size_t i = 0; i < a->size(); i++) {
         const toml::node &p = *a->get(i);
         const toml::value<int64_t> *v = p.as_integer();
@@ -133,13 +132,12 @@ int read_ports(reader &r, const toml::node &n, const char *what, addon__ab_host_
 
 // allow_hosts / block_hosts: an array of strings; allow_hosts items may also be
 // { host = "sso.internal", ports = [443, 8443] }.
-int read_hosts(reader &r, const toml::node &n, const char *what, int tables,
-               addon__ab_host_t **out, size_t *count)
+int read_hosts(reader &r, const toml::node &n, const char *what, int tables, addon__ab_host_t **out,
+               size_t *count)
 {
     const toml::array *a = n.as_array();
     if (a == nullptr)
-        return r.fail(PX_ECONFIG, n.source(), "%s: expected an array, got %s", what,
-                      type_name(n));
+        return r.fail(PX_ECONFIG, n.source(), "%s: expected an array, got %s", what, type_name(n));
     if (a->empty())
         return 0;
     *out = static_cast<addon__ab_host_t *>(std::calloc(a->size(), sizeof(**out)));
@@ -226,8 +224,7 @@ int read_network(reader &r, const toml::table &root, addon__ab_net_t *out)
     }
     if (rc == 0) {
         if (const toml::node *f = t->get("allow_file"))
-            rc = read_string(r, *f, "network.allow_file", &out->allow_file,
-                             &out->allow_file_pos);
+            rc = read_string(r, *f, "network.allow_file", &out->allow_file, &out->allow_file_pos);
     }
     return rc;
 }
@@ -248,8 +245,7 @@ struct scan {
     {
         toml::source_region reg{};
         reg.begin = {line, static_cast<toml::source_index>(at - bol + 1)};
-        return r.fail(PX_EPARSE, reg, "%s (byte 0x%02x)", what,
-                      static_cast<unsigned char>(s[at]));
+        return r.fail(PX_EPARSE, reg, "%s (byte 0x%02x)", what, static_cast<unsigned char>(s[at]));
     }
 
     // The length of the valid UTF-8 sequence at i (RFC 3629: no overlongs, surrogates or code

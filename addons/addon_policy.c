@@ -61,10 +61,9 @@ addon_policy_format_t addon_policy_format_of(const addon_policy_t *p)
 
 /* Hex digit values plus one (0: not a hex digit). */
 static const signed char policy_hex[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,
-    ['6'] = 7,  ['7'] = 8,  ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12,
-    ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12,
-    ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
 };
 
 /* Percent-decodes src into dst (room for srclen bytes) once, as Python's unquote: "%XX" with
@@ -90,9 +89,9 @@ static size_t policy_unquote(const char *src, size_t len, char *dst)
  * "%2e%2e;" and "..%3b" as "..". Segments are split on decoded '/' too ("..%2f"). */
 static int policy_dot_segment(const char *raw, size_t len)
 {
-    size_t dots = 0;    /* the segment so far (before ';') is this many dots */
-    int other = 0;      /* ... or holds something else */
-    int params = 0;     /* past the segment's first ';' */
+    size_t dots = 0; /* the segment so far (before ';') is this many dots */
+    int other = 0;   /* ... or holds something else */
+    int params = 0;  /* past the segment's first ';' */
     for (size_t i = 0; i <= len; i++) {
         char ch;
         if (i == len) {

@@ -28,7 +28,7 @@
 
 /* The same for a request refused by a `block:` entry; %s names the entry (block[0] (host ...)). */
 #define ADDON_POLICY_MSG_BLOCK_FMT                                                                 \
-    "This request matches %s in the network allowlist's block list, which wins over every "      \
+    "This request matches %s in the network allowlist's block list, which wins over every "        \
     "allow entry. To request access, ask the user to remove or narrow that block entry."
 
 /* Hard caps. */
@@ -63,11 +63,11 @@ typedef enum addon_policy_verdict {
 
 typedef enum addon_policy_precheck {
     ADDON_POLICY_PRECHECK_NONE = 0,
-    ADDON_POLICY_PRECHECK_NUL,             /* decoded path contains a NUL byte */
-    ADDON_POLICY_PRECHECK_BACKSLASH,       /* ... a backslash */
-    ADDON_POLICY_PRECHECK_DOT_SEGMENT,     /* a path segment (query aside) is "." or ".." once
-                                              decoded and its ";parameters" removed */
-    ADDON_POLICY_PRECHECK_TOO_LONG,        /* raw path longer than ADDON_POLICY_PATH_MAX */
+    ADDON_POLICY_PRECHECK_NUL,         /* decoded path contains a NUL byte */
+    ADDON_POLICY_PRECHECK_BACKSLASH,   /* ... a backslash */
+    ADDON_POLICY_PRECHECK_DOT_SEGMENT, /* a path segment (query aside) is "." or ".." once
+                                          decoded and its ";parameters" removed */
+    ADDON_POLICY_PRECHECK_TOO_LONG,    /* raw path longer than ADDON_POLICY_PATH_MAX */
 } addon_policy_precheck_t;
 
 /* One request as the policy sees it. All views are borrowed for the call. */

@@ -21,7 +21,7 @@ typedef struct addon__policy_entry {
     addon_str_t path; /* empty = any path */
     int host_glob;    /* addon_glob_is_glob(host), computed once */
     int path_glob;
-    int sub;          /* written with a leading dot: the host and every name under it */
+    int sub;              /* written with a leading dot: the host and every name under it */
     addon_str_t *methods; /* as written; none = any method */
     size_t nmethods;
     uint16_t *ports; /* allowed besides the scheme's default port */

@@ -34,8 +34,8 @@ int addon_policy_format_parse(const char *s, addon_policy_format_t *out)
 
 static int detect_bare(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 static size_t detect_ws(const char *s, size_t len, size_t i)

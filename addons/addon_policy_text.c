@@ -8,7 +8,7 @@
 
 static const char *policy_kind_name(addon_policy_kind_t kind)
 {
-    return kind == ADDON_POLICY_DOMAINS ? "domains"
+    return kind == ADDON_POLICY_DOMAINS  ? "domains"
            : kind == ADDON_POLICY_BLOCKS ? "block"
                                          : "url_prefixes";
 }
@@ -276,7 +276,7 @@ size_t addon_policy_explain(const addon_policy_t *p, const addon_policy_query_t 
         break;
     case ADDON_POLICY_BLOCK_PORT:
         addon_out_fmt(&o, "blocked: port %u not allowed (%s[%zu] matches host%s)", q->port, kind,
-                d->index, d->kind == ADDON_POLICY_URL_PREFIXES ? " and path" : "");
+                      d->index, d->kind == ADDON_POLICY_URL_PREFIXES ? " and path" : "");
         break;
     case ADDON_POLICY_BLOCK_PATH:
         addon_out_fmt(&o, "blocked: no entry matches path ");

@@ -262,9 +262,10 @@ static int policy_block_entry(const addon_yaml_node_t *n, size_t idx, addon__pol
         return policy_host(n, what, e, err, errlen);
     int rc = addon_yaml_expect(n, ADDON_YAML_MAP, what, err, errlen);
     if (rc != 0)
-        return addon_yaml_errorf(n, err, errlen, "%s: expected a host pattern or a mapping with "
-                                 "'host' (and 'path', 'methods'), got %s", what,
-                                 addon_yaml_type_name(addon_yaml_type(n)));
+        return addon_yaml_errorf(n, err, errlen,
+                                 "%s: expected a host pattern or a mapping with "
+                                 "'host' (and 'path', 'methods'), got %s",
+                                 what, addon_yaml_type_name(addon_yaml_type(n)));
     rc = addon_yaml_check_keys(n, policy_block_keys, what, err, errlen);
     if (rc != 0)
         return rc;

@@ -37,8 +37,8 @@ static addon_policy_t *load_as(const char *name, const char *text, addon_policy_
     return p;
 }
 
-static int allowed(const addon_policy_t *p, const char *method, const char *host,
-                   const char *path, uint16_t port)
+static int allowed(const addon_policy_t *p, const char *method, const char *host, const char *path,
+                   uint16_t port)
 {
     addon_policy_query_t q = {
         .method = {method, strlen(method)},
@@ -61,8 +61,8 @@ static addon_policy_t *reload_effective(const addon_policy_t *p)
     assert_int_equal(addon_policy_print_effective(p, text, need + 1), need);
     addon_policy_t *q = NULL;
     char err[ERR_MAX];
-    int rc = addon_policy_load_buffer_as("effective.yaml", text, need,
-                                         ADDON_POLICY_FORMAT_AUTO, &q, err, sizeof(err));
+    int rc = addon_policy_load_buffer_as("effective.yaml", text, need, ADDON_POLICY_FORMAT_AUTO, &q,
+                                         err, sizeof(err));
     if (rc != 0)
         print_error("effective text did not load: %s\n%s", err, text);
     assert_int_equal(rc, 0);
@@ -348,8 +348,8 @@ static void test_policy_formats_detect(void **state)
     /* A forced format wins over detection: a bare name is a (wrong) YAML document. */
     addon_policy_t *p = NULL;
     char err[ERR_MAX];
-    assert_int_equal(addon_policy_load_buffer_as("x.yaml", "a.com\n", 6,
-                                                 ADDON_POLICY_FORMAT_NATIVE, &p, err, sizeof(err)),
+    assert_int_equal(addon_policy_load_buffer_as("x.yaml", "a.com\n", 6, ADDON_POLICY_FORMAT_NATIVE,
+                                                 &p, err, sizeof(err)),
                      PX_ECONFIG);
     assert_null(p);
     p = load_as("x.txt", "domains: [a.com]\n", ADDON_POLICY_FORMAT_AUTO);
@@ -387,9 +387,14 @@ static const format_error_case_t format_error_cases[] = {
      "l.txt:2:1: empty host pattern"},
     {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a\x01.example\n", PX_ECONFIG,
      "l.txt:1:1: host pattern contains a space or control character"},
-    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "b\xfc" "cher.example\n", PX_ECONFIG,
-     "l.txt:1:1: not a valid internationalized name"},
-    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "*.b\xc3\xbc" "cher*.example\n", PX_ECONFIG,
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST,
+     "b\xfc"
+     "cher.example\n",
+     PX_ECONFIG, "l.txt:1:1: not a valid internationalized name"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST,
+     "*.b\xc3\xbc"
+     "cher*.example\n",
+     PX_ECONFIG,
      "l.txt:1:1: a label with '*' or '?' must be ASCII (write the name's other labels in any "
      "script, or this one in punycode)"},
     {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a..example\n", PX_ECONFIG,
@@ -398,8 +403,10 @@ static const format_error_case_t format_error_cases[] = {
      "l.txt:1:1: host pattern has an empty label (two dots in a row, or a dot at an end)"},
     {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a.exa:mple\n", PX_ECONFIG,
      "l.txt:1:1: host pattern with ':' is not an IPv6 address"},
-    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a\xef\xbc\x9a" "80.example\n", PX_ECONFIG,
-     "l.txt:1:1: not a valid internationalized name (a character maps to punctuation)"},
+    {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST,
+     "a\xef\xbc\x9a"
+     "80.example\n",
+     PX_ECONFIG, "l.txt:1:1: not a valid internationalized name (a character maps to punctuation)"},
     {"l.txt", ADDON_POLICY_FORMAT_DOMAIN_LIST, "a.\xef\xbb\xbf.example\n", PX_ECONFIG,
      "l.txt:1:1: host pattern has an empty label (two dots in a row, or a dot at an end)"},
     /* agentbox */
@@ -426,8 +433,8 @@ static const format_error_case_t format_error_cases[] = {
     {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[network]\nallow_host = []\n", PX_ECONFIG,
      "c.toml:2:1: network: unknown key 'allow_host' (expected mode, allow_hosts, block_hosts or "
      "allow_file)"},
-    {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[network]\nallow_hosts = \"a.example\"\n",
-     PX_ECONFIG, "c.toml:2:15: network.allow_hosts: expected an array, got a string"},
+    {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[network]\nallow_hosts = \"a.example\"\n", PX_ECONFIG,
+     "c.toml:2:15: network.allow_hosts: expected an array, got a string"},
     {"c.toml", ADDON_POLICY_FORMAT_AGENTBOX, "[network]\nallow_hosts = [\"a.example\", 5]\n",
      PX_ECONFIG,
      "c.toml:2:29: network.allow_hosts[1]: expected a host string or {host = \"...\", ports = "
@@ -467,8 +474,8 @@ static const format_error_case_t format_error_cases[] = {
      "'methods'), got an integer"},
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {path: /x}\n", PX_ECONFIG,
      "al.yaml:2:5: block[0]: missing required key 'host'"},
-    {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {host: a.com, ports: [1]}\n",
-     PX_ECONFIG, "al.yaml:2:19: block[0]: unknown key 'ports' (expected host, path or methods)"},
+    {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {host: a.com, ports: [1]}\n", PX_ECONFIG,
+     "al.yaml:2:19: block[0]: unknown key 'ports' (expected host, path or methods)"},
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {host: a.com, methods: [\"G T\"]}\n",
      PX_ECONFIG,
      "al.yaml:2:29: block[0].methods[0]: a method is an HTTP token (letters, digits, "
@@ -486,9 +493,9 @@ static void test_policy_formats_errors(void **state)
         int rc = addon_policy_load_buffer_as(c->name, c->text, strlen(c->text), c->fmt, &p, err,
                                              sizeof(err));
         size_t ml = strlen(c->msg);
-        int ok = rc == c->rc && p == NULL &&
-                 (c->msg[ml - 1] == '*' ? strncmp(err, c->msg, ml - 1) == 0
-                                        : strcmp(err, c->msg) == 0);
+        int ok =
+            rc == c->rc && p == NULL &&
+            (c->msg[ml - 1] == '*' ? strncmp(err, c->msg, ml - 1) == 0 : strcmp(err, c->msg) == 0);
         if (!ok) {
             print_error("case %zu: rc %d (want %d)\n  got:  %s\n  want: %s\n", i, rc, c->rc, err,
                         c->msg);
@@ -537,9 +544,9 @@ static void test_policy_formats_agentbox_example(void **state)
         fail_msg("%s", err);
     assert_int_equal(addon_policy_format_of(p), ADDON_POLICY_FORMAT_AGENTBOX);
     static const host_want_t want[] = {
-        {"api.anthropic.com", 443, 1},               /* a default, and in allow_hosts */
+        {"api.anthropic.com", 443, 1},                 /* a default, and in allow_hosts */
         {"generativelanguage.googleapis.com", 443, 1}, /* a default */
-        {"api.openai.com", 443, 0},                  /* a default and in allow_file: blocked */
+        {"api.openai.com", 443, 0},                    /* a default and in allow_file: blocked */
         {"github.com", 443, 1},
         {"api.github.com", 443, 0},
         {"raw.githubusercontent.com", 443, 1},
@@ -585,8 +592,8 @@ static void test_policy_formats_agentbox_example(void **state)
 static void test_policy_formats_empty_effective(void **state)
 {
     (void)state;
-    addon_policy_t *p = load_as("c.toml", "[network]\nblock_hosts = [\"*\"]\n",
-                                ADDON_POLICY_FORMAT_AUTO);
+    addon_policy_t *p =
+        load_as("c.toml", "[network]\nblock_hosts = [\"*\"]\n", ADDON_POLICY_FORMAT_AUTO);
     assert_int_equal(addon_policy_count(p, ADDON_POLICY_DOMAINS), 0);
     char buf[2048];
     addon_policy_print_effective(p, buf, sizeof(buf));

@@ -38,9 +38,19 @@ static int fuzz_allowed(const addon_policy_t *p, const char *host, size_t hlen, 
 static void fuzz_policy_roundtrip(const addon_policy_t *p, const uint8_t *data, size_t size)
 {
     static const char *const hosts[] = {
-        "github.com", "api.github.com", "GitHub.com.", "a.b.example.com", "example.com",
-        "xn--bcher-kva.example", "10.0.0.1", "[::1]", "sso.internal", "api.anthropic.com",
-        "api.openai.com", "x", "",
+        "github.com",
+        "api.github.com",
+        "GitHub.com.",
+        "a.b.example.com",
+        "example.com",
+        "xn--bcher-kva.example",
+        "10.0.0.1",
+        "[::1]",
+        "sso.internal",
+        "api.anthropic.com",
+        "api.openai.com",
+        "x",
+        "",
     };
     static const uint16_t ports[] = {443, 8443};
     size_t need = addon_policy_print_effective(p, NULL, 0);
