@@ -10,8 +10,15 @@ t_enter_netns "$@"
 t_start_resolver
 t_start_nginx || { echo "nginx did not start"; exit 1; }
 
+# t_start_airlock again in the same test: lib.sh's wait for "ready" can read the previous run's
+# airlock.err before the new process truncates it, so the old file goes first.
+restart_airlock() {
+    rm -f "$T_DIR/airlock.err"
+    t_start_airlock "$@"
+}
+
 # status of GET http://HOST/echo through airlock's HTTP listener
-st() { curl -s -o "$T_DIR/body" -w '%{http_code}' --max-time 5 --resolve "$1:80:127.0.0.1" "http://$1/echo"; }
+st() { curl -sS -o "$T_DIR/body" -w '%{http_code}' --max-time 5 --resolve "$1:80:127.0.0.1" "http://$1/echo" 2>>"$T_DIR/curl.err"; }
 # sends SIGHUP and waits for airlock to say the reload happened or failed
 hup() {
     local before; before=$(grep -c 'reload' "$T_DIR/airlock.err")
@@ -55,7 +62,7 @@ t_check "native: clean exit (no sanitizer report)" t_stop_airlock
 
 # --- a domain list (Squid dstdomain / allowlist.txt) ---
 printf '# allowed\n.a.test\nb.test # only the name\n' > "$T_DIR/allowlist.txt"
-t_start_airlock "$T_DIR/allowlist.txt" || exit 1
+restart_airlock "$T_DIR/allowlist.txt" || exit 1
 t_eq "domain list: .a.test covers a.test" 200 "$(st a.test)"
 t_eq "domain list: and www.a.test" 200 "$(st www.a.test)"
 t_eq "domain list: b.test" 200 "$(st b.test)"
@@ -84,7 +91,7 @@ block_hosts = ["x.b.test", "c.test"]
 allow_file = "extra-hosts.txt"
 TOML
 printf '# extra\n.e.test\nc.test\n' > "$T_DIR/proj/.agentbox/extra-hosts.txt"
-t_start_airlock "$T_DIR/proj/.agentbox/config.toml" || exit 1
+restart_airlock "$T_DIR/proj/.agentbox/config.toml" || exit 1
 t_eq "agentbox: allow_hosts" 200 "$(st a.test)"
 t_eq "agentbox: glob in allow_hosts" 200 "$(st y.b.test)"
 t_eq "agentbox: block_hosts inside a glob" 403 "$(st x.b.test)"
