@@ -23,7 +23,10 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
     ans->with_request = 1;
     ans->verdict = "BLOCKED";
     ans->log_tail[0] = '\0';
-    if (d.method_message) {
+    if (d.verdict == ADDON_POLICY_BLOCK_LISTED) {
+        addon_policy_block_message(req->config->policy, d.index, ans->message,
+                                   sizeof(ans->message));
+    } else if (d.method_message) {
         char m[32];
         snprintf(m, sizeof(m), "%.*s", req->method.len < 31 ? (int)req->method.len : 31,
                  req->method.base);

@@ -26,17 +26,35 @@
     "entry's 'methods' list in the network allowlist (network-allowlist.yaml) and ask the "        \
     "user to approve the change."
 
+/* The same for a request refused by a `block:` entry; %s names the entry (block[0] (host ...)). */
+#define ADDON_POLICY_MSG_BLOCK_FMT                                                                 \
+    "This request matches %s in the network allowlist's block list, which wins over every "        \
+    "allow entry. To request access, ask the user to remove or narrow that block entry."
+
+/* Hard caps. */
+#define ADDON_POLICY_ENTRIES_MAX 100000 /* entries in one list (block, domains, url_prefixes) */
+
 typedef struct addon_policy addon_policy_t;
+
+/* The allowlist file formats (docs/policy-formats.md). */
+typedef enum addon_policy_format {
+    ADDON_POLICY_FORMAT_AUTO = 0,    /* detected from the content */
+    ADDON_POLICY_FORMAT_NATIVE,      /* airlock's YAML/JSON */
+    ADDON_POLICY_FORMAT_DOMAIN_LIST, /* one host per line, # comments, .domain = and subdomains */
+    ADDON_POLICY_FORMAT_AGENTBOX,    /* an agentbox config.toml's [network] table */
+} addon_policy_format_t;
 
 typedef enum addon_policy_kind {
     ADDON_POLICY_NONE = 0,     /* no entry involved */
     ADDON_POLICY_DOMAINS,      /* domains[index] */
     ADDON_POLICY_URL_PREFIXES, /* url_prefixes[index] */
+    ADDON_POLICY_BLOCKS,       /* block[index] */
 } addon_policy_kind_t;
 
 typedef enum addon_policy_verdict {
     ADDON_POLICY_ALLOW = 0,
     ADDON_POLICY_BLOCK_PRECHECK, /* the decoded path failed a pre-check */
+    ADDON_POLICY_BLOCK_LISTED,   /* a block entry matches (kind ADDON_POLICY_BLOCKS, index) */
     ADDON_POLICY_BLOCK_METHOD,   /* an entry matches host, path and port, none the method */
     ADDON_POLICY_BLOCK_PORT,     /* an entry matches host and path, none the port */
     ADDON_POLICY_BLOCK_PATH,     /* an entry matches the host, none the path */
@@ -45,11 +63,11 @@ typedef enum addon_policy_verdict {
 
 typedef enum addon_policy_precheck {
     ADDON_POLICY_PRECHECK_NONE = 0,
-    ADDON_POLICY_PRECHECK_NUL,             /* decoded path contains a NUL byte */
-    ADDON_POLICY_PRECHECK_BACKSLASH,       /* ... a backslash */
-    ADDON_POLICY_PRECHECK_DOT_SEGMENT,     /* a path segment (query aside) is "." or ".." once
-                                              decoded and its ";parameters" removed */
-    ADDON_POLICY_PRECHECK_TOO_LONG,        /* raw path longer than ADDON_POLICY_PATH_MAX */
+    ADDON_POLICY_PRECHECK_NUL,         /* decoded path contains a NUL byte */
+    ADDON_POLICY_PRECHECK_BACKSLASH,   /* ... a backslash */
+    ADDON_POLICY_PRECHECK_DOT_SEGMENT, /* a path segment (query aside) is "." or ".." once
+                                          decoded and its ";parameters" removed */
+    ADDON_POLICY_PRECHECK_TOO_LONG,    /* raw path longer than ADDON_POLICY_PATH_MAX */
 } addon_policy_precheck_t;
 
 /* One request as the policy sees it. All views are borrowed for the call. */
@@ -80,9 +98,32 @@ typedef struct addon_policy_decision {
 int addon_policy_load_buffer(const char *name, const char *data, size_t len, addon_policy_t **out,
                              char *err, size_t errlen);
 
-/* Reads the allowlist file at path; as addon_policy_load_buffer, plus PX_ENOENT when the file
- * does not exist (the caller then uses addon_policy_new_empty: everything is blocked). */
+/* Reads the allowlist file at path in the format detected from its content; as
+ * addon_policy_load_buffer, plus PX_ENOENT when the file does not exist (the caller then uses
+ * addon_policy_new_empty: everything is blocked). */
 int addon_policy_load_file(const char *path, addon_policy_t **out, char *err, size_t errlen);
+
+/* As addon_policy_load_buffer and addon_policy_load_file, in format fmt (AUTO: detected). An
+ * agentbox file's allow_file is read relative to the directory of name/path. */
+int addon_policy_load_buffer_as(const char *name, const char *data, size_t len,
+                                addon_policy_format_t fmt, addon_policy_t **out, char *err,
+                                size_t errlen);
+int addon_policy_load_file_as(const char *path, addon_policy_format_t fmt, addon_policy_t **out,
+                              char *err, size_t errlen);
+
+/* The format data[0..len) (borrowed) is read as under AUTO: agentbox when it holds TOML table
+ * headers or `key = value` lines, native when it starts like YAML/JSON (`{`, `key:`, `- `,
+ * `---`) or holds nothing but comments, else a domain list. */
+addon_policy_format_t addon_policy_format_detect(const char *data, size_t len);
+
+/* "auto", "native", "domain-list" or "agentbox" into *out: 0, or PX_ECONFIG. */
+int addon_policy_format_parse(const char *s, addon_policy_format_t *out);
+
+/* The name of a format ("domain-list"), static storage. */
+const char *addon_policy_format_name(addon_policy_format_t fmt);
+
+/* The format p was read as (NATIVE for an empty policy). */
+addon_policy_format_t addon_policy_format_of(const addon_policy_t *p);
 
 /* A new empty policy (blocks everything) with one reference, or NULL when out of memory. */
 addon_policy_t *addon_policy_new_empty(const char *name);
@@ -93,7 +134,7 @@ addon_policy_t *addon_policy_ref(addon_policy_t *p);
 /* Drops a reference; the last one frees the policy. NULL is allowed. */
 void addon_policy_unref(addon_policy_t *p);
 
-/* Entries of one kind (domains or url_prefixes). */
+/* Entries of one kind (domains, url_prefixes or block). */
 size_t addon_policy_count(const addon_policy_t *p, addon_policy_kind_t kind);
 
 /* Decides one request into *d. p may be NULL (= empty policy). Borrows everything; never
@@ -106,6 +147,19 @@ void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
  * whether the first such entry asks for tls: passthrough. host is borrowed. */
 int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t port, int tls,
                           int *passthrough);
+
+/* 1 when a block entry without path or methods matches host (a CONNECT to it is refused), with
+ * its index in *index (may be NULL); else 0. host is borrowed. */
+int addon_policy_host_blocked(const addon_policy_t *p, addon_str_t host, size_t *index);
+
+/* Writes ADDON_POLICY_MSG_BLOCK_FMT for block[index] into buf. snprintf-style. */
+size_t addon_policy_block_message(const addon_policy_t *p, size_t index, char *buf, size_t len);
+
+/* Writes the final policy as airlock YAML (`airlock check --print-effective`): every entry with
+ * a comment saying where it came from (file:line, default, allow_file), then the entries that
+ * block entries removed and which block removed each. The text loads back as a native
+ * allowlist deciding the same. snprintf-style. */
+size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t len);
 
 /* A short name for a pre-check ("path has a . or .. segment"). Static storage. */
 const char *addon_policy_precheck_name(addon_policy_precheck_t c);

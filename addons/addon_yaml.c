@@ -468,7 +468,7 @@ int addon_yaml_load_buffer(const char *name, const char *data, size_t len, addon
 }
 
 /* Reads the whole file at path into a malloc'd buffer; 0, or a negative code with "path: why". */
-static int yaml_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
+int addon_yaml_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -541,7 +541,7 @@ int addon_yaml_load_file(const char *path, addon_yaml_doc_t **out, char *err, si
         err = dummy;
         errlen = sizeof(dummy);
     }
-    int rc = yaml_read_file(path, &buf, &len, err, errlen);
+    int rc = addon_yaml_read_file(path, &buf, &len, err, errlen);
     if (rc != 0)
         return rc;
     rc = addon_yaml_load_buffer(path, buf, len, out, err, errlen);

@@ -42,6 +42,11 @@ int addon_yaml_load_buffer(const char *name, const char *data, size_t len, addon
  * PX_ENOENT (no such file) and PX_EIO (unreadable), reported as "path: reason". */
 int addon_yaml_load_file(const char *path, addon_yaml_doc_t **out, char *err, size_t errlen);
 
+/* Reads the whole file at path (at most ADDON_YAML_MAX_FILE bytes) into *out (malloc'd, taken
+ * by the caller, not NUL-terminated) and *outlen. 0; PX_ENOENT, PX_EIO, PX_ETOOBIG or PX_ENOMEM
+ * with "path: reason" in err. */
+int addon_yaml_read_file(const char *path, char **out, size_t *outlen, char *err, size_t errlen);
+
 /* Frees the document and every node in it. NULL is allowed. */
 void addon_yaml_free(addon_yaml_doc_t *doc);
 

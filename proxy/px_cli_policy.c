@@ -13,10 +13,25 @@
 #include "base/px_err.h"
 
 const char px_cli_policy_usage[] =
-    "  airlock check --allowlist PATH [--replacements PATH]\n"
-    "                                   validate the files (exit 1 with file:line:col)\n"
-    "  airlock explain --allowlist PATH METHOD URL\n"
+    "  airlock check --allowlist PATH [--allowlist-format FMT] [--print-effective]\n"
+    "                [--replacements PATH]\n"
+    "                                   validate the files (exit 1 with file:line:col);\n"
+    "                                   --print-effective prints the final allowlist as YAML\n"
+    "  airlock explain --allowlist PATH [--allowlist-format FMT] METHOD URL\n"
     "                                   tell whether a request would be allowed, and why\n";
+
+/* --allowlist-format's value, or a usage error (2) said on stderr. */
+static int px__format(const char *cmd, const char *v, addon_policy_format_t *out)
+{
+    if (v != NULL && addon_policy_format_parse(v, out) != 0) {
+        fprintf(stderr,
+                "airlock %s: bad value for --allowlist-format: '%s' (auto, native, domain-list "
+                "or agentbox)\n",
+                cmd, v);
+        return 2;
+    }
+    return 0;
+}
 
 /* Finds "--name VALUE" in argv; removes nothing. */
 static const char *px__flag(int argc, char **argv, const char *name, int *bad)
@@ -38,19 +53,29 @@ int px_cli_check(int argc, char **argv)
     int bad = 0;
     const char *path = px__flag(argc, argv, "--allowlist", &bad);
     const char *repl = px__flag(argc, argv, "--replacements", &bad);
+    const char *fmt_text = px__flag(argc, argv, "--allowlist-format", &bad);
+    int effective = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--allowlist") == 0 || strcmp(argv[i], "--replacements") == 0) {
+        if (strcmp(argv[i], "--allowlist") == 0 || strcmp(argv[i], "--replacements") == 0 ||
+            strcmp(argv[i], "--allowlist-format") == 0) {
             i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--print-effective") == 0) {
+            effective = 1;
             continue;
         }
         fprintf(stderr, "airlock check: unexpected argument '%s'\n", argv[i]);
         return 2;
     }
-    if (bad || (path == NULL && repl == NULL)) {
-        fprintf(stderr,
-                "airlock check: usage: airlock check --allowlist PATH [--replacements PATH]\n");
+    if (bad || (path == NULL && repl == NULL) || (effective && path == NULL)) {
+        fprintf(stderr, "airlock check: usage: airlock check --allowlist PATH "
+                        "[--allowlist-format FMT] [--print-effective] [--replacements PATH]\n");
         return 2;
     }
+    addon_policy_format_t fmt = ADDON_POLICY_FORMAT_AUTO;
+    if (px__format("check", fmt_text, &fmt) != 0)
+        return 2;
     int failed = 0;
     if (repl != NULL) {
         addon_replacements_t *r = NULL;
@@ -77,7 +102,7 @@ int px_cli_check(int argc, char **argv)
         return failed;
     addon_policy_t *p = NULL;
     char err[1024];
-    int rc = addon_policy_load_file(path, &p, err, sizeof(err));
+    int rc = addon_policy_load_file_as(path, fmt, &p, err, sizeof(err));
     if (rc == PX_ENOENT) {
         fprintf(stderr, "%s: file not found\n", path);
         return 1;
@@ -86,11 +111,16 @@ int px_cli_check(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    size_t need = addon_policy_describe(p, NULL, 0);
+    size_t (*text)(const addon_policy_t *, char *, size_t) =
+        effective ? addon_policy_print_effective : addon_policy_describe;
+    size_t need = text(p, NULL, 0);
     char *buf = malloc(need + 1);
     if (buf != NULL) {
-        addon_policy_describe(p, buf, need + 1);
-        printf("%s: ok\n%s", path, buf);
+        text(p, buf, need + 1);
+        if (effective)
+            fputs(buf, stdout);
+        else
+            printf("%s: ok\n%s", path, buf);
         free(buf);
     }
     addon_policy_unref(p);
@@ -100,11 +130,14 @@ int px_cli_check(int argc, char **argv)
 int px_cli_explain(int argc, char **argv)
 {
     const char *path = NULL;
+    const char *fmt_text = NULL;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--allowlist") == 0 && i + 1 < argc) {
             path = argv[++i];
+        } else if (strcmp(argv[i], "--allowlist-format") == 0 && i + 1 < argc) {
+            fmt_text = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             fprintf(stderr, "airlock explain: unknown option %s\n", argv[i]);
             return 2;
@@ -116,9 +149,13 @@ int px_cli_explain(int argc, char **argv)
         }
     }
     if (path == NULL || npos != 2) {
-        fprintf(stderr, "airlock explain: usage: airlock explain --allowlist PATH METHOD URL\n");
+        fprintf(stderr, "airlock explain: usage: airlock explain --allowlist PATH "
+                        "[--allowlist-format FMT] METHOD URL\n");
         return 2;
     }
+    addon_policy_format_t fmt = ADDON_POLICY_FORMAT_AUTO;
+    if (px__format("explain", fmt_text, &fmt) != 0)
+        return 2;
     const char *method = pos[0];
     const char *url = pos[1];
     int tls;
@@ -180,7 +217,7 @@ int px_cli_explain(int argc, char **argv)
     }
     addon_policy_t *p = NULL;
     char err[1024];
-    int rc = addon_policy_load_file(path, &p, err, sizeof(err));
+    int rc = addon_policy_load_file_as(path, fmt, &p, err, sizeof(err));
     if (rc == PX_ENOENT) {
         printf("blocked: allowlist %s not found (everything is blocked)\n", path);
         return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addons/addon_policy.h"
 #include "base/px_err.h"
 
 void px_config_defaults(px_config_t *cfg)
@@ -191,6 +192,7 @@ enum {
     OPT_PROXY_IP = 256,
     OPT_UPSTREAM_DNS,
     OPT_ALLOWLIST,
+    OPT_ALLOWLIST_FORMAT,
     OPT_REPLACEMENTS,
     OPT_LOG,
     OPT_LOG_CREATE,
@@ -213,6 +215,7 @@ static const struct option px__run_opts[] = {
     {"proxy-ip", required_argument, NULL, OPT_PROXY_IP},
     {"upstream-dns", required_argument, NULL, OPT_UPSTREAM_DNS},
     {"allowlist", required_argument, NULL, OPT_ALLOWLIST},
+    {"allowlist-format", required_argument, NULL, OPT_ALLOWLIST_FORMAT},
     {"replacements", required_argument, NULL, OPT_REPLACEMENTS},
     {"log", required_argument, NULL, OPT_LOG},
     {"log-create", no_argument, NULL, OPT_LOG_CREATE},
@@ -297,6 +300,13 @@ int px_config_parse_run(px_config_t *cfg, int argc, char **argv, char *err, size
         case OPT_ALLOWLIST:
             cfg->allowlist_path = v;
             break;
+        case OPT_ALLOWLIST_FORMAT: {
+            addon_policy_format_t f;
+            rc = addon_policy_format_parse(v, &f);
+            cfg->allowlist_format = (int)f;
+            what = "--allowlist-format (auto, native, domain-list or agentbox)";
+            break;
+        }
         case OPT_REPLACEMENTS:
             cfg->replacements_path = v;
             break;

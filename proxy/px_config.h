@@ -50,6 +50,7 @@ typedef struct px_config {
     struct in_addr proxy_ip4;      /* parsed proxy_ip (IPv4) */
     char upstream_dns[80];         /* --upstream-dns / UPSTREAM_DNS: IP[:PORT] */
     const char *allowlist_path;
+    int allowlist_format;          /* addon_policy_format_t: --allowlist-format [auto] */
     const char *replacements_path;
     const char *log_path;
     int log_create;

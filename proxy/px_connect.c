@@ -99,6 +99,11 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     int passthrough = 0;
     addon_str_t h = {pre->host, pre->host_len};
     int ok = addon_policy_has_host(snap->cfg.policy, h, pre->port, 1, &passthrough);
+    /* a host named by a block entry gets that entry's message (issue 18) */
+    char block_msg[512] = ADDON_POLICY_MSG_HOST_PATH;
+    size_t bi;
+    if (!ok && addon_policy_host_blocked(snap->cfg.policy, h, &bi))
+        addon_policy_block_message(snap->cfg.policy, bi, block_msg, sizeof(block_msg));
     px_snapshot_unref(snap);
     if (!ok) {
         px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403", c->connect_url);
@@ -108,7 +113,7 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
         px_sbuf_json_str(&b, m->buf + m->target.off, m->target.len < 300 ? m->target.len : 300);
         px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
-        px_sbuf_json_str(&b, ADDON_POLICY_MSG_HOST_PATH, sizeof(ADDON_POLICY_MSG_HOST_PATH) - 1);
+        px_sbuf_json_str(&b, block_msg, strlen(block_msg));
         px_sbuf_adds(&b, "}");
         char out[PX_ANSWER_MAX];
         size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);

@@ -26,6 +26,7 @@ static const char px__usage[] =
     "  --proxy-ip IP              the address DNS answers with [env PROXY_IP]\n"
     "  --upstream-dns IP[:PORT]   resolver for real names, required [env UPSTREAM_DNS]\n"
     "  --allowlist PATH           [/network-allowlist.json]\n"
+    "  --allowlist-format FMT     auto (detect), native, domain-list or agentbox [auto]\n"
     "  --replacements PATH        [/replacements.json]\n"
     "  --log PATH                 network log, appended if it exists [/network-sandbox.log]\n"
     "  --log-create               create the log file when missing\n"

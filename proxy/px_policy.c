@@ -16,7 +16,9 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
     const char *why = startup ? "" : " (reload failed; keeping the previous configuration)";
     addon_policy_t *p = NULL;
     addon_replacements_t *r = NULL;
-    int rc = addon_policy_load_file(cfg->allowlist_path, &p, err, sizeof(err));
+    int rc = addon_policy_load_file_as(cfg->allowlist_path,
+                                       (addon_policy_format_t)cfg->allowlist_format, &p, err,
+                                       sizeof(err));
     if (rc == PX_ENOENT && startup) {
         px_diag(PX_DIAG_ERROR, "allowlist not found: %s; all requests will be blocked",
                 cfg->allowlist_path);

@@ -1,0 +1,112 @@
+/* Names shared only by the parts of the allowlist: the snapshot and its decisions
+ * (addon_policy.c), host patterns and the entry lists (addon_policy_build.c), the readers of each
+ * format (addon_policy_yaml.c, addon_domainlist.c, addon_agentbox.c over addon_agentbox_toml.cpp),
+ * format detection (addon_policy_load.c) and the texts (addon_policy_text.c). Nothing outside
+ * addons/ includes this, except the fuzz targets. */
+#ifndef ADDON_POLICY_INT_H
+#define ADDON_POLICY_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addons/addon_policy.h"
+
+#define ADDON__POLICY_WHAT_MAX 64 /* "url_prefixes[123].methods[4]" */
+#define ADDON__POLICY_SRC_MAX 512 /* "path/to/extra-hosts.txt:12 (allow_file)" */
+
+typedef struct addon__policy_entry {
+    addon_str_t host; /* lowercased, A-labels; a non-glob one without trailing dot, brackets or
+                         leading dot */
+    addon_str_t path; /* empty = any path */
+    int host_glob;    /* addon_glob_is_glob(host), computed once */
+    int path_glob;
+    int sub;              /* written with a leading dot: the host and every name under it */
+    addon_str_t *methods; /* as written; none = any method */
+    size_t nmethods;
+    uint16_t *ports; /* allowed besides the scheme's default port */
+    size_t nports;
+    int passthrough;
+    char *src; /* where it was written: "file:line", "default", ...; NULL = not said */
+} addon__policy_entry_t;
+
+/* An entry that a block entry took out of the effective list (agentbox's block_hosts). */
+typedef struct addon__policy_removed {
+    char *text;   /* the entry as written, normalised (".github.com") */
+    char *src;    /* where it was written */
+    size_t block; /* the index of the block entry that removed it */
+} addon__policy_removed_t;
+
+typedef struct addon__policy_list {
+    addon__policy_entry_t *v;
+    size_t n;
+    size_t cap;
+} addon__policy_list_t;
+
+struct addon_policy {
+    atomic_int refs;
+    char *name;
+    addon_policy_format_t format;
+    addon__policy_list_t domains;
+    addon__policy_list_t urls;
+    addon__policy_list_t blocks;
+    addon__policy_removed_t *removed;
+    size_t nremoved;
+    size_t removed_cap;
+};
+
+/* A new policy named name (copied), one reference; NULL when out of memory. */
+addon_policy_t *addon__policy_new(const char *name, addon_policy_format_t fmt);
+
+/* Frees p whatever its reference count (a policy still being built). */
+void addon__policy_free(addon_policy_t *p);
+
+/* A new zeroed entry at the end of the list of kind, or NULL: PX_ENOMEM or PX_ETOOBIG (more
+ * than ADDON_POLICY_ENTRIES_MAX) in *rc. The pointer is valid until the next push. */
+addon__policy_entry_t *addon__policy_push(addon_policy_t *p, addon_policy_kind_t kind, int *rc);
+
+/* Frees what entry e holds (not e itself). */
+void addon__policy_entry_free(addon__policy_entry_t *e);
+
+/* Records that block[block] removed text (borrowed, copied) written at src (copied). */
+int addon__policy_note_removed(addon_policy_t *p, const char *text, size_t len, const char *src,
+                               size_t block);
+
+/* Sets e->src to a copy of src; 0 or PX_ENOMEM. */
+int addon__policy_set_src(addon__policy_entry_t *e, const char *src);
+
+/* Parses a host pattern s[0..len) (borrowed) into e->host, e->host_glob and e->sub: lowercased;
+ * a non-glob pattern loses one trailing dot, IPv6 brackets and (sub) one leading dot; non-ASCII
+ * labels become A-labels (punycode). 0; PX_ECONFIG with the reason (static) in *why; PX_ENOMEM. */
+int addon__policy_host(const char *s, size_t len, addon__policy_entry_t *e, const char **why);
+
+/* The entry's host as written after normalisation (".github.com" for sub) into buf (NUL-ended,
+ * cut to len). Returns buf. */
+const char *addon__policy_host_text(const addon__policy_entry_t *e, char *buf, size_t len);
+
+/* 1 when block entry b (host only) names the allow entry e as written: b's glob matches e's
+ * text, or both texts are equal. */
+int addon__policy_block_names(const addon__policy_entry_t *b, const addon__policy_entry_t *e);
+
+/* Reads a domain list data[0..len) (borrowed) into p's domains, messages as "name:line:col: ...".
+ * origin (may be NULL) is added to each entry's source: "name:line (origin)". 0, PX_ECONFIG,
+ * PX_ETOOBIG or PX_ENOMEM. */
+int addon__domainlist_read(addon_policy_t *p, const char *name, const char *data, size_t len,
+                           const char *origin, char *err, size_t errlen);
+
+/* Reads airlock's YAML/JSON into p (addon_policy_yaml.c). */
+int addon__policy_yaml_read(addon_policy_t *p, const char *name, const char *data, size_t len,
+                            char *err, size_t errlen);
+
+/* Reads an agentbox config.toml into p. read_files 0 leaves allow_file unread (fuzzing). */
+int addon__agentbox_read(addon_policy_t *p, const char *name, const char *data, size_t len,
+                         int read_files, char *err, size_t errlen);
+
+/* Loads data in fmt as addon_policy_load_buffer_as, read_files as above. */
+int addon__policy_load(const char *name, const char *data, size_t len, addon_policy_format_t fmt,
+                       int read_files, addon_policy_t **out, char *err, size_t errlen);
+
+/* Decision helpers used by the texts. */
+const addon__policy_list_t *addon__policy_list(const addon_policy_t *p, addon_policy_kind_t kind);
+
+#endif
