@@ -127,37 +127,11 @@ int px_cli_check(int argc, char **argv)
     return failed;
 }
 
-int px_cli_explain(int argc, char **argv)
+/* Splits explain's URL into scheme, host (without brackets), port and path+query. Returns 0,
+ * or 2 after saying why on stderr. */
+static int px__explain_url(const char *url, int *tls_out, const char **host_out, size_t *hlen_out,
+                           unsigned long *port_out, const char **pathq_out)
 {
-    const char *path = NULL;
-    const char *fmt_text = NULL;
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--allowlist") == 0 && i + 1 < argc) {
-            path = argv[++i];
-        } else if (strcmp(argv[i], "--allowlist-format") == 0 && i + 1 < argc) {
-            fmt_text = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            fprintf(stderr, "airlock explain: unknown option %s\n", argv[i]);
-            return 2;
-        } else if (npos < 2) {
-            pos[npos++] = argv[i];
-        } else {
-            fprintf(stderr, "airlock explain: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    if (path == NULL || npos != 2) {
-        fprintf(stderr, "airlock explain: usage: airlock explain --allowlist PATH "
-                        "[--allowlist-format FMT] METHOD URL\n");
-        return 2;
-    }
-    addon_policy_format_t fmt = ADDON_POLICY_FORMAT_AUTO;
-    if (px__format("explain", fmt_text, &fmt) != 0)
-        return 2;
-    const char *method = pos[0];
-    const char *url = pos[1];
     int tls;
     const char *rest;
     if (strncasecmp(url, "https://", 8) == 0) {
@@ -215,6 +189,51 @@ int px_cli_explain(int argc, char **argv)
         fprintf(stderr, "airlock explain: URL has no host\n");
         return 2;
     }
+    *tls_out = tls;
+    *host_out = host;
+    *hlen_out = hlen;
+    *port_out = port;
+    *pathq_out = pathq;
+    return 0;
+}
+
+int px_cli_explain(int argc, char **argv)
+{
+    const char *path = NULL;
+    const char *fmt_text = NULL;
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--allowlist") == 0 && i + 1 < argc) {
+            path = argv[++i];
+        } else if (strcmp(argv[i], "--allowlist-format") == 0 && i + 1 < argc) {
+            fmt_text = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+            fprintf(stderr, "airlock explain: unknown option %s\n", argv[i]);
+            return 2;
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            fprintf(stderr, "airlock explain: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (path == NULL || npos != 2) {
+        fprintf(stderr, "airlock explain: usage: airlock explain --allowlist PATH "
+                        "[--allowlist-format FMT] METHOD URL\n");
+        return 2;
+    }
+    addon_policy_format_t fmt = ADDON_POLICY_FORMAT_AUTO;
+    if (px__format("explain", fmt_text, &fmt) != 0)
+        return 2;
+    const char *method = pos[0];
+    const char *url = pos[1];
+    int tls;
+    const char *host, *pathq;
+    size_t hlen;
+    unsigned long port;
+    if (px__explain_url(url, &tls, &host, &hlen, &port, &pathq) != 0)
+        return 2;
     addon_policy_t *p = NULL;
     char err[1024];
     int rc = addon_policy_load_file_as(path, fmt, &p, err, sizeof(err));

@@ -264,6 +264,122 @@ static int px__ms(const char *v, uint64_t *out)
     return 0;
 }
 
+/* Applies one `airlock run` option c with value v; sets *what to the option's name for an
+ * error. Returns 0 or a negative code (a bad value). */
+static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what)
+{
+    int rc = 0;
+    switch (c) {
+    case OPT_PROXY_IP:
+        rc = px__set_str(cfg->proxy_ip, sizeof(cfg->proxy_ip), v);
+        *what = "--proxy-ip";
+        break;
+    case OPT_UPSTREAM_DNS:
+        rc = px__set_str(cfg->upstream_dns, sizeof(cfg->upstream_dns), v);
+        *what = "--upstream-dns";
+        break;
+    case OPT_ALLOWLIST:
+        cfg->allowlist_path = v;
+        break;
+    case OPT_ALLOWLIST_FORMAT: {
+        addon_policy_format_t f;
+        rc = addon_policy_format_parse(v, &f);
+        cfg->allowlist_format = (int)f;
+        *what = "--allowlist-format (auto, native, domain-list or agentbox)";
+        break;
+    }
+    case OPT_REPLACEMENTS:
+        cfg->replacements_path = v;
+        break;
+    case OPT_LOG:
+        cfg->log_path = v;
+        break;
+    case OPT_LOG_CREATE:
+        cfg->log_create = 1;
+        break;
+    case OPT_CONFDIR:
+        cfg->confdir = v;
+        break;
+    case OPT_UPSTREAM_CA:
+        cfg->upstream_ca = v;
+        break;
+    case OPT_ALLOW_CIDR:
+        *what = "--allow-upstream-cidr";
+        if (cfg->n_allow_cidrs >= PX_CIDR_MAX)
+            rc = PX_ECONFIG;
+        else
+            rc = px_cidr_parse(&cfg->allow_cidrs[cfg->n_allow_cidrs++], v);
+        break;
+    case OPT_LISTEN_DNS:
+        rc = px_listen_parse(&cfg->listen_dns, v);
+        *what = "--listen-dns";
+        break;
+    case OPT_LISTEN_HTTP:
+        rc = px_listen_parse(&cfg->listen_http, v);
+        *what = "--listen-http";
+        break;
+    case OPT_LISTEN_HTTPS:
+        rc = px_listen_parse(&cfg->listen_https, v);
+        *what = "--listen-https";
+        break;
+    case OPT_LISTEN_PROXY:
+        rc = px_listen_parse(&cfg->listen_proxy, v);
+        *what = "--listen-proxy";
+        break;
+    case OPT_LISTEN_TRANSPARENT:
+        rc = px_listen_parse(&cfg->listen_transparent, v);
+        *what = "--listen-transparent";
+        break;
+    case OPT_IDLE:
+        rc = px__ms(v, &cfg->client_idle_ms);
+        *what = "--client-idle-timeout";
+        break;
+    case OPT_FIRST_BYTE:
+        rc = px__ms(v, &cfg->upstream_first_byte_ms);
+        *what = "--upstream-timeout";
+        break;
+    case OPT_CONNECT:
+        rc = px__ms(v, &cfg->connect_ms);
+        *what = "--connect-timeout";
+        break;
+    case OPT_HANDSHAKE:
+        rc = px__ms(v, &cfg->handshake_ms);
+        *what = "--handshake-timeout";
+        break;
+    case OPT_VERBOSE:
+        cfg->verbose++;
+        break;
+    default:
+        break;
+    }
+    return rc;
+}
+
+/* The checks that need every option: the proxy IP's form, the upstream DNS server. Returns
+ * 0, or the exit code with err filled. */
+static int px__run_check(px_config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->proxy_ip[0] != '\0') {
+        if (inet_pton(AF_INET, cfg->proxy_ip, &cfg->proxy_ip4) != 1) {
+            snprintf(err, errlen, "bad value for --proxy-ip (PROXY_IP): '%s' (an IPv4 address)",
+                     cfg->proxy_ip);
+            return 2;
+        }
+    }
+    if (cfg->upstream_dns[0] == '\0') {
+        snprintf(err, errlen,
+                 "UPSTREAM_DNS environment variable is required but not set "
+                 "(or pass --upstream-dns IP[:PORT])");
+        return 1;
+    }
+    if (px__check_upstream_dns(cfg->upstream_dns) != 0) {
+        snprintf(err, errlen, "bad value for --upstream-dns (UPSTREAM_DNS): '%s' (IP[:PORT])",
+                 cfg->upstream_dns);
+        return 2;
+    }
+    return 0;
+}
+
 int px_config_parse_run(px_config_t *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     const char *env_ip = getenv("PROXY_IP");
@@ -285,97 +401,17 @@ int px_config_parse_run(px_config_t *cfg, int argc, char **argv, char *err, size
         int c = getopt_long(argc, argv, "", px__run_opts, NULL);
         if (c == -1)
             break;
-        const char *v = optarg;
-        int rc = 0;
-        const char *what = NULL;
-        switch (c) {
-        case OPT_PROXY_IP:
-            rc = px__set_str(cfg->proxy_ip, sizeof(cfg->proxy_ip), v);
-            what = "--proxy-ip";
-            break;
-        case OPT_UPSTREAM_DNS:
-            rc = px__set_str(cfg->upstream_dns, sizeof(cfg->upstream_dns), v);
-            what = "--upstream-dns";
-            break;
-        case OPT_ALLOWLIST:
-            cfg->allowlist_path = v;
-            break;
-        case OPT_ALLOWLIST_FORMAT: {
-            addon_policy_format_t f;
-            rc = addon_policy_format_parse(v, &f);
-            cfg->allowlist_format = (int)f;
-            what = "--allowlist-format (auto, native, domain-list or agentbox)";
-            break;
-        }
-        case OPT_REPLACEMENTS:
-            cfg->replacements_path = v;
-            break;
-        case OPT_LOG:
-            cfg->log_path = v;
-            break;
-        case OPT_LOG_CREATE:
-            cfg->log_create = 1;
-            break;
-        case OPT_CONFDIR:
-            cfg->confdir = v;
-            break;
-        case OPT_UPSTREAM_CA:
-            cfg->upstream_ca = v;
-            break;
-        case OPT_ALLOW_CIDR:
-            what = "--allow-upstream-cidr";
-            if (cfg->n_allow_cidrs >= PX_CIDR_MAX)
-                rc = PX_ECONFIG;
-            else
-                rc = px_cidr_parse(&cfg->allow_cidrs[cfg->n_allow_cidrs++], v);
-            break;
-        case OPT_LISTEN_DNS:
-            rc = px_listen_parse(&cfg->listen_dns, v);
-            what = "--listen-dns";
-            break;
-        case OPT_LISTEN_HTTP:
-            rc = px_listen_parse(&cfg->listen_http, v);
-            what = "--listen-http";
-            break;
-        case OPT_LISTEN_HTTPS:
-            rc = px_listen_parse(&cfg->listen_https, v);
-            what = "--listen-https";
-            break;
-        case OPT_LISTEN_PROXY:
-            rc = px_listen_parse(&cfg->listen_proxy, v);
-            what = "--listen-proxy";
-            break;
-        case OPT_LISTEN_TRANSPARENT:
-            rc = px_listen_parse(&cfg->listen_transparent, v);
-            what = "--listen-transparent";
-            break;
-        case OPT_IDLE:
-            rc = px__ms(v, &cfg->client_idle_ms);
-            what = "--client-idle-timeout";
-            break;
-        case OPT_FIRST_BYTE:
-            rc = px__ms(v, &cfg->upstream_first_byte_ms);
-            what = "--upstream-timeout";
-            break;
-        case OPT_CONNECT:
-            rc = px__ms(v, &cfg->connect_ms);
-            what = "--connect-timeout";
-            break;
-        case OPT_HANDSHAKE:
-            rc = px__ms(v, &cfg->handshake_ms);
-            what = "--handshake-timeout";
-            break;
-        case OPT_VERBOSE:
-            cfg->verbose++;
-            break;
-        case ':':
+        if (c == ':') {
             snprintf(err, errlen, "option %s needs a value", argv[prev]);
             return 2;
-        default:
+        }
+        if (c == '?' || c < OPT_PROXY_IP) {
             snprintf(err, errlen, "unknown option %s (see airlock --help)", argv[prev]);
             return 2;
         }
-        if (rc != 0) {
+        const char *v = optarg;
+        const char *what = NULL;
+        if (px__run_opt(cfg, c, v, &what) != 0) {
             snprintf(err, errlen, "bad value for %s: '%s'", what, v);
             return 2;
         }
@@ -384,23 +420,5 @@ int px_config_parse_run(px_config_t *cfg, int argc, char **argv, char *err, size
         snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
         return 2;
     }
-    if (cfg->proxy_ip[0] != '\0') {
-        if (inet_pton(AF_INET, cfg->proxy_ip, &cfg->proxy_ip4) != 1) {
-            snprintf(err, errlen, "bad value for --proxy-ip (PROXY_IP): '%s' (an IPv4 address)",
-                     cfg->proxy_ip);
-            return 2;
-        }
-    }
-    if (cfg->upstream_dns[0] == '\0') {
-        snprintf(err, errlen,
-                 "UPSTREAM_DNS environment variable is required but not set "
-                 "(or pass --upstream-dns IP[:PORT])");
-        return 1;
-    }
-    if (px__check_upstream_dns(cfg->upstream_dns) != 0) {
-        snprintf(err, errlen, "bad value for --upstream-dns (UPSTREAM_DNS): '%s' (IP[:PORT])",
-                 cfg->upstream_dns);
-        return 2;
-    }
-    return 0;
+    return px__run_check(cfg, err, errlen);
 }

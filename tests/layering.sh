@@ -2,6 +2,7 @@
 # Fails when a source file includes a project header from a folder above it in the module
 # graph (README, "Layout"). Each folder may include its own headers and those of the folders
 # listed for it here; nothing may include proxy/ except proxy/ and the tests.
+# It also holds proxy/ to its shape: no .c over 800 lines, no function over 100.
 set -u
 cd "${1:-$(dirname "$0")/..}"
 declare -A may=(
@@ -33,4 +34,13 @@ for dir in "${!may[@]}"; do
              sed -E 's/^([^:]+):([0-9]+):.*#[[:space:]]*include[[:space:]]+/\1:\2:/')
 done
 [ "$bad" -eq 0 ] && echo "layering: every include points down the graph"
+# The shape of proxy/ (README, "Layout"): no file over 800 lines, no function over 100.
+for f in proxy/*.c; do
+    n=$(wc -l < "$f")
+    [ "$n" -le 800 ] || { echo "layering: $f has $n lines (over 800)"; bad=1; }
+    awk -v F="$f" '/^[a-z].*\(.*[^;]$/ { name = $0; start = NR }
+        /^}/ && start { if (NR - start > 100) { print "layering: " F ":" start ": " name \
+            " is " NR - start " lines (over 100)"; bad = 1 } start = 0 }
+        END { exit bad }' "$f" || bad=1
+done
 exit "$bad"
