@@ -166,7 +166,7 @@ say "$(grep -c '^Setting up' "$OUT") packages were installed by the README comma
 init=$(awk '{print $1}' "/proc/$NS_PID/task/$NS_PID/children" 2>/dev/null)
 [ -n "$init" ] || die "cannot find the chroot's first process"
 in_root() {
-    nsenter --target "$init" --mount --pid --root --wd=/root -- \
+    nsenter --target "$init" --mount --pid --root --wd -- \
         /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb /bin/sh -c "$1"
 }
 fail=0
