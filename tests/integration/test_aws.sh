@@ -8,8 +8,7 @@ t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 AWSCLI=/usr/bin/aws
 if ! "$PY" -c 'import botocore.auth, awscrt.auth' 2>/dev/null || [ ! -x "$AWSCLI" ]; then
-    echo "SKIP: needs python3-botocore, python3-awscrt and awscli (apt-get install)" >&2
-    exit 77
+    t_skip package "needs python3-botocore, python3-awscrt and awscli (apt-get install)"
 fi
 ASAN=0
 ldd "$AIRLOCK" 2>/dev/null | grep -q libasan && ASAN=1

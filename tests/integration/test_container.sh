@@ -14,15 +14,11 @@
 # cmake arguments). Exit 77 (with the reason) when podman cannot run containers here.
 . "$(dirname "$0")/lib.sh"
 
-c_skip() {
-    echo "SKIP: test_container: $*" >&2
-    echo "SKIP: test_container: $*"
-    exit 77
-}
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
-    [ "$(id -u)" = 0 ] || c_skip "needs root (podman networks, namespaces)"
+    [ "$(id -u)" = 0 ] || t_skip root "needs root (podman networks, namespaces)"
     for tool in podman runc flock timeout readelf strip; do
-        command -v "$tool" >/dev/null || c_skip "$tool is not installed (apt-get install podman runc)"
+        command -v "$tool" >/dev/null ||
+            t_skip package "$tool is not installed (apt-get install podman runc)"
     done
 fi
 t_enter_netns "$@"
@@ -96,7 +92,7 @@ t_ok "image $IMG built in $(($(date +%s) - t0)) s"
 
 # Can podman run a container here at all? If not, say why and skip.
 if ! out=$(podman run --rm --network none --entrypoint /airlock "$IMG" --version 2>&1); then
-    c_skip "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+    t_skip podman "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
 fi
 t_eq "the image runs the static airlock" "airlock" "${out%% *}"
 

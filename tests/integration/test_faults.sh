@@ -21,10 +21,6 @@ ldd "$AIRLOCK" 2>/dev/null | grep -q libasan && ASAN=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:quarantine_size_mb=0:allocator_release_to_os_interval_ms=500"
 RSS_MARGIN=2048
 [ -n "$ASAN" ] && RSS_MARGIN=8192
-# until_ok 'EXPR': waits (up to 5 s) until the shell expression succeeds (evaluated anew each
-# time), for events that have no log line of their own
-until_ok() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.05; done; return 1; }
-type t_not_made > /dev/null 2>&1 || t_not_made() { echo "NOT MADE - $1 ($2)"; }
 RSS_AFTER_BURST=1 # cleared after a burst under ASan, whose allocator keeps what it freed
 
 for a in 3 5 6 8 9; do ip addr add "127.0.0.$a/8" dev lo 2>/dev/null || true; done

@@ -4,14 +4,14 @@
 # 10.77.2.1) -- upstream (10.77.2.2 allowed hosts, 10.77.2.3 a host nobody may reach).
 # The router forwards nothing from the client: the proxy is the only way out.
 . "$(dirname "$0")/lib.sh"
+command -v nft >/dev/null || t_skip package "nft not installed (apt-get install nftables)"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-command -v nft >/dev/null || { echo "SKIP: nft not installed" >&2; exit 77; }
 
 CL=al-cl-$$ UP=al-up-$$
-ip netns add $CL && ip netns add $UP || { echo "SKIP: ip netns add failed" >&2; exit 77; }
 cleanup_ns() { ip netns del $CL 2>/dev/null; ip netns del $UP 2>/dev/null; }
 trap 't_cleanup; cleanup_ns' EXIT
+ip netns add $CL && ip netns add $UP || t_skip netns "ip netns add failed"
 # this (the test's own) namespace is the router/proxy
 ip link add vcl type veth peer name eth0 netns $CL
 ip link add vup type veth peer name eth0 netns $UP
