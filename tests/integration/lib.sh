@@ -201,6 +201,17 @@ t_start_airlock() {
     return 1
 }
 
+# t_reload: SIGHUP to airlock, then waits for its answer on stderr ("allowlist reloaded" or
+# why the file was refused); fails after 20 s without one.
+t_reload() {
+    local n
+    n=$(wc -l < "$T_DIR/airlock.err")
+    kill -HUP "$AIRLOCK_PID"
+    # shellcheck disable=SC2016 # expanded by until_ok's eval
+    until_ok '[ "$(wc -l < "$T_DIR/airlock.err")" -gt "$n" ]' ||
+        { echo "airlock said nothing on SIGHUP" >&2; return 1; }
+}
+
 t_stop_airlock() {
     kill -TERM "$AIRLOCK_PID" 2>/dev/null
     wait "$AIRLOCK_PID" 2>/dev/null

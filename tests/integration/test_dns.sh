@@ -12,7 +12,7 @@ set -u
 : "${AIRLOCK_SRC:?AIRLOCK_SRC must name the repository}"
 . "$(dirname "$0")/lib.sh" # the fixed environment and t_skip; this test makes its own dirs
 PROXY_IP=10.199.1.100
-READY_WAIT_S=10
+READY_WAIT_S=30
 
 tmp=$(mktemp -d)
 pids=()

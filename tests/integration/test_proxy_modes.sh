@@ -60,10 +60,8 @@ ip netns exec $UP "$PY" "$T_DIR/tls_up.py" 10.77.2.3 443 "$T_DIR/evil.pem" "$T_D
 T_PIDS+=($!)
 ip netns exec $UP "$PY" "$HERE/upstream.py" 10.77.2.2 80 >/dev/null 2>&1 &
 T_PIDS+=($!)
-for i in $(seq 1 100); do
-    ip netns exec $UP bash -c 'exec 3<>/dev/tcp/10.77.2.2/443 && exec 4<>/dev/tcp/10.77.2.3/443 && exec 5<>/dev/tcp/10.77.2.2/80' 2>/dev/null && break
-    sleep 0.05
-done
+until_ok "ip netns exec $UP bash -c 'exec 3<>/dev/tcp/10.77.2.2/443 && exec 4<>/dev/tcp/10.77.2.3/443 && exec 5<>/dev/tcp/10.77.2.2/80' 2>/dev/null" ||
+    t_fail "the upstreams never listened"
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
 domains: ["app.test"]
@@ -81,7 +79,7 @@ YAML
     --allow-upstream-cidr 10.77.2.0/24 2> "$T_DIR/airlock.err" &
 AIRLOCK_PID=$!
 T_PIDS+=($AIRLOCK_PID)
-for i in $(seq 1 100); do grep -q ready "$T_DIR/airlock.err" && break; sleep 0.05; done
+until_ok 'grep -q ready "$T_DIR/airlock.err"' || { t_fail "airlock never got ready"; cat "$T_DIR/airlock.err"; }
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 inc() { ip netns exec $CL "$@"; }
 printf 'nameserver 10.77.1.1\n' > "$T_DIR/cl-resolv.conf"
