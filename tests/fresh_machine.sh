@@ -90,8 +90,9 @@ if [ "$CACHE" != off ]; then
     mkdir -p "$CACHE"
     tarball=$CACHE/$SUITE-minbase-$stamp.tar
     debs=$CACHE/debs-$stamp
-    # Yesterday's cache is stale (the mirror moves on): drop it.
-    find "$CACHE" -mindepth 1 -maxdepth 1 ! -name "*-$stamp*" -exec rm -rf {} +
+    # Yesterday's cache is stale (the mirror moves on): drop it (only what this script made).
+    find "$CACHE" -mindepth 1 -maxdepth 1 \( -name "$SUITE-minbase-*.tar" -o -name 'debs-*' \) \
+        ! -name "*-$stamp*" -exec rm -rf {} +
     mkdir -p "$debs"
 fi
 mkdir -p "$ROOT"
@@ -105,7 +106,7 @@ else
         die "debootstrap failed (log above)"
     fi
     if [ -n "$tarball" ]; then
-        tar -C "$ROOT" -cpf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+        tar -C "$ROOT" -cpf "$tarball.$$.tmp" . && mv "$tarball.$$.tmp" "$tarball"
     fi
 fi
 say "root filesystem ready ($(du -sm "$ROOT" | cut -f1) MB)"
