@@ -34,8 +34,9 @@ CTEST_OUT=(--test-output-size-passed 16777216 --test-output-size-failed 16777216
 
 build() { # dir build-type [extra cmake args]
     local dir=$1 type=$2; shift 2
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" > "$dir.cmake.log" 2>&1 ||
-        { cat "$dir.cmake.log"; return 1; }
+    mkdir -p "$dir"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" > "$dir/cmake.log" 2>&1 ||
+        { cat "$dir/cmake.log"; return 1; }
     cmake --build "$dir" -j"$JOBS" 2>&1 | grep -E 'error|warning|Error' ; return "${PIPESTATUS[0]}"
 }
 
