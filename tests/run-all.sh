@@ -3,43 +3,166 @@
 # both with CTest, the unit tests once more under valgrind, then runs each libFuzzer target
 # for a bounded time. Exit 0 only when all of it passed. This is the README's test command;
 # .ci/run runs exactly this.
+#
+# A skipped test is never a pass: before testing, this script finds out itself what the
+# machine can do (root, network namespaces, Podman starting a container). A test may skip
+# (exit 77, "SKIP (capability): test: reason" on stdout, see t_skip in
+# tests/integration/lib.sh) only for a capability the machine lacks; a skip for one it has,
+# for a missing package (`.ci/install-deps test` installs them all) or without a reason fails
+# the run. The summary names every skipped test and why, and every check not made.
 #   FUZZ_SECONDS   seconds per fuzz target (default 30; 0 skips fuzzing)
 #   VALGRIND       0 skips the valgrind pass over the unit tests
 #   JOBS           parallel build/test jobs (default 2)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 status=0
+T_RUN=$(date +%s)
+STAGES=()
 step() { echo; echo "=== $* ==="; }
+# stage_end NAME START RESULT: records a stage's wall time for the summary.
+stage_end() {
+    local t=$(($(date +%s) - $2))
+    STAGES+=("$(printf '%-34s %5d s  %s' "$1" "$t" "$3")")
+    echo "--- $1: $3 in $t s"
+}
+
+# CTest keeps only 1 KiB of a passing test's output unless told otherwise: the skip reasons
+# and the checks not made must all reach the JUnit report.
+CTEST_OUT=(--test-output-size-passed 16777216 --test-output-size-failed 16777216)
 
 build() { # dir build-type [extra cmake args]
     local dir=$1 type=$2; shift 2
-    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" > "$dir.cmake.log" 2>&1 ||
-        { cat "$dir.cmake.log"; return 1; }
+    mkdir -p "$dir"
+    cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE="$type" "$@" > "$dir/cmake.log" 2>&1 ||
+        { cat "$dir/cmake.log"; return 1; }
     cmake --build "$dir" -j"$JOBS" 2>&1 | grep -E 'error|warning|Error' ; return "${PIPESTATUS[0]}"
 }
 
+# ---- what this machine can do (the tests' skips are judged against this) ----
+step "capabilities"
+CAPS=""
+cap() { # cap NAME yes|no DETAIL
+    echo "capability $1: $2${3:+ ($3)}"
+    [ "$2" = yes ] && CAPS="$CAPS $1"
+}
+if [ "$(id -u)" = 0 ]; then cap root yes; else cap root no "uid $(id -u)"; fi
+if err=$(unshare --net --mount true 2>&1); then cap netns yes; else cap netns no "$err"; fi
+# Podman: start a container from a rootfs holding /bin/true and its libraries, with a private
+# storage and configuration, in namespaces of our own (as test_container.sh runs podman).
+podman_probe() {
+    local d lib
+    d=$(mktemp -d /tmp/airlock-podman-probe.XXXXXX) || return 1
+    cat > "$d/probe.sh" <<'PROBE'
+set -eu
+d=$1
+for x in /run/netns /run/runc /run/containers; do
+    mkdir -p "$x" && mount -t tmpfs -o mode=0755 tmpfs "$x"
+done
+export CONTAINERS_CONF=$d/containers.conf CONTAINERS_STORAGE_CONF=$d/storage.conf
+timeout 120 podman run --rm --network none --rootfs "$d/rootfs" /bin/true
+PROBE
+    mkdir -p "$d/rootfs/bin" "$d/tmp"
+    cp /bin/true "$d/rootfs/bin/" || return 1
+    for lib in $(ldd /bin/true | grep -o '/[^ ]*'); do
+        mkdir -p "$d/rootfs$(dirname "$lib")" && cp -L "$lib" "$d/rootfs$lib"
+    done
+    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n%s\n%s\n%s\n%s\n' \
+        'cgroup_manager = "cgroupfs"' 'events_logger = "file"' \
+        "events_logfile_path = \"$d/events.log\"" "tmp_dir = \"$d/tmp\"" > "$d/containers.conf"
+    printf '[storage]\ndriver = "vfs"\ngraphroot = "%s/root"\nrunroot = "%s/runroot"\n' \
+        "$d" "$d" > "$d/storage.conf"
+    unshare --net --mount --propagation private bash "$d/probe.sh" "$d" > "$d/out" 2>&1
+    local rc=$?
+    [ $rc -eq 0 ] || tail -3 "$d/out" | tr '\n' ' '
+    rm -rf "$d"
+    return $rc
+}
+if ! command -v podman >/dev/null; then cap podman no "podman not installed"
+elif ! printf '%s' "$CAPS" | grep -qw netns; then cap podman no "no network namespaces"
+elif err=$(podman_probe); then cap podman yes
+else cap podman no "$err"; fi
+
+# ---- skips and checks not made, read from CTest's JUnit report ----
+SKIP_LINES=()
+NOT_MADE_LINES=()
+# judge BUILD-DIR: appends every skip (with whether it is allowed) and every check not made.
+judge() {
+    local xml=$1/ctest-junit.xml line
+    [ -f "$xml" ] || { SKIP_LINES+=("$1: no CTest report ($xml): FAILS the run"); status=1; return; }
+    while IFS= read -r line; do
+        case "$line" in
+        "SKIP-BAD "*) SKIP_LINES+=("$1 ${line#SKIP-BAD }  -> FAILS the run"); status=1 ;;
+        "SKIP-OK "*) SKIP_LINES+=("$1 ${line#SKIP-OK }  -> allowed: this machine lacks it") ;;
+        "NOT-MADE "*) NOT_MADE_LINES+=("$1 ${line#NOT-MADE }") ;;
+        esac
+    done < <(python3 - "$xml" "$CAPS" <<'PY'
+import re, sys, xml.etree.ElementTree as ET
+caps = set(sys.argv[2].split())
+for tc in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    name, out = tc.get("name"), tc.findtext("system-out") or ""
+    for m in re.finditer(r"^NOT MADE - (.*)$", out, re.M):
+        print(f"NOT-MADE {name}: {m.group(1)}")
+    # a cmocka test skipped inside a unit test executable (which itself passes)
+    # (cmocka names each skipped test twice: when it runs and in its summary)
+    for t in sorted(set(re.findall(r"^\[  SKIPPED \] ([A-Za-z_]\w*)\s*$", out, re.M))):
+        print(f"NOT-MADE {name}: {t} (skipped by cmocka)")
+    if tc.find("skipped") is None and tc.get("status") != "notrun":
+        continue
+    m = re.search(r"^SKIP \(([a-z]+)\): (.*)$", out, re.M)
+    if not m:
+        print(f"SKIP-BAD {name}: skipped without a 'SKIP (capability): reason' line")
+    elif m.group(1) in ("netns", "podman", "root") and m.group(1) not in caps:
+        print(f"SKIP-OK {name}: lacks {m.group(1)}: {m.group(2)}")
+    elif m.group(1) == "package":
+        print(f"SKIP-BAD {name}: a package is missing: {m.group(2)}")
+    else:
+        print(f"SKIP-BAD {name}: skipped for {m.group(1)}, which this machine has: {m.group(2)}")
+PY
+    )
+}
+
+t0=$(date +%s)
 step "normal build (Release, as the README builds it; -Wall -Wextra -Werror)"
 if build build-ci Release; then
+    stage_end "normal build" "$t0" ok
+    t0=$(date +%s)
     step "tests: normal build"
-    (cd build-ci && ctest --output-on-failure -j"$JOBS" --timeout 900) || status=1
+    rm -f build-ci/ctest-junit.xml
+    r=ok
+    (cd build-ci && ctest --output-on-failure -j"$JOBS" --timeout 900 "${CTEST_OUT[@]}" \
+        --output-junit ctest-junit.xml) || { r=FAILED; status=1; }
+    judge build-ci
+    stage_end "tests: normal build" "$t0" "$r"
 else
     echo "normal build FAILED"; status=1
+    stage_end "normal build" "$t0" FAILED
 fi
 
+t0=$(date +%s)
 step "sanitizer build (ASan + UBSan)"
 if build build-ci-asan Asan; then
+    stage_end "sanitizer build" "$t0" ok
+    t0=$(date +%s)
     step "tests: ASan + UBSan build"
+    rm -f build-ci-asan/ctest-junit.xml
+    r=ok
     (cd build-ci-asan &&
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --output-on-failure -j"$JOBS" --timeout 1200) || status=1
+        ctest --output-on-failure -j"$JOBS" --timeout 1200 "${CTEST_OUT[@]}" \
+            --output-junit ctest-junit.xml) ||
+        { r=FAILED; status=1; }
+    judge build-ci-asan
+    stage_end "tests: ASan + UBSan build" "$t0" "$r"
 else
     echo "sanitizer build FAILED"; status=1
+    stage_end "sanitizer build" "$t0" FAILED
 fi
 
 if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/tests ]; then
+    t0=$(date +%s)
     step "unit tests under valgrind (memcheck, normal build)"
     vfail=0
     for t in build-ci/tests/test_*; do
@@ -51,18 +174,36 @@ if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/
             echo "valgrind $(basename "$t"): FAILED"; tail -40 "$t.valgrind.log"; vfail=1
         fi
     done
-    [ "$vfail" -eq 0 ] || status=1
+    if [ "$vfail" -eq 0 ]; then stage_end "valgrind (unit tests)" "$t0" ok
+    else status=1; stage_end "valgrind (unit tests)" "$t0" FAILED; fi
+else
+    STAGES+=("$(printf '%-34s %7s  %s' "valgrind (unit tests)" "-" "not run (VALGRIND=0 or no valgrind)")")
 fi
 
 if [ "$FUZZ_SECONDS" != 0 ]; then
+    t0=$(date +%s)
     step "libFuzzer targets, ${FUZZ_SECONDS}s each (clang, ASan + UBSan)"
-    if CC=clang build build-ci-fuzz Debug -DAIRLOCK_FUZZ=ON -DAIRLOCK_TESTS=OFF; then
-        bash tests/fuzz/run.sh build-ci-fuzz "$FUZZ_SECONDS" || status=1
+    if CC=clang CXX=clang++ build build-ci-fuzz Debug -DAIRLOCK_FUZZ=ON -DAIRLOCK_TESTS=OFF; then
+        r=ok
+        bash tests/fuzz/run.sh build-ci-fuzz "$FUZZ_SECONDS" || { r=FAILED; status=1; }
+        stage_end "fuzz build + targets" "$t0" "$r"
     else
         echo "fuzz build FAILED"; status=1
+        stage_end "fuzz build" "$t0" FAILED
     fi
+else
+    STAGES+=("$(printf '%-34s %7s  %s' "fuzzing" "-" "not run (FUZZ_SECONDS=0)")")
 fi
 
+echo
+echo "=== summary ==="
+printf '%s\n' "${STAGES[@]}"
+printf '%-34s %5d s\n' "total" "$(($(date +%s) - T_RUN))"
+echo "capabilities:${CAPS:- none}"
+if [ ${#SKIP_LINES[@]} -eq 0 ]; then echo "skipped tests: none"
+else echo "skipped tests: ${#SKIP_LINES[@]}"; printf '  %s\n' "${SKIP_LINES[@]}"; fi
+if [ ${#NOT_MADE_LINES[@]} -eq 0 ]; then echo "checks not made: none"
+else echo "checks not made: ${#NOT_MADE_LINES[@]}"; printf '  %s\n' "${NOT_MADE_LINES[@]}"; fi
 echo
 if [ "$status" -eq 0 ]; then echo "run-all: every stage passed"; else echo "run-all: FAILED"; fi
 exit "$status"

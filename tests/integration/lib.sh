@@ -5,21 +5,37 @@
 # without touching the machine. Upstreams live on 127.0.0.2 (nginx, Python), the test
 # resolver for *.test on 127.0.0.53 (dnsmasq), airlock on 127.0.0.1. Everything started is
 # stopped by the EXIT trap.
+#
+# Outcomes: a check passes (t_ok), fails (t_fail) or is not made (t_not_made, with the reason:
+# never counted as a pass). A whole test may skip (t_skip, exit 77) only when the machine lacks
+# a capability; tests/run-all.sh probes the capabilities itself and fails the run when a test
+# skipped although the capability is there. Nothing waits a fixed time for an event: wait for
+# it (t_wait_log, t_wait_port, until_ok) with a generous deadline.
 set -u
+
+# A fixed environment: nothing may depend on the caller's (issue 14). HOME is a fresh
+# directory per test (set by t_enter_netns); Python flushes every line, so a log file shows
+# what a Python program printed when it printed it.
+umask 022
+export LC_ALL=C.UTF-8 LANG=C.UTF-8 TZ=UTC PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY \
+    CURL_CA_BUNDLE SSL_CERT_FILE SSL_CERT_DIR REQUESTS_CA_BUNDLE NODE_EXTRA_CA_CERTS \
+    NODE_OPTIONS PYTHONPATH LANGUAGE
 
 : "${AIRLOCK:?AIRLOCK must name the airlock binary}"
 : "${AIRLOCK_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 PY=/usr/bin/python3
 T_FAILS=0
 T_PASSES=0
+T_NOT_MADE=0
 T_PIDS=()
 
 # Re-executes the calling script inside fresh namespaces (once).
 t_enter_netns() {
     if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
         if ! unshare --net --mount true 2>/dev/null; then
-            echo "SKIP: cannot create network namespaces here (need root and unshare)" >&2
-            exit 77
+            t_skip netns "cannot create network and mount namespaces here (needs root and unshare)"
         fi
         export AIRLOCK_IN_NETNS=1
         exec unshare --net --mount --propagation private bash "$0" "$@"
@@ -28,6 +44,8 @@ t_enter_netns() {
     ip addr add 127.0.0.2/8 dev lo 2>/dev/null || true
     T_DIR=$(mktemp -d /tmp/airlock-test.XXXXXX)
     chmod 755 "$T_DIR"
+    export HOME=$T_DIR/home
+    mkdir -p "$HOME"
     trap t_cleanup EXIT
     printf 'nameserver 127.0.0.1\noptions timeout:2 attempts:1\n' > "$T_DIR/resolv.conf"
     mount --bind "$T_DIR/resolv.conf" /etc/resolv.conf
@@ -45,8 +63,22 @@ t_cleanup() {
     if [ -n "${KEEP_TEST_DIR:-}" ]; then echo "kept $T_DIR"; else rm -rf "$T_DIR"; fi
 }
 
+# t_skip CAPABILITY "reason": the machine cannot run this test; exit 77. CAPABILITY names
+# what is lacking: netns (network namespaces), podman (a container runtime that starts
+# containers), root, or package (a program the suite needs is not installed; under CI
+# `.ci/install-deps test` installs every one, so such a skip always fails the run).
+t_skip() {
+    echo "SKIP ($1): $(basename "$0" .sh): $2"
+    exit 77
+}
+
 t_ok() { T_PASSES=$((T_PASSES + 1)); echo "ok - $*"; }
 t_fail() { T_FAILS=$((T_FAILS + 1)); echo "FAIL - $*"; }
+# t_not_made "check" ["why"]: a check this run could not make; reported, never a pass.
+t_not_made() {
+    T_NOT_MADE=$((T_NOT_MADE + 1))
+    echo "NOT MADE - $1${2:+ ($2)}"
+}
 t_check() { # t_check "description" command...
     local d=$1; shift
     if "$@"; then t_ok "$d"; else t_fail "$d"; fi
@@ -54,17 +86,25 @@ t_check() { # t_check "description" command...
 t_eq() { # t_eq "description" expected actual
     if [ "$2" = "$3" ]; then t_ok "$1"; else t_fail "$1: expected [$2] got [$3]"; fi
 }
-# t_wait_log 'BRE' [grep flags]: waits up to 3 s until a line of the network log matches
-# (grep -q FLAGS -- BRE; pass -E or -xF for other kinds of pattern). airlock writes a
-# request's line when its exchange ends, from a writer thread, so a client can have its
-# answer a moment before the line is in the file.
-t_wait_log() {
-    local i
-    for i in $(seq 1 60); do
-        grep -q ${2:-} -- "$1" "$T_DIR/net.log" 2>/dev/null && return 0
+# until_ok 'EXPR' [SECONDS]: waits (default up to 20 s) until the shell expression succeeds;
+# EXPR is evaluated anew each time, so quote it in single quotes.
+until_ok() {
+    local end=$((SECONDS + ${2:-20}))
+    while :; do
+        eval "$1" && return 0
+        [ "$SECONDS" -lt "$end" ] || return 1
         sleep 0.05
     done
-    return 1
+}
+# t_wait_log 'BRE' [grep flags]: waits up to 20 s until a line of the network log matches
+# (grep -q FLAGS -- BRE; pass -E or -xF for other kinds of pattern). airlock writes a
+# request's line when its exchange ends, from a writer thread, so a client can have its
+# answer a moment before the line is in the file. The deadline is only for a line that never
+# comes: a line that does come ends the wait at once.
+t_wait_log() {
+    local tw_pattern=$1 tw_flags=${2:-}
+    # shellcheck disable=SC2016 # expanded by until_ok's eval; $tw_flags: grep flags, as words
+    until_ok 'grep -q $tw_flags -- "$tw_pattern" "$T_DIR/net.log" 2>/dev/null' 20
 }
 t_logged() { # t_logged "description" 'BRE a network log line must match' [grep flags]
     if t_wait_log "$2" "${3:-}"; then t_ok "$1"; else
@@ -74,14 +114,14 @@ t_contains() { # t_contains "description" haystack needle
     case "$2" in *"$3"*) t_ok "$1" ;; *) t_fail "$1: [$3] not in [$2]" ;; esac
 }
 t_done() {
-    echo "$T_PASSES passed, $T_FAILS failed"
+    echo "$T_PASSES passed, $T_FAILS failed, $T_NOT_MADE not made"
     [ "$T_FAILS" -eq 0 ]
 }
 
-# Waits until a TCP port answers (host port [seconds]).
+# Waits until a TCP port answers (host port [seconds, default 20]).
 t_wait_port() {
     local i
-    for i in $(seq 1 $((${3:-5} * 20))); do
+    for i in $(seq 1 $((${3:-20} * 20))); do
         if (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; then return 0; fi
         sleep 0.05
     done
@@ -101,7 +141,7 @@ t_start_resolver() {
 
 t_wait_udp53() {
     local i
-    for i in $(seq 1 100); do
+    for i in $(seq 1 400); do
         if dig +short +time=1 +tries=1 @"$1" probe.test A >/dev/null 2>&1; then return 0; fi
         sleep 0.05
     done
@@ -150,7 +190,7 @@ t_start_airlock() {
     AIRLOCK_PID=$!
     T_PIDS+=($AIRLOCK_PID)
     local i
-    for i in $(seq 1 100); do
+    for i in $(seq 1 400); do
         if grep -q "ready" "$T_DIR/airlock.err" 2>/dev/null; then return 0; fi
         if ! kill -0 "$AIRLOCK_PID" 2>/dev/null; then
             echo "airlock exited:" >&2; cat "$T_DIR/airlock.err" >&2; return 1
@@ -159,6 +199,17 @@ t_start_airlock() {
     done
     echo "airlock not ready:" >&2; cat "$T_DIR/airlock.err" >&2
     return 1
+}
+
+# t_reload: SIGHUP to airlock, then waits for its answer on stderr ("allowlist reloaded" or
+# why the file was refused); fails after 20 s without one.
+t_reload() {
+    local n
+    n=$(wc -l < "$T_DIR/airlock.err")
+    kill -HUP "$AIRLOCK_PID"
+    # shellcheck disable=SC2016 # expanded by until_ok's eval
+    until_ok '[ "$(wc -l < "$T_DIR/airlock.err")" -gt "$n" ]' ||
+        { echo "airlock said nothing on SIGHUP" >&2; return 1; }
 }
 
 t_stop_airlock() {

@@ -8,8 +8,7 @@ t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 AWSCLI=/usr/bin/aws
 if ! "$PY" -c 'import botocore.auth, awscrt.auth' 2>/dev/null || [ ! -x "$AWSCLI" ]; then
-    echo "SKIP: needs python3-botocore, python3-awscrt and awscli (apt-get install)" >&2
-    exit 77
+    t_skip package "needs python3-botocore, python3-awscrt and awscli (apt-get install)"
 fi
 ASAN=0
 ldd "$AIRLOCK" 2>/dev/null | grep -q libasan && ASAN=1
@@ -179,12 +178,12 @@ out=$(cl chunked --alg v4 --method PUT --url "https://s3.test/$BUCKET/badframe" 
       --corrupt-frame 5 "${S1[@]}" --ca "$CA")
 t_eq "aws-chunked with broken framing: connection aborted" 0 "$(jf "$out" 'd["status"]')"
 t_logged "aws-chunked with broken framing: ERROR line" "^ERROR PUT https://s3.test/$BUCKET/badframe -> .*aborted"
-sleep 0.2
-t_eq "aws-chunked with broken framing: upstream saw no complete request" "" \
-    "$(grep '/badframe' "$VLOG" | grep '"verdict": "ok"')"
 out=$(cl chunked --alg v4 --method PUT --url "https://s3.test/$BUCKET/chunked-s2" --body-size 300000 \
       --trailer "${S2[@]}" --ca "$CA")
 t_eq "aws-chunked with a session token" ok "$(jf "$out" 'd["verify"]')"
+# checked after the next request, not after a sleep: airlock never sent the body's end
+t_eq "aws-chunked with broken framing: upstream saw no complete request" "" \
+    "$(grep '/badframe' "$VLOG" | grep '"verdict": "ok"')"
 
 # ---- out of scope: the surrogate goes out unchanged, the real key never --------------------
 out=$(cl botocore --url "https://nosign.test/$BUCKET/outside" "${S1[@]}" --ca "$CA")
@@ -246,7 +245,8 @@ t_eq "aws s3 cp 50 MB: object complete" "$(sha256sum < "$T_DIR/big.bin" | cut -d
 peak=$(cat "$T_DIR/rss.peak" 2>/dev/null || echo 0)
 echo "# aws s3 cp 50 MB: $(echo "$t1 - $t0" | bc) s, $(jf "$o" 'd["parts"]') parts; airlock RSS ${rss0} KiB before, peak ${peak} KiB"
 if [ "$ASAN" = 1 ]; then
-    t_ok "RSS check skipped under ASan"
+    t_not_made "airlock RSS stays flat during the 50 MB upload (grew $((peak - rss0)) KiB)" \
+        "ASan's allocator and shadow memory make RSS meaningless"
 else
     t_check "airlock RSS stays flat during the 50 MB upload (grew $((peak - rss0)) KiB)" \
         test $((peak - rss0)) -lt 10240

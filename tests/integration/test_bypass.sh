@@ -40,10 +40,8 @@ for side in ok:127.0.0.3 evil:127.0.0.4; do
     t_wait_port "${side#*:}" 8443 || exit 1
 done
 # forget the port probes, once they are logged (the upstream logs from its accept thread)
-for i in $(seq 1 40); do
-    grep -q '^8443 ' "$T_DIR/ok.conns" && grep -q '^8443 ' "$T_DIR/evil.conns" && break
-    sleep 0.05
-done
+until_ok 'grep -q "^8443 " "$T_DIR/ok.conns" && grep -q "^8443 " "$T_DIR/evil.conns"' ||
+    t_fail "the upstreams never logged the port probes"
 : > "$T_DIR/ok.conns"; : > "$T_DIR/ok.reqs"; : > "$T_DIR/evil.conns"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
     --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 \

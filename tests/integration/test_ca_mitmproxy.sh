@@ -6,16 +6,12 @@
 # Needs mitmdump (Debian package mitmproxy): without it the test is skipped (exit 77).
 # Env: AIRLOCK_BUILD = the build tree holding tests/test_ca (set by CTest).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh" # the fixed environment (PYTHONUNBUFFERED=1, ...) and t_skip
 
-WAIT_STEPS=200 # x 0.1 s = 20 s for mitmdump to write its CA
+WAIT_S=60 # for mitmdump to write its CA: ends as soon as it has (about a second)
 
-if ! command -v mitmdump >/dev/null 2>&1; then
-    echo "************************************************************************" >&2
-    echo "SKIPPED: mitmdump not found (apt-get install mitmproxy)." >&2
-    echo "Loading a mitmproxy-generated CA is NOT tested." >&2
-    echo "************************************************************************" >&2
-    exit 77
-fi
+command -v mitmdump >/dev/null 2>&1 ||
+    t_skip package "mitmdump not found (apt-get install mitmproxy): loading a mitmproxy-generated CA is NOT tested"
 
 BUILD=${AIRLOCK_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}
 TEST_CA=$(find "$BUILD" -name test_ca -type f -perm -u+x 2>/dev/null | head -n 1)
@@ -37,13 +33,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 CONFDIR=$TMP/confdir
-mitmdump --set confdir="$CONFDIR" --listen-host 127.0.0.1 --listen-port 0 \
-    >"$TMP/mitmdump.log" 2>&1 &
+# PYTHONUNBUFFERED: its "listening" line must reach the log file when it is printed, not at exit.
+HOME=$TMP PYTHONUNBUFFERED=1 mitmdump --set confdir="$CONFDIR" --listen-host 127.0.0.1 \
+    --listen-port 0 >"$TMP/mitmdump.log" 2>&1 &
 MITM_PID=$!
 
 # mitmproxy writes its files non-atomically; it logs "listening" only after the CA is in place.
 ready=0
-for _ in $(seq 1 "$WAIT_STEPS"); do
+end=$((SECONDS + WAIT_S))
+while [ "$SECONDS" -lt "$end" ]; do
     if grep -qi "listening" "$TMP/mitmdump.log" && [ -s "$CONFDIR/mitmproxy-ca.pem" ] &&
         [ -s "$CONFDIR/mitmproxy-ca-cert.pem" ]; then
         ready=1
@@ -59,7 +57,7 @@ wait "$MITM_PID" 2>/dev/null || true
 MITM_PID=
 
 if [ "$ready" != 1 ]; then
-    echo "FAIL: mitmdump did not write its CA within $((WAIT_STEPS / 10)) s; its log:" >&2
+    echo "FAIL: mitmdump did not write its CA within $WAIT_S s; its log:" >&2
     cat "$TMP/mitmdump.log" >&2
     exit 1
 fi

@@ -14,15 +14,11 @@
 # cmake arguments). Exit 77 (with the reason) when podman cannot run containers here.
 . "$(dirname "$0")/lib.sh"
 
-c_skip() {
-    echo "SKIP: test_container: $*" >&2
-    echo "SKIP: test_container: $*"
-    exit 77
-}
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
-    [ "$(id -u)" = 0 ] || c_skip "needs root (podman networks, namespaces)"
+    [ "$(id -u)" = 0 ] || t_skip root "needs root (podman networks, namespaces)"
     for tool in podman runc flock timeout readelf strip; do
-        command -v "$tool" >/dev/null || c_skip "$tool is not installed (apt-get install podman runc)"
+        command -v "$tool" >/dev/null ||
+            t_skip package "$tool is not installed (apt-get install podman runc)"
     done
 fi
 t_enter_netns "$@"
@@ -96,7 +92,7 @@ t_ok "image $IMG built in $(($(date +%s) - t0)) s"
 
 # Can podman run a container here at all? If not, say why and skip.
 if ! out=$(podman run --rm --network none --entrypoint /airlock "$IMG" --version 2>&1); then
-    c_skip "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+    t_skip podman "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
 fi
 t_eq "the image runs the static airlock" "airlock" "${out%% *}"
 
@@ -217,16 +213,17 @@ t_contains "agent: blocked is a 403" "$out" " 403"
 out=$(client curl -s -m 10 -o /dev/null -w '%{http_code}' -X POST https://api.test/v1/x)
 t_eq "agent: method not allowed is a 403" "403" "$out"
 
+# Refused at once, not dropped: curl's error is not a timeout (28). No time is asserted.
 for url in https://198.51.100.1/ http://198.51.100.1/ http://nginx.test:8080/ \
     https://nginx.test:8443/; do
     t0=$(date +%s%N)
-    out=$(client curl -s -m 20 -o /dev/null -w '%{http_code}' "$url")
+    out=$(client curl -s -m 60 -o /dev/null -w '%{http_code}' "$url")
     rc=$?
     ms=$((($(date +%s%N) - t0) / 1000000))
-    if [ "$out" = "000" ] && [ "$rc" -ne 0 ] && [ "$ms" -lt 3000 ]; then
-        t_ok "agent: $url fails fast ($ms ms incl. container start, curl exit $rc)"
+    if [ "$out" = "000" ] && [ "$rc" -ne 0 ] && [ "$rc" -ne 28 ]; then
+        t_ok "agent: $url is refused, not a timeout (curl exit $rc; $ms ms incl. container start)"
     else
-        t_fail "agent: $url: [$out] rc $rc after $ms ms"
+        t_fail "agent: $url: [$out] curl exit $rc after $ms ms"
     fi
 done
 
@@ -237,12 +234,18 @@ t_contains "agent DNS: real names too" "$out" "10.199.1.100"
 out=$(client curl -s -m 10 -o /dev/null -w '%{remote_ip}' http://whatever.example/)
 t_eq "agent: connections land on the proxy" "10.199.1.100" "$out"
 
-sleep 0.3
-t_check "log: allowed HTTPS" grep -qx 'allowed GET https://nginx.test/ -> 200' "$LOG"
-t_check "log: allowed HTTP" grep -qx 'allowed GET http://nginx.test/ -> 200' "$LOG"
-t_check "log: blocked" grep -qx 'BLOCKED GET https://evil.test/exfil?k=v -> 403' "$LOG"
-t_check "log: blocked method" grep -qx 'BLOCKED POST https://api.test/v1/x -> 403' "$LOG"
-t_check "log: DNS" grep -qx 'DNS A some-random-name.example.org -> 10.199.1.100' "$LOG"
+# c_logged "description" LINE [FILE]: waits (generously) for the exact line in the log.
+c_logged() {
+    local cl_line=$2 cl_file=${3:-$LOG}
+    # shellcheck disable=SC2016 # expanded by until_ok's eval
+    if until_ok 'grep -qxF -- "$cl_line" "$cl_file"' 30; then t_ok "$1"
+    else t_fail "$1: no line [$cl_line] in $cl_file"; fi
+}
+c_logged "log: allowed HTTPS" 'allowed GET https://nginx.test/ -> 200'
+c_logged "log: allowed HTTP" 'allowed GET http://nginx.test/ -> 200'
+c_logged "log: blocked" 'BLOCKED GET https://evil.test/exfil?k=v -> 403'
+c_logged "log: blocked method" 'BLOCKED POST https://api.test/v1/x -> 403'
+c_logged "log: DNS" 'DNS A some-random-name.example.org -> 10.199.1.100'
 t_check "log: task start" grep -q '^=== TASK START ' "$LOG"
 if grep -q real-secret "$LOG"; then t_fail "the real secret is in the log"
 else t_ok "the real secret is not in the log"; fi
@@ -318,13 +321,12 @@ podman network rm -f other-conv-x >/dev/null
 # ---- failures clean up after themselves ---------------------------------------------------
 echo 'domains: [unclosed' > "$T_DIR/bad.yaml"
 t0=$(date +%s)
-out=$("$SANDBOX" start bad --allowlist "$T_DIR/bad.yaml" --upstream-dns "$GW" 2>&1)
+out=$(timeout 120 "$SANDBOX" start bad --allowlist "$T_DIR/bad.yaml" --upstream-dns "$GW" 2>&1)
 rc=$?
-t_eq "start with an invalid allowlist fails" 1 "$rc"
+t_eq "start with an invalid allowlist fails (exit 1; 124 would be a hang)" 1 "$rc"
+echo "# the failing start took $(($(date +%s) - t0)) s"
 t_contains "and says why" "$out" "Proxy $P-proxy-bad exited during startup"
 t_contains "with airlock's own words" "$out" "/network-allowlist.json:2:1: did not find expected"
-if [ $(($(date +%s) - t0)) -le 7 ]; then t_ok "within the health budget"
-else t_fail "took $(($(date +%s) - t0)) s"; fi
 t_eq "nothing left behind" "" "$(podman ps -a --format '{{.Names}}' | grep "^$P-proxy-")\
 $(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
 out=$("$SANDBOX" start pa --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" \
@@ -374,17 +376,20 @@ t_eq "run: the agent reads our stdin (--client-arg -i)" "got: from the host" "$o
 "$SANDBOX" run r4 --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" --client-arg --init \
     -- "$CLIENT" sleep 300 > "$T_DIR/r4.out" 2>&1 &
 rpid=$!
-for _ in $(seq 1 100); do
-    [ "$(podman ps --filter "network=$P-conv-r4" --format '{{.Names}}' | wc -l)" -ge 2 ] && break
-    sleep 0.1
-done
+# shellcheck disable=SC2016 # expanded by until_ok's eval
+until_ok '[ "$(podman ps --filter "network=$P-conv-r4" --format "{{.Names}}" | wc -l)" -ge 2 ]' 120 ||
+    t_fail "run r4: the proxy and the agent never both ran"
 t0=$(date +%s)
 kill -TERM "$rpid"
-wait "$rpid"
-rc=$?
+# shellcheck disable=SC2016 # expanded by until_ok's eval
+if until_ok '! kill -0 "$rpid" 2>/dev/null' 120; then
+    wait "$rpid"
+    rc=$?
+    echo "# SIGTERM handled in $(($(date +%s) - t0)) s"
+else
+    rc="still running 120 s after SIGTERM"
+fi
 t_eq "run: SIGTERM ends the agent and the sandbox (exit 143)" 143 "$rc"
-if [ $(($(date +%s) - t0)) -le 8 ]; then t_ok "run: SIGTERM handled in $(($(date +%s) - t0)) s"
-else t_fail "run: SIGTERM took $(($(date +%s) - t0)) s"; fi
 t_eq "run: nothing left after SIGTERM" "" "$(podman ps -a --format '{{.Names}}')\
 $(podman network ls --format '{{.Name}}' | grep "^$P-conv-")"
 

@@ -10,8 +10,9 @@ set -u
 
 : "${AIRLOCK:?AIRLOCK must name the airlock binary}"
 : "${AIRLOCK_SRC:?AIRLOCK_SRC must name the repository}"
+. "$(dirname "$0")/lib.sh" # the fixed environment and t_skip; this test makes its own dirs
 PROXY_IP=10.199.1.100
-READY_WAIT_S=10
+READY_WAIT_S=30
 
 tmp=$(mktemp -d)
 pids=()
@@ -30,16 +31,11 @@ fail() {
     [ -f "$tmp/airlock.err" ] && sed 's/^/  airlock: /' "$tmp/airlock.err" >&2
     exit 1
 }
-skip() {
-    echo "SKIP: $*" >&2
-    exit 77
-}
 
 for tool in dig kdig; do
     command -v "$tool" >/dev/null \
-        || skip "$tool not installed (apt-get install dnsutils knot-dnsutils)"
+        || t_skip package "$tool not installed (apt-get install dnsutils knot-dnsutils)"
 done
-"$AIRLOCK" --help 2>&1 | grep -q -- '--listen-dns' || skip "$AIRLOCK has no 'run --listen-dns' yet"
 
 # Waits for airlock's ready line on stderr (file $1) and prints the DNS port from it.
 wait_ready() {
@@ -125,11 +121,11 @@ if command -v musl-gcc >/dev/null; then
     musl-gcc -static -O1 -o "$tmp/probe_musl" "$AIRLOCK_SRC/tests/integration/dns_probe.c" \
         || fail "cannot build the musl probe"
 else
-    skip "part 1 passed; part 2 needs musl-gcc (apt-get install musl-tools)"
+    t_skip package "part 1 passed; part 2 needs musl-gcc (apt-get install musl-tools)"
 fi
 if ! unshare --net --mount true 2>"$tmp/unshare.err"; then
-    skip "part 1 passed; part 2 (glibc/musl getaddrinfo against port 53) needs" \
-        "'unshare --net --mount' (root): $(cat "$tmp/unshare.err")"
+    t_skip netns "part 1 passed; part 2 (glibc/musl getaddrinfo against port 53) needs \
+'unshare --net --mount' (root): $(cat "$tmp/unshare.err")"
 fi
 
 printf 'nameserver 127.0.0.1\noptions timeout:2 attempts:1\n' >"$tmp/resolv.conf"
@@ -167,7 +163,7 @@ rc=$?
 cat "$tmp/inner.out"
 case $rc in
 0) ;;
-3) skip "part 1 passed; part 2 could not set up the namespace: $(cat "$tmp/inner.out")" ;;
+3) t_skip netns "part 1 passed; part 2 could not set up the namespace: $(cat "$tmp/inner.out")" ;;
 4) fail "airlock did not start on 127.0.0.1:53 in the namespace: $(cat "$tmp/ns-airlock.err")" ;;
 *) fail "glibc/musl getaddrinfo did not return only $PROXY_IP" ;;
 esac

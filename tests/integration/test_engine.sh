@@ -25,9 +25,9 @@ t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
     --allow-upstream-cidr 127.0.0.3/32 --client-idle-timeout 5 --upstream-timeout 5 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 DC="$HERE/duplex_client.py"
-up_has() { # up_has 'ERE' [count]: waits up to 3 s for a line of the upstream's log
+up_has() { # up_has 'ERE' [count]: waits up to 20 s for a line of the upstream's log
     local i
-    for i in $(seq 1 60); do
+    for i in $(seq 1 400); do
         [ "$(grep -cE -- "$1" "$UPLOG")" -ge "${2:-1}" ] && return 0
         sleep 0.05
     done

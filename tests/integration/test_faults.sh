@@ -3,7 +3,9 @@
 # answer garbage, an upstream resolver that times out or fails, clients that half-close,
 # abort, trickle (slowloris) or idle, a network log that cannot be written, SIGHUP under
 # load. Each ends with the right answer or a clean close, the right log line, no crash, and
-# airlock's open fds and RSS back near the baseline after a short settle.
+# airlock's open fds and RSS back near the baseline once it has settled (waited for, with a
+# generous deadline). Timeouts are checked by their effect (the error, the log line, that the
+# client's own limit was not what ended it), never by a wall-clock budget.
 #
 # Addresses in the test's own namespace: airlock 127.0.0.1; faults_upstream.py on 127.0.0.3
 # (ok.test, :80 and :443), nothing on 127.0.0.5 (refused.test), a full accept queue on
@@ -21,10 +23,6 @@ ldd "$AIRLOCK" 2>/dev/null | grep -q libasan && ASAN=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}:quarantine_size_mb=0:allocator_release_to_os_interval_ms=500"
 RSS_MARGIN=2048
 [ -n "$ASAN" ] && RSS_MARGIN=8192
-# until_ok 'EXPR': waits (up to 5 s) until the shell expression succeeds (evaluated anew each
-# time), for events that have no log line of their own
-until_ok() { local i; for i in $(seq 1 100); do eval "$1" && return 0; sleep 0.05; done; return 1; }
-type t_not_made > /dev/null 2>&1 || t_not_made() { echo "NOT MADE - $1 ($2)"; }
 RSS_AFTER_BURST=1 # cleared after a burst under ASan, whose allocator keeps what it freed
 
 for a in 3 5 6 8 9; do ip addr add "127.0.0.$a/8" dev lo 2>/dev/null || true; done
@@ -44,12 +42,14 @@ UPLOG="$T_DIR/up.log"
 "$PY" "$HERE/faults_upstream.py" 127.0.0.3 "$UPLOG" --http 80 \
     --https 443 "$T_DIR/up.pem" "$T_DIR/up.key" > /dev/null 2>&1 &
 T_PIDS+=($!)
-"$PY" "$HERE/faults_upstream.py" 127.0.0.6 "$T_DIR/blackhole.log" --backlog-full 80 > /dev/null 2>&1 &
+"$PY" "$HERE/faults_upstream.py" 127.0.0.6 "$T_DIR/blackhole.log" --backlog-full 80 \
+    > "$T_DIR/blackhole.out" 2>&1 &
 T_PIDS+=($!)
 "$PY" "$HERE/faults_upstream.py" 127.0.0.8 "$UPLOG" --hold 443 > /dev/null 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 443 && t_wait_port 127.0.0.8 443 || exit 1
-sleep 0.5 # the backlog fillers
+# the backlog fillers are connected once it says ready
+until_ok 'grep -q "^ready" "$T_DIR/blackhole.out"' || { t_fail "the blackhole upstream never got ready"; exit 1; }
 AIRLOCK_ARGS=(--upstream-ca "$T_DIR/upca.pem" --upstream-timeout 2 --connect-timeout 2
     --client-idle-timeout 2 --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.5/32
     --allow-upstream-cidr 127.0.0.6/32 --allow-upstream-cidr 127.0.0.8/32)
@@ -59,18 +59,32 @@ CLIENT="$HERE/faults_client.py"
 
 logged() { t_logged "$1" "$2" -E; } # logged "description" 'ERE a log line must match'
 up_open() { awk '/^open/ {o++} /^close/ {c++} END {print o - c}' "$UPLOG"; }
-# curl through airlock: prints "CODE SIZE TIME" and the exit status as "rc=N"
+# curl through airlock: prints "CODE SIZE TIME" and the exit status as "rc=N". curl's own
+# limit (-m 60, exit 28) is only a guard: every fault here ends long before it.
 fetch() {
-    curl -s -o /dev/null -m 15 --cacert "$CA" -H 'Connection: close' \
+    curl -s -o /dev/null -m 60 --cacert "$CA" -H 'Connection: close' \
         -w '%{http_code} %{size_download} %{time_total}' "$@"
     echo " rc=$?"
 }
 BASE_FDS=0
 BASE_RSS=0
-# settle_check LABEL: after a settle, fds back to the baseline, RSS within a margin, the
-# upstream sockets closed, airlock alive
+# settled: airlock's fds are back to the baseline and the upstream sockets are closed (and
+# its RSS within the margin, where that is checked)
+settled() {
+    [ "$(t_fds "$AIRLOCK_PID")" = "$BASE_FDS" ] && [ "$(up_open)" = 0 ] &&
+        { [ -z "$RSS_AFTER_BURST" ] || [ "$(t_rss_kb "$AIRLOCK_PID")" -le $((BASE_RSS + RSS_MARGIN)) ]; }
+}
+# steady: the fd count did not change for half a second and no upstream socket is open
+steady() {
+    local a
+    a=$(t_fds "$AIRLOCK_PID")
+    sleep 0.5
+    [ "$a" = "$(t_fds "$AIRLOCK_PID")" ] && [ "$(up_open)" = 0 ]
+}
+# settle_check LABEL: once settled (waited for, up to 30 s), fds back to the baseline, RSS
+# within a margin, the upstream sockets closed, airlock alive
 settle_check() {
-    sleep "${SETTLE:-1.5}"
+    until_ok settled 30
     if ! kill -0 "$AIRLOCK_PID" 2>/dev/null; then
         t_fail "$1: airlock is gone"; tail -5 "$T_DIR/airlock.err"; return
     fi
@@ -102,7 +116,7 @@ for i in 1 2 3; do
 done
 t_eq "warm-up: HTTP and HTTPS served" "200 200" \
     "$(fetch http://ok.test/ok | cut -d' ' -f1) $(fetch https://ok.test/ok | cut -d' ' -f1)"
-sleep 1.5
+until_ok steady 30 || t_fail "airlock's fds never settled after the warm-up"
 BASE_FDS=$(t_fds "$AIRLOCK_PID")
 BASE_RSS=$(t_rss_kb "$AIRLOCK_PID")
 echo "# figures: baseline: fds $BASE_FDS, RSS $BASE_RSS KiB"
@@ -154,15 +168,15 @@ out=$(cat "$T_DIR/f.stallbody")
 t_contains "upstream stalls mid-body: 10 bytes, then a close" "$out" "200 10 "
 case "$out" in *" rc=0") t_fail "upstream stalls mid-body: curl did not notice ($out)" ;; *) t_ok "upstream stalls mid-body: curl notices ($out)" ;; esac
 secs=$(echo "$out" | cut -d' ' -f3)
-t_check "upstream stalls mid-body: dropped after about 2 s ($secs s)" awk "BEGIN {exit !($secs >= 1.8 && $secs < 5)}"
+t_check "upstream stalls mid-body: dropped by airlock, not before the 2 s timeout ($secs s)" \
+    awk "BEGIN {exit !($secs >= 1.8)}"
 logged "upstream stalls mid-body: ERROR line" '^ERROR GET http://ok.test/stall-body -> Upstream stalled during the response$'
 out=$(cat "$T_DIR/f.tlsstall")
 t_eq "upstream TLS handshake stalls: 502" "502" "${out%% *}"
 logged "upstream TLS handshake stalls: ERROR line" '^ERROR GET https://tlsstall.test/x -> Connection failed: TLS handshake with upstream timed out$'
 out=$(cat "$T_DIR/f.dnsslow")
 t_eq "upstream DNS times out: 502" "502" "${out%% *}"
-secs=$(echo "$out" | cut -d' ' -f3)
-t_check "upstream DNS times out: answered within 8 s ($secs s)" awk "BEGIN {exit !($secs < 8)}"
+echo "# figures: upstream DNS timeout answered after $(echo "$out" | cut -d' ' -f3) s"
 logged "upstream DNS times out: ERROR line" '^ERROR GET http://slow.test/x -> Connection failed: .*(timed out|SERVFAIL)'
 out=$(cat "$T_DIR/f.servfail")
 t_eq "upstream DNS answers SERVFAIL: 502" "502" "${out%% *}"
@@ -211,7 +225,8 @@ settle_check "client aborts"
 SL=$!
 "$PY" "$CLIENT" idle 127.0.0.1 80 200 4 > "$T_DIR/idle.out" &
 ID=$!
-sleep 1
+# a figure, not a check: most of the 400 connections are open at once
+until_ok '[ "$(t_fds "$AIRLOCK_PID")" -ge $((BASE_FDS + 300)) ]' 10
 fds_during=$(t_fds "$AIRLOCK_PID")
 served=0
 for i in $(seq 1 10); do
@@ -227,12 +242,13 @@ t_contains "200 idle connections are all dropped" "$out" "opened=200 closed=200 
 wait "$SL"
 out=$(cat "$T_DIR/slowloris.out")
 echo "# figures: slowloris: $out"
-# dropped at the 2 s head deadline (the trickle does not extend it; it would run 7 s), give or
-# take scheduling on a loaded machine
-t_contains "200 slowloris connections (1 byte/s) are all dropped" "$out" "opened=200 closed=200 "
-t_check "slowloris: dropped after about 2 s, not kept alive by the trickle ($out)" awk -v l="$out" \
+# dropped at the 2 s head deadline: all 200 are closed by airlock while the client still
+# trickles (for 7 s), so the trickle does not extend the deadline; none before it
+t_contains "200 slowloris connections (1 byte/s) are all dropped while trickling" "$out" \
+    "opened=200 closed=200 "
+t_check "slowloris: none dropped before the 2 s head deadline ($out)" awk -v l="$out" \
     'BEGIN { split(l, f, /[ =]/); for (i = 1; i in f; i += 2) v[f[i]] = f[i + 1]
-             exit !(v["first"] >= 1.9 && v["median"] <= 3.5 && v["last"] <= 4.5) }'
+             exit !(v["first"] >= 1.9) }'
 t_eq "slowloris: one 408 line per dropped connection" "200" \
     "$(grep -c '^BLOCKED - - -> 408 (request head not received in time)$' "$T_DIR/net.log")"
 settle_check "slowloris and idle"
@@ -243,12 +259,12 @@ printf 'domains: ["ok.test", "hup.test"\nbogus: [\n' > "$T_DIR/allow-bad.yaml"
 errs_before=$(wc -l < "$T_DIR/airlock.err")
 "$PY" "$CLIENT" load 127.0.0.1 80 hup.test /ok 5 "$CA" > "$T_DIR/load.out" &
 LD=$!
-sleep 0.3
+t_wait_log '^allowed GET https\?://hup.test/ok -> 200$' || t_fail "SIGHUP: the load never started"
+# each SIGHUP is sent once airlock has answered the previous one (a line on stderr)
 for i in $(seq 1 20); do
     if [ $((i % 2)) = 1 ]; then f=allow-good.yaml; else f=allow-bad.yaml; fi
     cp "$T_DIR/$f" "$T_DIR/allow.yaml.new" && mv "$T_DIR/allow.yaml.new" "$T_DIR/allow.yaml"
-    kill -HUP "$AIRLOCK_PID"
-    sleep 0.2
+    t_reload || t_fail "SIGHUP $i: no answer on stderr"
 done
 wait "$LD"
 out=$(cat "$T_DIR/load.out")
@@ -273,9 +289,12 @@ rss0=$(t_rss_kb "$AIRLOCK_PID")
 out=$("$PY" "$CLIENT" burst 127.0.0.1 ok.test /ok 3000 500 "$CA" "$AIRLOCK_PID")
 t_contains "burst: 3000 connections (500 TLS) held at once, each answered" "$out" "opened=3000 ok=3000 "
 peak=$(echo "$out" | sed -n 's/.*peak_rss_kib=\([0-9]*\).*/\1/p')
-sleep 7 # airlock looks for a finished burst every 5 s (PX_TRIM_CHECK_MS)
+# airlock trims the heap once the traffic goes quiet (it looks every PX_TRIM_CHECK_MS)
+t1=$SECONDS
+[ -n "$ASAN" ] ||
+    until_ok '[ $((($(t_rss_kb "$AIRLOCK_PID") - rss0) * 4)) -le $((${peak:-0} - rss0)) ]' 30
 rss1=$(t_rss_kb "$AIRLOCK_PID")
-echo "# figures: burst: RSS $rss0 KiB before, $peak KiB with 3000 open, $rss1 KiB 7 s after closing"
+echo "# figures: burst: RSS $rss0 KiB before, $peak KiB with 3000 open, $rss1 KiB $((SECONDS - t1)) s after closing"
 if [ -n "$ASAN" ]; then
     t_not_made "burst: the growth goes back to the OS" "ASan's allocator ignores malloc_trim"
     RSS_AFTER_BURST=
@@ -283,7 +302,7 @@ else
     t_check "burst: at most a quarter of the growth stays resident ($rss0 -> $peak -> $rss1 KiB)" \
         test $(((rss1 - rss0) * 4)) -le $((${peak:-0} - rss0))
 fi
-SETTLE=0 settle_check "burst"
+settle_check "burst"
 
 t_stop_airlock; t_eq "SIGTERM: exit 0" "0" "$?"
 cp "$T_DIR/allow-good.yaml" "$T_DIR/allow.yaml"
@@ -297,7 +316,7 @@ ln -s "$T_DIR/small/net.log" "$T_DIR/net.log"
 t_start_airlock "$T_DIR/allow.yaml" "${AIRLOCK_ARGS[@]}" || exit 1
 RSS_AFTER_BURST=1 # a new process
 fetch http://ok.test/ok > /dev/null
-sleep 1.5
+until_ok steady 30 || t_fail "airlock's fds never settled after the restart"
 BASE_FDS=$(t_fds "$AIRLOCK_PID")
 BASE_RSS=$(t_rss_kb "$AIRLOCK_PID")
 dd if=/dev/zero of="$T_DIR/small/fill" bs=1k count=1000 2>/dev/null

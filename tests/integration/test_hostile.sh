@@ -98,17 +98,26 @@ t_check "airlock alive after response trailers" alive
 
 # ---- 2. memory a peer could grow ---------------------------------------------------------------
 # Each case offers up to 1 GiB to a reader that stopped; RSS may grow by less than 32 MiB.
+# peak_rss PID: airlock's highest RSS (KiB) sampled while the process PID runs.
+peak_rss() {
+    local peak=0 r
+    while kill -0 "$1" 2>/dev/null; do
+        r=$(t_rss_kb "$AIRLOCK_PID")
+        [ "${r:-0}" -gt "$peak" ] && peak=$r
+        sleep 0.05
+    done
+    echo "$peak"
+}
 rss_case() { # rss_case "description" command...: runs the command (it stalls a few seconds)
     local d=$1 before after growth
     shift
     before=$(t_rss_kb "$AIRLOCK_PID")
     "$@" > "$T_DIR/case.out" 2>&1 &
     local cpid=$!
-    sleep 3.5 # the client holds still for 4 s: whatever airlock would queue is queued by now
-    after=$(t_rss_kb "$AIRLOCK_PID")
+    after=$(peak_rss "$cpid") # the client holds still for 4 s: the peak of what airlock queues
     wait "$cpid"
     growth=$((after - before))
-    echo "# figures: $d: RSS $before -> $after KiB"
+    echo "# figures: $d: RSS $before -> $after KiB (peak)"
     t_check "$d: RSS grew by $growth KiB (< 32 MiB)" test "$growth" -lt 32768
 }
 ws_req='GET /ws HTTP/1.1\r\nHost: host.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n'
@@ -132,8 +141,7 @@ for kib in $(seq 1096 8 1176); do
     printf 'GET /big?n=%d HTTP/1.1\r\nHost: host.test\r\n\r\nGET /big?n=536870912 HTTP/1.1\r\nHost: host.test\r\n\r\n' \
         $((kib * 1024)) | "$PY" "$CLIENT" stall 127.0.0.1 80 --secs 1.2 > /dev/null &
     cpid=$!
-    sleep 1
-    growth=$(($(t_rss_kb "$AIRLOCK_PID") - before))
+    growth=$(($(peak_rss "$cpid") - before))
     wait "$cpid"
     [ "$growth" -gt "$worst" ] && worst=$growth
     echo "# figures: pipelined /big of $kib KiB then 512 MiB: RSS +$growth KiB"
@@ -144,7 +152,8 @@ t_check "pipelined responses after one that crossed the high-water mark: RSS +$w
 lines0=$(wc -l < "$T_DIR/net.log")
 rss_case "20 MiB of pipelined blocked requests, answers never read" \
     "$PY" "$CLIENT" pipeline 127.0.0.1 80 --host blocked.test --mib 20 --secs 4
-sleep 0.5
+# the log writer has caught up once the line count holds still
+until_ok 'n=$(wc -l < "$T_DIR/net.log"); sleep 0.3; [ "$n" = "$(wc -l < "$T_DIR/net.log")" ]'
 lines=$(($(wc -l < "$T_DIR/net.log") - lines0))
 echo "# figures: pipelined blocked requests: $(cat "$T_DIR/case.out"), $lines log lines"
 t_check "pipelined blocked requests: answers stop while the client does not read ($lines lines < 50000)" \
@@ -228,8 +237,9 @@ fds0=$(t_fds "$AIRLOCK_PID")
 out=$(h80 "GET /loop HTTP/1.1\r\nHost: self.test\r\nConnection: close\r\n\r\n" 2)
 t_eq "a name resolving to airlock, 127.0.0.0/8 allowed: 502" "502" "$(statuses "$out")"
 t_contains "  ... as airlock's own listener" "$out" "destination 127.0.0.1 is not allowed (airlock's own listener)"
-sleep 0.3
+t_wait_log ' -> 502' # its line; a nested request would have been logged before it ended
 t_eq "  ... one request line, no nested requests" "1" "$(grep -c ' -> ' "$T_DIR/net.log")"
+until_ok '[ "$(t_fds "$AIRLOCK_PID")" = "$fds0" ]'
 t_eq "  ... no fd left behind" "$fds0" "$(t_fds "$AIRLOCK_PID")"
 t_stop_airlock
 t_done

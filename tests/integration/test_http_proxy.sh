@@ -133,11 +133,9 @@ asyncio.run(main())
 PYX
 )
 t_eq "burst of 1000 first requests to burst.test: all 200" "200:1000" "$out"
-for _ in $(seq 1 40); do # a line may follow its response by a moment
-    n=$(grep -c '^allowed GET http://burst.test/ -> 200$' "$T_DIR/net.log")
-    [ "$n" = 1000 ] && break
-    sleep 0.05
-done
+# a line may follow its response by a moment
+until_ok '[ "$(grep -c "^allowed GET http://burst.test/ -> 200$" "$T_DIR/net.log")" = 1000 ]'
+n=$(grep -c '^allowed GET http://burst.test/ -> 200$' "$T_DIR/net.log")
 t_eq "burst: 1000 allowed lines" "1000" "$n"
 qa=$(grep -c 'query\[A\] burst\.test from 127\.0\.0\.1' "$T_DIR/dnsmasq.log")
 qall=$(grep -c 'query\[[A-Z]*\] burst\.test from 127\.0\.0\.1' "$T_DIR/dnsmasq.log")
@@ -252,7 +250,8 @@ t_eq "1 GiB download complete" "1073741824" "$sz"
 growth=$((rss1 - rss0))
 if ldd "$AIRLOCK" 2>/dev/null | grep -q libasan; then
     # ASan's quarantine keeps freed buffers resident: the figure means nothing there
-    t_ok "RSS growth during 1 GiB download: ${growth} KiB (not asserted under ASan)"
+    t_not_made "RSS growth during 1 GiB download under 8 MB (${growth} KiB)" \
+        "ASan's allocator and shadow memory make RSS meaningless"
 else
     t_check "RSS growth during 1 GiB download under 8 MB (${growth} KiB)" test "$growth" -lt 8192
 fi
@@ -261,11 +260,11 @@ fi
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
 t_eq "new.test blocked before reload" "403" "$code"
 printf 'domains: ["nginx.test", "new.test"]\n' > "$T_DIR/allow.yaml"
-kill -HUP "$AIRLOCK_PID"; sleep 0.3
+t_reload
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
 t_eq "new.test allowed after a valid reload" "200" "$code"
 printf 'domains: ["nginx.test"]\nbogus: 1\n' > "$T_DIR/allow.yaml"
-kill -HUP "$AIRLOCK_PID"; sleep 0.3
+t_reload
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' http://new.test/echo)
 t_eq "invalid reload keeps the previous policy" "200" "$code"
 grep -q 'allow.yaml:2:1' "$T_DIR/airlock.err"; t_check "invalid reload: stderr says where" test $? -eq 0

@@ -4,14 +4,14 @@
 # 10.77.2.1) -- upstream (10.77.2.2 allowed hosts, 10.77.2.3 a host nobody may reach).
 # The router forwards nothing from the client: the proxy is the only way out.
 . "$(dirname "$0")/lib.sh"
+command -v nft >/dev/null || t_skip package "nft not installed (apt-get install nftables)"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-command -v nft >/dev/null || { echo "SKIP: nft not installed" >&2; exit 77; }
 
 CL=al-cl-$$ UP=al-up-$$
-ip netns add $CL && ip netns add $UP || { echo "SKIP: ip netns add failed" >&2; exit 77; }
 cleanup_ns() { ip netns del $CL 2>/dev/null; ip netns del $UP 2>/dev/null; }
 trap 't_cleanup; cleanup_ns' EXIT
+ip netns add $CL && ip netns add $UP || t_skip netns "ip netns add failed"
 # this (the test's own) namespace is the router/proxy
 ip link add vcl type veth peer name eth0 netns $CL
 ip link add vup type veth peer name eth0 netns $UP
@@ -60,10 +60,8 @@ ip netns exec $UP "$PY" "$T_DIR/tls_up.py" 10.77.2.3 443 "$T_DIR/evil.pem" "$T_D
 T_PIDS+=($!)
 ip netns exec $UP "$PY" "$HERE/upstream.py" 10.77.2.2 80 >/dev/null 2>&1 &
 T_PIDS+=($!)
-for i in $(seq 1 100); do
-    ip netns exec $UP bash -c 'exec 3<>/dev/tcp/10.77.2.2/443 && exec 4<>/dev/tcp/10.77.2.3/443 && exec 5<>/dev/tcp/10.77.2.2/80' 2>/dev/null && break
-    sleep 0.05
-done
+until_ok "ip netns exec $UP bash -c 'exec 3<>/dev/tcp/10.77.2.2/443 && exec 4<>/dev/tcp/10.77.2.3/443 && exec 5<>/dev/tcp/10.77.2.2/80' 2>/dev/null" ||
+    t_fail "the upstreams never listened"
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
 domains: ["app.test"]
@@ -81,7 +79,7 @@ YAML
     --allow-upstream-cidr 10.77.2.0/24 2> "$T_DIR/airlock.err" &
 AIRLOCK_PID=$!
 T_PIDS+=($AIRLOCK_PID)
-for i in $(seq 1 100); do grep -q ready "$T_DIR/airlock.err" && break; sleep 0.05; done
+until_ok 'grep -q ready "$T_DIR/airlock.err"' || { t_fail "airlock never got ready"; cat "$T_DIR/airlock.err"; }
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 inc() { ip netns exec $CL "$@"; }
 printf 'nameserver 10.77.1.1\n' > "$T_DIR/cl-resolv.conf"

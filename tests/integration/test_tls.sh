@@ -213,7 +213,9 @@ res_get() {
     local before code i
     before=$(wc -l < "$RLOG")
     code=$(curl -s -m 10 --cacert "$CA" -o /dev/null -w '%{http_code}' "https://$1/")
-    for i in $(seq 1 40); do
+    # a 200 has its upstream line (waited for, up to 20 s); after a failure a line is only
+    # looked for a moment (none is expected)
+    for i in $(seq 1 400); do
         [ "$(wc -l < "$RLOG")" -gt "$before" ] && break
         [ "$code" != 200 ] && [ "$i" -gt 4 ] && break
         sleep 0.05
@@ -271,7 +273,7 @@ reload_flip() { # reload_flip good|bad: swap the certificate, reload nginx, wait
     old=$(pgrep -P "$(cat "$T_DIR/nginx.pid")")
     openssl rand 80 > "$T_DIR/ticket.key"
     nginx -c "$T_DIR/nginx.conf" -s reload 2>/dev/null
-    for i in $(seq 1 100); do
+    for i in $(seq 1 300); do
         local alive=0
         for p in $old; do kill -0 "$p" 2>/dev/null && alive=1; done
         [ "$alive" = 0 ] && [ "$(served_cn flip13.test 127.0.0.4)" = "$want" ] &&
@@ -282,10 +284,10 @@ reload_flip() { # reload_flip good|bad: swap the certificate, reload nginx, wait
     return 1
 }
 # log_count REGEX N: lines of net.log matching REGEX, once there are N (the log is written by
-# a thread of its own, a moment after the response) or after 2 s
+# a thread of its own, a moment after the response) or after 20 s
 log_count() {
     local i n
-    for i in $(seq 1 40); do
+    for i in $(seq 1 400); do
         n=$(grep -c "$1" "$T_DIR/net.log")
         [ "$n" -ge "$2" ] && break
         sleep 0.05

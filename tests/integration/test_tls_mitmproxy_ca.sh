@@ -2,21 +2,17 @@
 # Issue 4: a CA that mitmproxy itself generated (mitmdump writes one into its confdir on first
 # start) loads in airlock, and clients that trust it accept airlock's certificates.
 . "$(dirname "$0")/lib.sh"
-if ! command -v mitmdump >/dev/null 2>&1; then
-    echo "SKIPPED: mitmdump not found (apt-get install mitmproxy)" >&2
-    exit 77
-fi
+command -v mitmdump >/dev/null 2>&1 || t_skip package "mitmdump not found (apt-get install mitmproxy)"
 t_enter_netns "$@"
 
 mkdir -p "$T_DIR/confdir"
-HOME="$T_DIR" mitmdump --set confdir="$T_DIR/confdir" --listen-host 127.0.0.1 --listen-port 0 \
-    > "$T_DIR/mitmdump.log" 2>&1 &
+# PYTHONUNBUFFERED: its "listening" line must reach the log file when it is printed, not at exit.
+HOME="$T_DIR" PYTHONUNBUFFERED=1 mitmdump --set confdir="$T_DIR/confdir" --listen-host 127.0.0.1 \
+    --listen-port 0 > "$T_DIR/mitmdump.log" 2>&1 &
 mpid=$!
-for i in $(seq 1 200); do
-    [ -s "$T_DIR/confdir/mitmproxy-ca.pem" ] && [ -s "$T_DIR/confdir/mitmproxy-ca-cert.pem" ] &&
-        grep -qi listening "$T_DIR/mitmdump.log" && break
-    sleep 0.1
-done
+until_ok '[ -s "$T_DIR/confdir/mitmproxy-ca.pem" ] && [ -s "$T_DIR/confdir/mitmproxy-ca-cert.pem" ] &&
+    grep -qi listening "$T_DIR/mitmdump.log"' 60 ||
+    t_fail "mitmdump did not say it was listening within 60 s: $(tail -3 "$T_DIR/mitmdump.log")"
 kill "$mpid" 2>/dev/null; wait "$mpid" 2>/dev/null
 t_check "mitmdump wrote its CA" test -s "$T_DIR/confdir/mitmproxy-ca.pem"
 before=$(sha256sum "$T_DIR/confdir/mitmproxy-ca.pem")

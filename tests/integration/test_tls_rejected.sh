@@ -88,7 +88,9 @@ t_logged "the alert is named (curl: unknown ca)" \
 # at most one line per host per minute
 run curl untrusted-curl.test untrusted
 run curl untrusted-curl.test untrusted
-sleep 0.3
+# a trusted request after them: once its line is in the log, so is any line they caused
+run curl after-curl.test trusted
+t_wait_log 'after-curl\.test' || t_fail "no line for the request after the refusals"
 t_eq "a second and third refusal within the minute: still one line" "1" "$(rej 'untrusted-curl\.test')"
 grep '^TLS REJECTED' "$T_DIR/net.log" | sed 's/^/# /'
 t_stop_airlock
@@ -97,7 +99,7 @@ t_stop_airlock
     --log "$T_DIR/missing.log" --confdir "$T_DIR/confdir" --listen-dns off \
     --listen-http 127.0.0.1:8080 --listen-https off 2> "$T_DIR/bare.err" &
 T_PIDS+=($!)
-for _ in $(seq 1 100); do grep -q ready "$T_DIR/bare.err" && break; sleep 0.05; done
+until_ok 'grep -q ready "$T_DIR/bare.err"' || t_fail "the bare run never got ready"
 t_eq "a missing network log is said once on stderr" "1" \
     "$(grep -c "network log $T_DIR/missing.log does not exist: no audit log will be written" "$T_DIR/bare.err")"
 t_eq "an existing CA is not announced" "0" "$(grep -c 'created a new CA' "$T_DIR/bare.err")"
