@@ -183,6 +183,9 @@ NGINX
 t_start_airlock() {
     local allow=$1; shift
     : > "$T_DIR/net.log"
+    # emptied here, not by the background redirect: a restart could otherwise read the previous
+    # process's "ready" before the new one opened the file
+    : > "$T_DIR/airlock.err"
     "$AIRLOCK" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 \
         --allowlist "$allow" --log "$T_DIR/net.log" --confdir "$T_DIR/confdir" \
         --listen-dns 127.0.0.1:53 --listen-http 127.0.0.1:80 --listen-https 127.0.0.1:443 \

@@ -144,11 +144,6 @@ static void test_sig_v4_classic(void **state)
     int tok;
     run_t r;
 
-    if (strcmp(base, "post-x-www-form-urlencoded-parameters") == 0) {
-        /* Errata 2: signed with "charset=utf8" and without content-length while .req/.creq say
-         * otherwise; .authz and .sreq disagree. The v4/ suite has a consistent version. */
-        skip();
-    }
     text = tu_read(&len, VEC_DIR "/v4-classic/%s/%s.sreq", path, base);
     want_creq = tu_read(NULL, VEC_DIR "/v4-classic/%s/%s.creq", path, base);
     want_sts = tu_read(NULL, VEC_DIR "/v4-classic/%s/%s.sts", path, base);
@@ -380,6 +375,13 @@ int main(void)
         char tname[256];
 
         snprintf(tname, sizeof(tname), "v4-classic/%s", cases[i]);
+        if (strcmp(cases[i], "post-x-www-form-urlencoded-parameters") == 0) {
+            /* Errata 2: signed with "charset=utf8" and without content-length while .req/.creq
+             * say otherwise; .authz and .sreq disagree. Not registered (a skip would read as a
+             * run test); the v4/ suite's consistent version of it runs. */
+            print_message("v4-classic/%s: excluded (errata 2 of the suite)\n", cases[i]);
+            continue;
+        }
         tu_tests_add(&ts, tname, test_sig_v4_classic, cases[i]);
     }
     failed += tu_tests_run("sig_v4 suite v4-classic", &ts);
