@@ -91,12 +91,12 @@ for d in "${docs[@]}" "$AIRLOCK_SRC/container/README.md"; do
     if grep -nE '\.\./shared|DESIGN\.md' "$d"; then t_fail "${d#"$AIRLOCK_SRC"/} refers outside the repository"
     else t_ok "${d#"$AIRLOCK_SRC"/} stands alone"; fi
     dir=$(dirname "$d")
-    for link in $(grep -oE '\]\([^)#[:space:]]+' "$d" | sed 's/^](//' | grep -vE '^[a-z]+:'); do
+    while read -r link; do
         if [ -e "$dir/$link" ]; then t_ok "${d#"$AIRLOCK_SRC"/}: link $link"
         elif [ "$link" = policy-formats.md ] || [ "$link" = docs/policy-formats.md ]; then
             echo "not made - ${d#"$AIRLOCK_SRC"/}: link $link (written on another branch)"
         else t_fail "${d#"$AIRLOCK_SRC"/}: link $link does not resolve"; fi
-    done
+    done < <(grep -oE '\]\([^)#[:space:]]+' "$d" | sed 's/^](//' | grep -vE '^[a-z]+:')
 done
 
 # --- cmake --install: the binary and the host tool ---
