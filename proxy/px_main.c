@@ -41,6 +41,7 @@ static const char px__usage[] =
     "  --client-idle-timeout S    idle client connection [600]\n"
     "  --upstream-timeout S       upstream first byte / stall [600]\n"
     "  --connect-timeout S        upstream connect [10]\n"
+    "  --handshake-timeout S      client TLS handshake [10]\n"
     "  --verbose                  more diagnostics on stderr\n"
     "\n"
     "signals: SIGHUP reloads the allowlist; SIGTERM/SIGINT stop cleanly.\n";
@@ -52,6 +53,12 @@ static void px__print_usage(FILE *f)
 
 static int px__cmd_run(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            px__print_usage(stdout);
+            return 0;
+        }
+    }
     px_config_t cfg;
     px_config_defaults(&cfg);
     char err[512];

@@ -64,6 +64,49 @@ t_check "ca init: cert files" test -s "$T_DIR/ca/mitmproxy-ca-cert.pem" -a -s "$
 out=$("$AIRLOCK" ca init --confdir "$T_DIR/ca")
 t_contains "ca init: second run leaves it" "$out" "exists"
 
+# --- the documentation (issue 14, part 3) ---
+# Every option the help texts name is documented in the repository (README.md, docs/*.md),
+# every option `airlock run` parses is in its help, the docs never send readers outside the
+# repository, and their relative links resolve.
+docs=("$AIRLOCK_SRC/README.md" "$AIRLOCK_SRC"/docs/*.md)
+out=$("$AIRLOCK" run --help); rc=$?
+t_eq "run --help exits 0" "0" "$rc"
+t_contains "run --help shows the run options" "$out" "--listen-dns"
+helps=$( { "$AIRLOCK" --help; "$AIRLOCK" run --help; "$AIRLOCK" health --help
+           "$AIRLOCK" replay --help; "$AIRLOCK" report --help; "$AIRLOCK" suggest --help; } 2>&1)
+flags=$(printf '%s\n' "$helps" | grep -oE -- '(^|[^A-Za-z0-9-])--[a-z][a-z0-9-]*' |
+        sed 's/^[^-]*//' | sort -u)
+t_check "help texts name options" test -n "$flags"
+for f in $flags; do
+    if grep -qF -e "$f" "${docs[@]}"; then t_ok "documented: $f"
+    else t_fail "documented: $f is in a --help text but in no README.md or docs/*.md"; fi
+done
+parsed=$(grep -oE '^[[:space:]]*\{"[a-z][a-z0-9-]*", (required|no|optional)_argument' \
+             "$AIRLOCK_SRC/proxy/px_config.c" | grep -oE '"[a-z0-9-]+"' | tr -d '"')
+t_check "px_config.c lists the run options" test -n "$parsed"
+for f in $parsed; do
+    t_contains "run --help names --$f" "$out" "--$f"
+done
+for d in "${docs[@]}" "$AIRLOCK_SRC/container/README.md"; do
+    if grep -nE '\.\./shared|DESIGN\.md' "$d"; then t_fail "${d#"$AIRLOCK_SRC"/} refers outside the repository"
+    else t_ok "${d#"$AIRLOCK_SRC"/} stands alone"; fi
+    dir=$(dirname "$d")
+    while read -r link; do
+        if [ -e "$dir/$link" ]; then t_ok "${d#"$AIRLOCK_SRC"/}: link $link"
+        elif [ "$link" = policy-formats.md ] || [ "$link" = docs/policy-formats.md ]; then
+            echo "not made - ${d#"$AIRLOCK_SRC"/}: link $link (written on another branch)"
+        else t_fail "${d#"$AIRLOCK_SRC"/}: link $link does not resolve"; fi
+    done < <(grep -oE '\]\([^)#[:space:]]+' "$d" | sed 's/^](//' | grep -vE '^[a-z]+:')
+done
+
+# --- cmake --install: the binary and the host tool ---
+build=${AIRLOCK_BUILD:-$(dirname "$AIRLOCK")}
+cmake --install "$build" --prefix "$T_DIR/inst" > "$T_DIR/install.out" 2>&1; rc=$?
+t_eq "cmake --install exits 0" "0" "$rc"
+t_check "cmake --install: bin/airlock" test -x "$T_DIR/inst/bin/airlock"
+t_check "cmake --install: bin/airlock-sandbox" test -x "$T_DIR/inst/bin/airlock-sandbox"
+t_contains "installed airlock runs" "$("$T_DIR/inst/bin/airlock" --version)" "airlock "
+
 # --- run with the environment, DNS answer, SIGTERM/SIGINT ---
 t_start_resolver
 for sig in TERM INT; do
