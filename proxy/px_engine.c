@@ -259,7 +259,8 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
         }
     }
     inet_ntop(AF_INET, &eng->proxy_ip, text, (socklen_t)cap);
-    px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
+    if (cfg->listen_dns.enabled) /* only the DNS answers use it */
+        px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
 }
 
 /* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
@@ -358,7 +359,7 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
         if (px__listen(eng, tcp[i].l, tcp[i].kind, tcp[i].name, bound, sizeof(bound)) != 0)
             return -1;
         if (rlen < cap)
-            rlen += (size_t)snprintf(ready + rlen, cap - rlen, ", %s", bound);
+            rlen += (size_t)snprintf(ready + rlen, cap - rlen, "%s %s", rlen > 0 ? "," : "", bound);
     }
     return 0;
 }

@@ -190,7 +190,7 @@ t_eq "internal network is internal, without DNS" "true false 10.199.1.0/24" \
         --format '{{.Internal}} {{.DNSEnabled}} {{range .Subnets}}{{.Subnet}}{{end}}')"
 
 mapfile -t CARGS < <("$SANDBOX" client-args c1)
-t_eq "client-args" "--network $P-conv-c1 --dns 10.199.1.100 -v $T_DIR/confdir/mitmproxy-ca-cert.pem:/usr/local/share/ca-certificates/airlock-ca.crt:ro -e NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/airlock-ca.crt -e REQUESTS_CA_BUNDLE=/usr/local/share/ca-certificates/airlock-ca.crt -e SSL_CERT_FILE=/usr/local/share/ca-certificates/airlock-ca.crt -e CURL_CA_BUNDLE=/usr/local/share/ca-certificates/airlock-ca.crt" \
+t_eq "client-args" "--network $P-conv-c1 --dns 10.199.1.100 -v $T_DIR/confdir/mitmproxy-ca-cert.pem:/usr/local/share/ca-certificates/airlock-ca.crt:ro -e NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/airlock-ca.crt -e REQUESTS_CA_BUNDLE=/usr/local/share/ca-certificates/airlock-ca.crt -e SSL_CERT_FILE=/usr/local/share/ca-certificates/airlock-ca.crt -e CURL_CA_BUNDLE=/usr/local/share/ca-certificates/airlock-ca.crt -e GIT_SSL_CAINFO=/usr/local/share/ca-certificates/airlock-ca.crt -e PIP_CERT=/usr/local/share/ca-certificates/airlock-ca.crt" \
     "${CARGS[*]}"
 eval "set -- $("$SANDBOX" client-args c1 --shell)"
 t_eq "client-args --shell gives the same words" "${CARGS[*]}" "$*"
