@@ -10,6 +10,7 @@
 #include "addons/addon_glob.h"
 #include "addons/addon_policy_int.h"
 #include "base/px_err.h"
+#include "base/px_host.h"
 
 #define ADDON__POLICY_HTTP_PORT 80
 #define ADDON__POLICY_HTTPS_PORT 443
@@ -140,17 +141,16 @@ static addon_policy_precheck_t policy_precheck(const char *s, size_t len, const 
     return ADDON_POLICY_PRECHECK_NONE;
 }
 
-/* The request host as patterns are stored: one trailing dot and IPv6 brackets removed. Case is
- * folded by the matcher. */
-static addon_str_t policy_norm_host(addon_str_t h)
+/* The request host as patterns are stored, through the one host normalizer (base/px_host:
+ * IPv6 brackets or one trailing dot removed, lowercased) into buf. A name too long for buf
+ * (longer than any host the pre-checks let through) is compared as it is. */
+#define POLICY_HOST_BUF 260
+static addon_str_t policy_norm_host(addon_str_t h, char *buf)
 {
-    if (h.len > 0 && h.base[h.len - 1] == '.')
-        h.len--;
-    if (h.len >= 2 && h.base[0] == '[' && h.base[h.len - 1] == ']') {
-        h.base++;
-        h.len -= 2;
-    }
-    return h;
+    int n = px_host_norm(buf, POLICY_HOST_BUF, h.base, h.len);
+    if (n < 0)
+        return h;
+    return (addon_str_t){buf, (size_t)n};
 }
 
 /* s[0..len) equals the stored (lowercased) pattern pat, folding only the request's side. */
@@ -233,7 +233,8 @@ static void policy_decide_path(const addon_policy_t *p, const addon_policy_query
     }
     if (p == NULL)
         return;
-    addon_str_t host = policy_norm_host(q->host);
+    char hbuf[POLICY_HOST_BUF];
+    addon_str_t host = policy_norm_host(q->host, hbuf);
     /* Blocks win over every allow: they are checked first and end the decision. */
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
@@ -315,7 +316,8 @@ int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t po
         return 0;
     if (addon_policy_host_blocked(p, host, NULL))
         return 0;
-    host = policy_norm_host(host);
+    char hbuf[POLICY_HOST_BUF];
+    host = policy_norm_host(host, hbuf);
     for (size_t i = 0; i < p->domains.n; i++) {
         if (policy_host_ok(&p->domains.v[i], host) && policy_port_ok(&p->domains.v[i], port, tls))
             return 1;
@@ -335,7 +337,8 @@ int addon_policy_host_blocked(const addon_policy_t *p, addon_str_t host, size_t 
 {
     if (p == NULL)
         return 0;
-    host = policy_norm_host(host);
+    char hbuf[POLICY_HOST_BUF];
+    host = policy_norm_host(host, hbuf);
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
         if (e->path.len == 0 && e->nmethods == 0 && policy_host_ok(e, host)) {
