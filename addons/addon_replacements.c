@@ -1,4 +1,5 @@
 #include "addons/addon_replacements.h"
+#include "addons/addon_replacements_int.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -38,9 +39,7 @@ struct addon_replacements {
     char *name;
     addon__repl_entry_t *entries;
     size_t n;
-    addon_str_t *canary_names; /* the top-level "canaries" list, file order */
-    addon_str_t *canary_values;
-    size_t ncanaries;
+    addon__repl_canaries_t canaries; /* the top-level "canaries" list */
 };
 
 static const char *const repl_masked_keys[] = {"value", "scopes", "headers",
@@ -91,12 +90,7 @@ static void repl_free(addon_replacements_t *r)
     for (size_t i = 0; i < r->n; i++)
         repl_entry_free(&r->entries[i]);
     free(r->entries);
-    for (size_t i = 0; i < r->ncanaries; i++) {
-        repl_str_free(&r->canary_names[i]);
-        repl_str_free(&r->canary_values[i]);
-    }
-    free(r->canary_names);
-    free(r->canary_values);
+    addon__repl_canaries_free(&r->canaries);
     free(r->name);
     free(r);
 }
@@ -506,93 +500,6 @@ static int repl_entry(const addon_yaml_node_t *key, const addon_yaml_node_t *n, 
                              sub);
 }
 
-/* A canary name goes into log lines: short, and only [A-Za-z0-9._-]. */
-static int repl_canary_name(const addon_yaml_node_t *n, const char *what, addon_str_t *out,
-                            char *err, size_t errlen)
-{
-    const char *s;
-    size_t len;
-    int rc = addon_yaml_get_string(n, what, &s, &len, err, errlen);
-    if (rc != 0)
-        return rc;
-    int ok = len > 0 && len <= ADDON_REPLACEMENTS_CANARY_NAME_MAX;
-    for (size_t i = 0; i < len && ok; i++) {
-        char c = s[i];
-        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c == '.' || c == '_' || c == '-';
-    }
-    if (!ok)
-        return addon_yaml_errorf(n, err, errlen, "%s: 1 to %d bytes of A-Z a-z 0-9 . _ -", what,
-                                 ADDON_REPLACEMENTS_CANARY_NAME_MAX);
-    return repl_dup(s, len, 0, out) != 0 ? repl_nomem(err, errlen) : 0;
-}
-
-static const char *const repl_canary_keys[] = {"name", "value", NULL};
-
-/* The top-level "canaries": [{name, value}, ...]; a value may hold any byte (a planted file
- * line), it is only ever searched for, never sent. */
-static int repl_canaries(addon_replacements_t *r, const addon_yaml_node_t *n, char *err,
-                         size_t errlen)
-{
-    size_t count = addon_yaml_count(n);
-    if (count > ADDON_REPLACEMENTS_MAX_ENTRIES) {
-        addon_yaml_errorf(n, err, errlen, "canaries: more than %d", ADDON_REPLACEMENTS_MAX_ENTRIES);
-        return PX_ETOOBIG;
-    }
-    r->canary_names = calloc(count ? count : 1, sizeof(*r->canary_names));
-    r->canary_values = calloc(count ? count : 1, sizeof(*r->canary_values));
-    if (r->canary_names == NULL || r->canary_values == NULL)
-        return repl_nomem(err, errlen);
-    for (size_t i = 0; i < count; i++) {
-        const addon_yaml_node_t *item = addon_yaml_item(n, i);
-        char what[ADDON__REPL_WHAT_MAX], sub[ADDON__REPL_WHAT_MAX + 16];
-        snprintf(what, sizeof(what), "canaries[%zu]", i);
-        int rc = addon_yaml_expect(item, ADDON_YAML_MAP, what, err, errlen);
-        if (rc == 0)
-            rc = repl_check_keys(item, repl_canary_keys, what, err, errlen);
-        const addon_yaml_node_t *name = rc == 0 ? repl_required(item, "name", what, &rc, err,
-                                                                errlen) : NULL;
-        const addon_yaml_node_t *value = name != NULL ? repl_required(item, "value", what, &rc,
-                                                                      err, errlen) : NULL;
-        if (value == NULL)
-            return rc;
-        r->ncanaries = i + 1;
-        snprintf(sub, sizeof(sub), "%s.name", what);
-        rc = repl_canary_name(name, sub, &r->canary_names[i], err, errlen);
-        if (rc != 0)
-            return rc;
-        for (size_t k = 0; k < i; k++) {
-            if (r->canary_names[k].len == r->canary_names[i].len &&
-                memcmp(r->canary_names[k].base, r->canary_names[i].base,
-                       r->canary_names[i].len) == 0)
-                return addon_yaml_errorf(name, err, errlen, "%s: same name as canaries[%zu]",
-                                         sub, k);
-        }
-        snprintf(sub, sizeof(sub), "%s.value", what);
-        const char *s;
-        size_t len;
-        rc = addon_yaml_get_string(value, sub, &s, &len, err, errlen);
-        if (rc != 0)
-            return rc;
-        if (len == 0 || len > ADDON_REPLACEMENTS_MAX_STRING)
-            return addon_yaml_errorf(value, err, errlen, "%s: empty or longer than %d bytes", sub,
-                                     ADDON_REPLACEMENTS_MAX_STRING);
-        if (repl_dup(s, len, 0, &r->canary_values[i]) != 0)
-            return repl_nomem(err, errlen);
-    }
-    return 0;
-}
-
-/* A top-level "canaries" key holding a sequence is the canary list (an entry is a mapping, so
- * no file valid before canaries existed has one); a mapping there is still a surrogate. */
-static int repl_is_canaries(const addon_yaml_node_t *key, const addon_yaml_node_t *value)
-{
-    size_t klen;
-    const char *k = addon_yaml_type(key) == ADDON_YAML_STRING ? addon_yaml_text(key, &klen) : NULL;
-    return k != NULL && klen == 8 && memcmp(k, "canaries", 8) == 0 &&
-           addon_yaml_type(value) == ADDON_YAML_SEQ;
-}
-
 static int repl_from_root(addon_replacements_t *r, const addon_yaml_node_t *root, char *err,
                           size_t errlen)
 {
@@ -618,8 +525,8 @@ static int repl_from_root(addon_replacements_t *r, const addon_yaml_node_t *root
         const addon_yaml_node_t *key = addon_yaml_key(root, i);
         const addon_yaml_node_t *value = addon_yaml_value(root, i);
         int rc;
-        if (repl_is_canaries(key, value) && r->canary_names == NULL) {
-            rc = repl_canaries(r, value, err, errlen);
+        if (!r->canaries.present && addon__repl_is_canaries(key, value)) {
+            rc = addon__repl_canaries_parse(value, &r->canaries, err, errlen);
         } else {
             r->n++;
             rc = repl_entry(key, value, r->n - 1, &r->entries[r->n - 1], err, errlen);
@@ -865,17 +772,17 @@ int addon_replacements_aws(const addon_replacements_t *r, size_t i, addon_replac
 
 size_t addon_replacements_canary_count(const addon_replacements_t *r)
 {
-    return r != NULL ? r->ncanaries : 0;
+    return r != NULL ? r->canaries.n : 0;
 }
 
 addon_str_t addon_replacements_canary_name(const addon_replacements_t *r, size_t i)
 {
-    return r != NULL && i < r->ncanaries ? r->canary_names[i] : repl_none;
+    return r != NULL && i < r->canaries.n ? r->canaries.names[i] : repl_none;
 }
 
 addon_str_t addon_replacements_canary_value(const addon_replacements_t *r, size_t i)
 {
-    return r != NULL && i < r->ncanaries ? r->canary_values[i] : repl_none;
+    return r != NULL && i < r->canaries.n ? r->canaries.values[i] : repl_none;
 }
 
 int addon_replacements_find_aws(const addon_replacements_t *r, addon_str_t akid)
@@ -950,13 +857,10 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
             addon_out_fmt(&o, " (no scopes: never applies)");
         addon_out_fmt(&o, "\n");
     }
-    if (addon_replacements_canary_count(r) > 0) {
-        addon_out_fmt(&o, "canaries:");
-        for (size_t i = 0; i < r->ncanaries; i++) {
-            addon_out_fmt(&o, i == 0 ? " " : ", ");
-            addon_out_esc(&o, r->canary_names[i]);
-        }
-        addon_out_fmt(&o, "\n");
+    for (size_t i = 0; i < addon_replacements_canary_count(r); i++) {
+        addon_out_fmt(&o, i == 0 ? "canaries: " : ", ");
+        addon_out_esc(&o, r->canaries.names[i]);
+        addon_out_fmt(&o, i + 1 == r->canaries.n ? "\n" : "");
     }
     /* An earlier surrogate inside a later one is replaced first and hides the later one. */
     for (size_t j = 0; j < n; j++) {
