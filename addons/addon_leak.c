@@ -10,9 +10,9 @@
 
 #define LEAK_ROOT 0u
 #define LEAK_NONE (-1)
-#define LEAK_WIN_MAX 32 /* window of the shift table: at most the shortest pattern */
+#define LEAK_WIN_MAX 32    /* window of the shift table: at most the shortest pattern */
 #define LEAK_LANES_MIN 256 /* bytes from which the skip runs two lanes */
-#define LEAK_GRAM 4     /* bytes the shift table is indexed by (hashed) */
+#define LEAK_GRAM 4        /* bytes the shift table is indexed by (hashed) */
 /* The shift table: 32 KiB fits L1 and measured fastest (at 64 KiB the table's load from L2 is
  * on every step's path); it grows with the pattern count so that at most a quarter of its
  * slots are taken, or text made of the patterns' alphabet (base64, hex) would shift little. A
@@ -21,7 +21,7 @@
 #define LEAK_SHIFT_BITS_MIN 15
 #define LEAK_SHIFT_BITS_MAX 22
 #define LEAK_ITEM_PATS 12 /* patterns one value can give (raw, 2 url, 6 base64, 2 hex) */
-#define LEAK_WHAT_MAX 64 /* "entry[1023].secret_access_key" */
+#define LEAK_WHAT_MAX 64  /* "entry[1023].secret_access_key" */
 
 typedef struct leak_pat {
     size_t off; /* in blob */
@@ -47,7 +47,7 @@ struct addon_leak {
     int32_t *out; /* pattern ending here (longest), or via the dictionary suffix; LEAK_NONE */
     unsigned char *label;
     uint32_t root[256];
-    size_t win;            /* shift window, 0 when there is no pattern */
+    size_t win;           /* shift window, 0 when there is no pattern */
     unsigned char *shift; /* by a hash of the window's last 4 bytes: how far the window may move */
     size_t shift_size;
     unsigned shift_shr;
@@ -128,8 +128,8 @@ static int leak_add_raw(addon_leak_t *m, addon_str_t v, uint32_t item)
 
 static int leak_unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 /* Percent-encoding of every byte outside the unreserved set (RFC 3986 2.3). */
@@ -351,7 +351,8 @@ static int leak_shift(addon_leak_t *m)
 {
     m->win = m->minlen < LEAK_WIN_MAX ? m->minlen : LEAK_WIN_MAX;
     unsigned bits = LEAK_SHIFT_BITS_MIN;
-    while (bits < LEAK_SHIFT_BITS_MAX && ((size_t)1 << bits) < 4 * m->npats * (m->win - LEAK_GRAM + 1))
+    while (bits < LEAK_SHIFT_BITS_MAX &&
+           ((size_t)1 << bits) < 4 * m->npats * (m->win - LEAK_GRAM + 1))
         bits++;
     m->shift_size = (size_t)1 << bits;
     m->shift_shr = 32 - bits;
@@ -396,8 +397,7 @@ static int leak_build(addon_leak_t *m)
     m->fail = malloc(m->nnodes * sizeof(*m->fail));
     m->out = malloc(m->nnodes * sizeof(*m->out));
     m->label = malloc(m->nnodes);
-    if (m->first == NULL || m->cnt == NULL || m->fail == NULL || m->out == NULL ||
-        m->label == NULL)
+    if (m->first == NULL || m->cnt == NULL || m->fail == NULL || m->out == NULL || m->label == NULL)
         goto fail;
     leak_bfs(m, fc, ns, lab, term, lc);
     rc = leak_shift(m);
@@ -502,7 +502,7 @@ int addon_leak_new(const addon_leak_item_t *items, size_t n, addon_leak_t **out,
 static void leak_push(addon_leak_item_t *items, char (*names)[LEAK_WHAT_MAX], size_t *n,
                       size_t entry, const char *field, addon_str_t value)
 {
-    if (value.base == NULL || value.len == 0)
+    if (value.base == NULL) /* an absent optional field; an empty value gets a warning */
         return;
     int w = snprintf(names[*n], LEAK_WHAT_MAX, "entry[%zu].%s", entry, field);
     items[*n].name.base = names[*n];

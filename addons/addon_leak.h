@@ -68,7 +68,8 @@ typedef struct addon_leak_state {
 } addon_leak_state_t;
 
 /* Builds a matcher from items[0..n) (borrowed). Values shorter than ADDON_LEAK_MIN_LEN are
- * skipped with one line each in warn ("NAME: shorter than 8 bytes, not scanned for\n";
+ * skipped with one line each in warn ("secret|canary NAME: shorter than 8 bytes, not scanned
+ * for\n";
  * snprintf-style, may be NULL); *nwarn (may be NULL) gets their count. 0 and *out (possibly a
  * matcher with no pattern: it never matches); PX_ENOMEM, or PX_ETOOBIG past
  * ADDON_LEAK_MAX_PATTERN_BYTES. */

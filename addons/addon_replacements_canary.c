@@ -73,8 +73,8 @@ static int canary_name(const addon_yaml_node_t *n, const char *what, addon__repl
     return canary_dup(s, len, &c->names[c->n], err, errlen);
 }
 
-static int canary_one(const addon_yaml_node_t *item, size_t i, addon__repl_canaries_t *c,
-                      char *err, size_t errlen)
+static int canary_one(const addon_yaml_node_t *item, size_t i, addon__repl_canaries_t *c, char *err,
+                      size_t errlen)
 {
     char what[ADDON__CANARY_WHAT_MAX], sub[ADDON__CANARY_WHAT_MAX + 8];
     snprintf(what, sizeof(what), "canaries[%zu]", i);

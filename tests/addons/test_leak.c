@@ -30,11 +30,15 @@ typedef struct value_case {
     size_t len;
 } value_case_t;
 
-#define V(n, s) {n, s, sizeof(s) - 1}
+#define V(n, s)                                                                                    \
+    {                                                                                              \
+        n, s, sizeof(s) - 1                                                                        \
+    }
 static const value_case_t values[] = {
     V("gh", "ghp_REALSECRETtoken0123"),
     V("sym", "p@ss/w0rd+key=!xyz~"),
-    V("bin", "\x00\xff\xfe\x80" "abc\x01\x02"),
+    V("bin", "\x00\xff\xfe\x80"
+             "abc\x01\x02"),
     V("min", "12345678"),
     V("aws", "AKIAREALSECRET000000"),
     V("sp", "with space and ?&= chars"),
@@ -253,9 +257,13 @@ static void test_leak_no_false_positive(void **state)
             check_clean(m, text, n);
         }
     }
-    static const char *const near[] = {"ghp_REALSECRETtoken012", "ghp_REALSECRETtoken0124",
-                                       "GHP_REALSECRETTOKEN0123", "1234567", "2345678",
-                                       "AKIAREALSECRET00000", "akiarealsecret000000"};
+    static const char *const near[] = {"ghp_REALSECRETtoken012",
+                                       "ghp_REALSECRETtoken0124",
+                                       "GHP_REALSECRETTOKEN0123",
+                                       "1234567",
+                                       "2345678",
+                                       "AKIAREALSECRET00000",
+                                       "akiarealsecret000000"};
     for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++)
         check_clean(m, near[i], strlen(near[i]));
     addon_leak_free(m);
@@ -475,8 +483,8 @@ static double now_s(void)
 }
 
 /* Scans mib MiB, cycling through buf[0..bufsize) in 64 KiB pieces; returns MB/s of CPU time. */
-static double bench_run(const addon_leak_t *m, const unsigned char *buf, size_t bufsize,
-                        size_t mib, size_t *hits)
+static double bench_run(const addon_leak_t *m, const unsigned char *buf, size_t bufsize, size_t mib,
+                        size_t *hits)
 {
     enum { PIECE = 64 << 10 };
     size_t total = mib << 20, done = 0;

@@ -106,8 +106,7 @@ static void fuzz_stream(const addon_leak_t *m, const uint8_t *t, size_t len, con
         __builtin_trap();
 }
 
-static void fuzz_values(fuzz_in_t *in, addon_leak_item_t *items, size_t *n,
-                        char names[][4])
+static void fuzz_values(fuzz_in_t *in, addon_leak_item_t *items, size_t *n, char names[][4])
 {
     uint8_t b = 0;
     fuzz_byte(in, &b);
