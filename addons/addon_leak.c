@@ -10,9 +10,8 @@
 
 #define LEAK_ROOT 0u
 #define LEAK_NONE (-1)
-#define LEAK_WIN_MAX 32    /* window of the shift table: at most the shortest pattern */
-#define LEAK_LANES_MIN 256 /* bytes from which the skip runs two lanes */
-#define LEAK_GRAM 4        /* bytes the shift table is indexed by (hashed) */
+#define LEAK_WIN_MAX 32 /* window of the shift table: at most the shortest pattern */
+#define LEAK_GRAM 4     /* bytes the shift table is indexed by (hashed) */
 /* The shift table: 32 KiB fits L1 and measured fastest (at 64 KiB the table's load from L2 is
  * on every step's path); it grows with the pattern count so that at most a quarter of its
  * slots are taken, or text made of the patterns' alphabet (base64, hex) would shift little. A
@@ -557,9 +556,10 @@ void addon_leak_state_init(addon_leak_state_t *st)
     st->pos = 0;
 }
 
-/* From window start i with the automaton at its root: the first window whose last two bytes
- * may end a pattern's first win bytes (no pattern starts in the windows skipped), or the first
- * window that does not fit in len. */
+/* From window start i with the automaton at its root: the first window (win bytes, the
+ * shortest pattern's length at most) whose last 4 bytes may lie in some pattern's first win
+ * bytes, or the first window that does not fit in len. No pattern starts in a window skipped:
+ * it would hold that window's last 4 bytes at an offset the table allows (Wu-Manber). */
 static size_t leak_skip(const addon_leak_t *m, const unsigned char *p, size_t i, size_t len)
 {
     const unsigned char *shift = m->shift;
@@ -568,24 +568,6 @@ static size_t leak_skip(const addon_leak_t *m, const unsigned char *p, size_t i,
         return i;
     const unsigned char *q = p + m->win - LEAK_GRAM; /* q + i: window i's last 4 bytes */
     size_t end = len - m->win;                       /* the last window start */
-    /* A step waits on a load, a multiply and a load: two lanes (the range's halves) run at
-     * once. When the first stops on a candidate the second lane's work, no more than the
-     * first's, is dropped. */
-    if (i + LEAK_LANES_MIN <= end) {
-        size_t mid = i + (end - i) / 2;
-        size_t b = mid;
-        size_t bend = end - (m->win - LEAK_GRAM + 1); /* b + a shift stays a window start */
-        while (i < mid && b <= bend) {
-            unsigned sa = shift[leak_gram(q + i, shr)];
-            unsigned sb = shift[leak_gram(q + b, shr)];
-            if (sa == 0)
-                return i;
-            i += sa;
-            b += sb;
-        }
-        if (i >= mid && b > i)
-            i = b;
-    }
     while (i <= end) {
         unsigned s = shift[leak_gram(q + i, shr)];
         if (s == 0)

@@ -6,8 +6,8 @@
  * A-Za-z0-9-._~ as %XX, upper and lower hex digits); base64 standard and URL-safe, as the three
  * alignment-stable inner substrings (the value may sit at any offset mod 3 inside a larger
  * base64 text: the characters whose bits mix with neighbouring bytes are dropped); hex, lower
- * and upper. One Aho-Corasick automaton holds every pattern; a Wu-Manber shift table over the
- * last two bytes of a window lets the scan skip text while the automaton is at its root.
+ * and upper. One Aho-Corasick automaton holds every pattern; a Wu-Manber shift table (by a hash
+ * of a window's last 4 bytes) lets the scan skip text while the automaton is at its root.
  *
  * The matcher is immutable after it is built and may be shared by any number of streams; a
  * stream's whole state is an addon_leak_state_t (a node number and a byte count), so a pattern
