@@ -303,9 +303,9 @@ static uint32_t leak_trie(const addon_leak_t *m, const leak_key_t *order, uint32
 }
 
 /* Renumbers the trie in BFS order into m (children consecutive), then sets failure links and
- * outputs; ns is reused as the parent array. */
-static void leak_bfs(addon_leak_t *m, const uint32_t *fc, uint32_t *ns, const unsigned char *lab,
-                     const int32_t *term, uint32_t *queue)
+ * outputs (a failure link or dictionary suffix is shallower, so already set). */
+static void leak_bfs(addon_leak_t *m, const uint32_t *fc, const uint32_t *ns,
+                     const unsigned char *lab, const int32_t *term, uint32_t *queue)
 {
     uint32_t head = 0, tail = 1;
     queue[0] = 0;
