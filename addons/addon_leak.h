@@ -28,7 +28,6 @@
  * credential is never that short. */
 #define ADDON_LEAK_MIN_LEN 8
 #define ADDON_LEAK_MAX_PATTERN_BYTES (16u * 1024 * 1024) /* all patterns of one matcher */
-#define ADDON_LEAK_NAME_MAX 64                           /* bytes of a canary name */
 
 typedef struct addon_leak addon_leak_t;
 
