@@ -67,10 +67,9 @@ typedef struct addon_leak_state {
 } addon_leak_state_t;
 
 /* Builds a matcher from items[0..n) (borrowed). Values shorter than ADDON_LEAK_MIN_LEN are
- * skipped with one line each in warn ("secret|canary NAME: shorter than 8 bytes, not scanned
- * for\n";
- * snprintf-style, may be NULL); *nwarn (may be NULL) gets their count. 0 and *out (possibly a
- * matcher with no pattern: it never matches); PX_ENOMEM, or PX_ETOOBIG past
+ * skipped with one line each in warn (snprintf-style, may be NULL): "secret NAME: shorter
+ * than 8 bytes, not scanned for\n"; *nwarn (may be NULL) gets their count. 0 and *out (maybe
+ * a matcher with no pattern: it never matches); PX_ENOMEM, or PX_ETOOBIG past
  * ADDON_LEAK_MAX_PATTERN_BYTES. */
 int addon_leak_new(const addon_leak_item_t *items, size_t n, addon_leak_t **out, char *warn,
                    size_t warnlen, size_t *nwarn);
