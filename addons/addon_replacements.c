@@ -1,4 +1,5 @@
 #include "addons/addon_replacements.h"
+#include "addons/addon_replacements_int.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -38,6 +39,7 @@ struct addon_replacements {
     char *name;
     addon__repl_entry_t *entries;
     size_t n;
+    addon__repl_canaries_t canaries; /* the top-level "canaries" list */
 };
 
 static const char *const repl_masked_keys[] = {"value", "scopes", "headers",
@@ -88,6 +90,7 @@ static void repl_free(addon_replacements_t *r)
     for (size_t i = 0; i < r->n; i++)
         repl_entry_free(&r->entries[i]);
     free(r->entries);
+    addon__repl_canaries_free(&r->canaries);
     free(r->name);
     free(r);
 }
@@ -519,9 +522,15 @@ static int repl_from_root(addon_replacements_t *r, const addon_yaml_node_t *root
     if (r->entries == NULL)
         return repl_nomem(err, errlen);
     for (size_t i = 0; i < count; i++) {
-        r->n = i + 1;
-        int rc = repl_entry(addon_yaml_key(root, i), addon_yaml_value(root, i), i, &r->entries[i],
-                            err, errlen);
+        const addon_yaml_node_t *key = addon_yaml_key(root, i);
+        const addon_yaml_node_t *value = addon_yaml_value(root, i);
+        int rc;
+        if (!r->canaries.present && addon__repl_is_canaries(key, value)) {
+            rc = addon__repl_canaries_parse(value, &r->canaries, err, errlen);
+        } else {
+            r->n++;
+            rc = repl_entry(key, value, r->n - 1, &r->entries[r->n - 1], err, errlen);
+        }
         if (rc != 0)
             return rc;
     }
@@ -761,6 +770,21 @@ int addon_replacements_aws(const addon_replacements_t *r, size_t i, addon_replac
     return 0;
 }
 
+size_t addon_replacements_canary_count(const addon_replacements_t *r)
+{
+    return r != NULL ? r->canaries.n : 0;
+}
+
+addon_str_t addon_replacements_canary_name(const addon_replacements_t *r, size_t i)
+{
+    return r != NULL && i < r->canaries.n ? r->canaries.names[i] : repl_none;
+}
+
+addon_str_t addon_replacements_canary_value(const addon_replacements_t *r, size_t i)
+{
+    return r != NULL && i < r->canaries.n ? r->canaries.values[i] : repl_none;
+}
+
 int addon_replacements_find_aws(const addon_replacements_t *r, addon_str_t akid)
 {
     for (size_t i = 0; r != NULL && i < r->n; i++) {
@@ -832,6 +856,11 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
         if (e->nscopes == 0)
             addon_out_fmt(&o, " (no scopes: never applies)");
         addon_out_fmt(&o, "\n");
+    }
+    for (size_t i = 0; i < addon_replacements_canary_count(r); i++) {
+        addon_out_fmt(&o, i == 0 ? "canaries: " : ", ");
+        addon_out_esc(&o, r->canaries.names[i]);
+        addon_out_fmt(&o, i + 1 == r->canaries.n ? "\n" : "");
     }
     /* An earlier surrogate inside a later one is replaced first and hides the later one. */
     for (size_t j = 0; j < n; j++) {

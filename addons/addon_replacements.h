@@ -15,7 +15,12 @@
  * the allowlist; a request keeps (ref) the snapshot it started with. Error messages are
  * "name:line:col: message" and never hold a real value (value, secret_access_key,
  * session_token, ...): only key names, types and positions. Real values are wiped
- * (OPENSSL_cleanse) when the snapshot is freed. */
+ * (OPENSSL_cleanse) when the snapshot is freed.
+ *
+ * A top-level key "canaries" whose value is a sequence (not a mapping: that is a surrogate
+ * spelled "canaries") lists canaries, [{"name": "ssh-marker", "value": "..."}]: strings planted
+ * in the sandbox that no request may carry (addon_leak). Names are unique, 1 to 64 bytes of
+ * A-Z a-z 0-9 . _ -; they are not entries and do not count in addon_replacements_count. */
 #ifndef ADDON_REPLACEMENTS_H
 #define ADDON_REPLACEMENTS_H
 
@@ -28,6 +33,7 @@
 #define ADDON_REPLACEMENTS_MAX_ENTRIES 1024 /* surrogates in one file */
 #define ADDON_REPLACEMENTS_MAX_PATTERNS 256 /* scopes, or header patterns, of one entry */
 #define ADDON_REPLACEMENTS_MAX_STRING 8192  /* bytes of a surrogate, value, key, token, pattern */
+#define ADDON_REPLACEMENTS_CANARY_NAME_MAX 64 /* bytes of a canary name */
 
 typedef struct addon_replacements addon_replacements_t;
 
@@ -109,6 +115,12 @@ int addon_replacements_in_scope(const addon_replacements_t *r, size_t i, addon_s
 /* Fills *out with aws-sigv4 entry i (views borrowed from r). 0, or PX_ENOENT when entry i is
  * out of range or not an aws-sigv4 entry. */
 int addon_replacements_aws(const addon_replacements_t *r, size_t i, addon_replacements_aws_t *out);
+
+/* Canaries in file order: count (r may be NULL), then canary i's name and value (borrowed from
+ * r; the value is never logged); {NULL, 0} when out of range. */
+size_t addon_replacements_canary_count(const addon_replacements_t *r);
+addon_str_t addon_replacements_canary_name(const addon_replacements_t *r, size_t i);
+addon_str_t addon_replacements_canary_value(const addon_replacements_t *r, size_t i);
 
 /* Index of the aws-sigv4 entry keyed by the surrogate access key id akid (borrowed, exact
  * bytes), or -1. Scope is not checked: see addon_replacements_in_scope. */

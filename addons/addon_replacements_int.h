@@ -1,0 +1,31 @@
+/* Names shared only by the parts of the replacement map: the loader, accessors and describe
+ * text (addon_replacements.c) and the canary list (addon_replacements_canary.c). */
+#ifndef ADDON_REPLACEMENTS_INT_H
+#define ADDON_REPLACEMENTS_INT_H
+
+#include <stddef.h>
+
+#include "addons/addon_replacements.h"
+#include "addons/addon_yaml.h"
+
+typedef struct addon__repl_canaries {
+    addon_str_t *names; /* NUL-terminated copies */
+    addon_str_t *values;
+    size_t n;
+    int present; /* the file had a canary list (a second one is an entry, and refused) */
+} addon__repl_canaries_t;
+
+/* 1 when a root (key, value) pair (borrowed) is the canary list: the key "canaries" and a
+ * sequence (an entry is a mapping, so no file from before canaries has one). */
+int addon__repl_is_canaries(const addon_yaml_node_t *key, const addon_yaml_node_t *value);
+
+/* Parses the list n (borrowed) into c (zeroed before). 0; or PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM
+ * with "name:line:col: message" in err, never quoting a value; c may then hold part of the list
+ * and must still be freed. */
+int addon__repl_canaries_parse(const addon_yaml_node_t *n, addon__repl_canaries_t *c, char *err,
+                               size_t errlen);
+
+/* Wipes and frees what c holds. */
+void addon__repl_canaries_free(addon__repl_canaries_t *c);
+
+#endif
