@@ -129,7 +129,10 @@ const px_h1_cbs_t px__cl_req_cbs = {on_req_head, on_req_data, on_req_end};
 size_t px__cl_http_input(px_client_t *c, const char *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && !c->closing && c->mode == PX__HTTP && !c->body_paused) {
+    /* a parser paused inside a body runs once even with no byte left: a pause on the body's
+     * last bytes leaves the message's end to be delivered when it resumes */
+    while ((off < len || (c->parser.paused && c->parser.state == PX_H1_BODY)) && !c->closing &&
+           c->mode == PX__HTTP && !c->body_paused) {
         if (c->parser.state == PX_H1_DONE || c->parser.state == PX_H1_UPGRADED)
             break; /* the next request waits for this exchange */
         if (c->parser.state == PX_H1_HEAD && c->x != NULL)
@@ -160,8 +163,8 @@ void px__cl_process(px_client_t *c)
 {
     if (c->closing || c->mode != PX__HTTP)
         return;
-    if (c->in_len > 0) {
-        size_t used = px__cl_http_input(c, c->in, c->in_len);
+    if (c->in_len > 0 || (c->parser.paused && c->parser.state == PX_H1_BODY)) {
+        size_t used = px__cl_http_input(c, c->in != NULL ? c->in : "", c->in_len);
         if (!c->closing)
             px__cl_in_drop(c, used);
     }

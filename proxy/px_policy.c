@@ -4,6 +4,7 @@
 
 #include "addons/addon_allowlist.h"
 #include "addons/addon_aws.h"
+#include "addons/addon_leak.h"
 #include "addons/addon_masking.h"
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
@@ -43,16 +44,37 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
         addon_policy_unref(p);
         return rc;
     }
+    addon_leak_t *leak = NULL;
+    if (r != NULL) {
+        char warn[2048] = "";
+        size_t nwarn = 0;
+        rc = addon_leak_from_replacements(r, &leak, warn, sizeof(warn), &nwarn);
+        if (rc != 0) {
+            px_diag(PX_DIAG_ERROR, "%s: cannot build the secret guard: %s%s",
+                    cfg->replacements_path, px_strerror(rc), why);
+            addon_policy_unref(p);
+            addon_replacements_unref(r);
+            return rc;
+        }
+        if (nwarn > 0)
+            px_diag(PX_DIAG_WARN, "%s: %s", cfg->replacements_path, warn);
+        if (addon_leak_pattern_count(leak) == 0) {
+            addon_leak_free(leak);
+            leak = NULL;
+        }
+    }
     px_snapshot_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         addon_policy_unref(p);
         if (r != NULL)
             addon_replacements_unref(r);
+        addon_leak_free(leak);
         return PX_ENOMEM;
     }
     s->refs = 1;
     s->cfg.policy = p;
     s->cfg.replacements = r;
+    s->leak = leak;
     *out = s;
     return 0;
 }
@@ -70,6 +92,7 @@ void px_snapshot_unref(px_snapshot_t *s)
     addon_policy_unref(s->cfg.policy);
     if (s->cfg.replacements != NULL)
         addon_replacements_unref(s->cfg.replacements);
+    addon_leak_free(s->leak);
     free(s);
 }
 

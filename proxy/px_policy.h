@@ -6,9 +6,12 @@
 #include "addons/addon.h"
 #include "proxy/px_config.h"
 
+typedef struct addon_leak addon_leak_t;
+
 typedef struct px_snapshot {
     int refs;
     addon_config_t cfg;
+    addon_leak_t *leak; /* the real secret values and canaries no request may carry; NULL: none */
 } px_snapshot_t;
 
 /* Loads the allowlist and replacements named in cfg. At startup a missing allowlist blocks

@@ -127,6 +127,13 @@ static void on_req_ready(px_defer_t *d)
     px_upreq_t *r = px_container_of(d, px_upreq_t, defer);
     if (r->cbs != NULL && r->cbs->on_ready != NULL)
         r->cbs->on_ready(r->owner);
+    /* the owner was told "full" while the bytes waited for the connection; they may have left
+     * at once on attaching (the socket then never went over its mark, so no drain from it) */
+    if (r->cbs != NULL && r->full && px_up_queued(r) < PX_WQ_LOW) {
+        r->full = 0;
+        if (r->cbs->on_drain != NULL)
+            r->cbs->on_drain(r->owner);
+    }
 }
 
 /* The connection is ready for r: what r wrote so far goes out; on_ready from the loop. */

@@ -233,6 +233,8 @@ static void px__decide(px_xchg_t *x)
         px__x_finish(x, -1);
         return;
     }
+    if (px__x_leak_head(x))
+        return; /* before any addon: the policy, and the credentials that put real values in */
     addon_req_t *r = x->view;
     for (const addon_t *const *a = px_addons(); *a != NULL; a++) {
         if ((*a)->on_request_head == NULL)
@@ -379,6 +381,18 @@ void px_xchg_body(px_xchg_t *x, const char *data, size_t len)
 {
     if (x->finished || len == 0)
         return;
+    if (x->leak_on && x->sink != PX__SINK_DISCARD) {
+        x->expect = 0;
+        px__x_leak_body(x, data, len);
+        return;
+    }
+    px__x_body_out(x, data, len);
+}
+
+void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
+{
+    if (x->finished || len == 0)
+        return;
     x->expect = 0;
     switch (x->sink) {
     case PX__SINK_DISCARD:
@@ -427,6 +441,11 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
 {
     if (x->finished)
         return;
+    if (x->leak_on) {
+        px__x_leak_flush(x);
+        if (x->finished)
+            return;
+    }
     x->rq = PX__RQ_DONE;
     x->expect = 0;
     switch (x->sink) {
@@ -650,6 +669,8 @@ static void px__release(px_xchg_t *x)
     x->req = NULL;
     free(x->bodybuf);
     free(x->outbody);
+    free(x->held);
+    x->held = NULL;
     x->bodybuf = x->outbody = NULL;
     uv_timer_stop(&x->timer);
     uv_close((uv_handle_t *)&x->timer, on_timer_closed);

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "addons/addon.h"
+#include "addons/addon_leak.h"
 #include "proxy/px_loop.h"
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"
@@ -42,6 +43,11 @@ struct px_xchg {
     int sent_100;             /* airlock answered 100 Continue itself */
     int upgrade;              /* a WebSocket upgrade was asked */
     int body_paused;
+    /* the secret guard (px_xchg_leak.c): the body is scanned, its last bytes held back */
+    int leak_on;
+    addon_leak_state_t leak_st;
+    char *held;               /* at most the longest pattern less one byte */
+    size_t held_len;
     /* the response */
     px_upreq_t *up;
     px__rs_t rs;
@@ -67,6 +73,17 @@ struct px_xchg {
 void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail);
 /* Ends the exchange: the client side hears it from the loop with reuse (px_down_ops_t). */
 void px__x_finish(px_xchg_t *x, int reuse);
+
+/* Hands a piece of the request body on (upstream, the buffer, or nowhere). */
+void px__x_body_out(px_xchg_t *x, const char *data, size_t len);
+
+/* px_xchg_leak.c */
+/* Scans the request target and fields for a secret or a canary; 1 when it answered (refused). */
+int px__x_leak_head(px_xchg_t *x);
+/* A piece of the body through the guard: scanned, then all but the held tail handed on. */
+void px__x_leak_body(px_xchg_t *x, const char *data, size_t len);
+/* The body ended: the held tail goes on. */
+void px__x_leak_flush(px_xchg_t *x);
 
 /* px_xchg_answer.c */
 void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close);
