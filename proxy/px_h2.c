@@ -636,14 +636,16 @@ int px_h2_feed(px_h2_t *h, const char *data, size_t len)
     if (h->failed)
         return h->failed;
     ssize_t rv = nghttp2_session_mem_recv(h->ses, (const uint8_t *)data, len);
-    if (rv == NGHTTP2_ERR_FLOODED)
-        px__terminate(h, NGHTTP2_ENHANCE_YOUR_CALM,
-                      "flood: SETTINGS or PING acks pile up unread");
+    if (rv == NGHTTP2_ERR_NOMEM || rv == NGHTTP2_ERR_CALLBACK_FAILURE)
+        h->failed = PX_ENOMEM; /* our callbacks fail only when out of memory */
+    else if (rv == NGHTTP2_ERR_FLOODED)
+        px__terminate(h, NGHTTP2_ENHANCE_YOUR_CALM, "flood: SETTINGS or PING acks pile up unread");
+    else if (rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS)
+        px__terminate(h, NGHTTP2_ENHANCE_YOUR_CALM, "flood: too many CONTINUATION frames");
     else if (rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC)
         px__terminate(h, NGHTTP2_PROTOCOL_ERROR, "not an HTTP/2 connection preface");
     else if (rv < 0)
-        h->failed = rv == NGHTTP2_ERR_NOMEM || rv == NGHTTP2_ERR_CALLBACK_FAILURE ? PX_ENOMEM
-                                                                                   : PX_EPARSE;
+        px__terminate(h, NGHTTP2_PROTOCOL_ERROR, nghttp2_strerror((int)rv));
     int err = px__pump(h);
     if (err != 0)
         return err;

@@ -636,7 +636,7 @@ static void test_px_h2_request_window(void **state)
     assert_true(c.st[g / 2].closed);
     while (!r->ended) {
         size_t before = r->blen;
-        px_h2_consume(s.h, sid, 30000);
+        px_h2_consume(s.h, sid, 40000); /* over half the window: WINDOW_UPDATE */
         pump(&c, &s);
         assert_true(r->blen > before);
         assert_true(r->blen <= before + PX_H2_STREAM_WINDOW);
@@ -812,7 +812,7 @@ static void test_px_h2_continuation_flood(void **state)
     assert_int_equal(px_h2_feed(s.h, (const char *)b, n), PX_EPARSE);
     assert_int_equal(s.nreq, 0);
     long code = drain_goaway(&s);
-    assert_true(code == NGHTTP2_ENHANCE_YOUR_CALM || code == NGHTTP2_PROTOCOL_ERROR);
+    assert_int_equal(code, NGHTTP2_ENHANCE_YOUR_CALM);
     assert_true(px_h2_done(s.h));
     srv_free(&s);
 }
@@ -897,7 +897,8 @@ static void test_px_h2_malformed(void **state)
     cli_init(&c, 0, 0);
     nghttp2_nv nopath[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h")};
     nghttp2_nv upper[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h"),
-                          NV(":path", "/"), NV("X-Upper", "1")};
+                          NV(":path", "/"),
+                          {(uint8_t *)"X-Upper", (uint8_t *)"1", 7, 1, NGHTTP2_NV_FLAG_NO_COPY_NAME}};
     nghttp2_nv space[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h"),
                           NV(":path", "/"), NV("x bad", "1")};
     nghttp2_nv conn[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h"),
@@ -1014,8 +1015,8 @@ static void test_px_h2_trailers_too_big(void **state)
     pump(&c, &s);
     nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "https"), NV(":authority", "h"),
                        NV(":path", "/")};
-    int32_t sid = cli_req(&c, nv, 4, NULL, 0, 0);
-    nghttp2_submit_headers(c.ses, NGHTTP2_FLAG_NONE, sid, NULL, NULL, 0, NULL);
+    int32_t sid = nghttp2_submit_headers(c.ses, NGHTTP2_FLAG_NONE, -1, NULL, nv, 4, NULL);
+    assert_true(sid > 0);
     static char big[20000];
     memset(big, 't', sizeof(big) - 1);
     nghttp2_nv tr[] = {{(uint8_t *)"x-t", (uint8_t *)big, 3, sizeof(big) - 1, 0}};
