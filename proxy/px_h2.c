@@ -20,7 +20,7 @@ struct px_h2s {
     px_h2_req_t rq;
     px_span_t method, path;
     char *cookie;           /* Cookie crumbs joined with "; " */
-    size_t cookie_len;
+    size_t cookie_len, cookie_cap;
     size_t hsize;           /* header list bytes so far, as RFC 9113 counts them */
     int bad_status;         /* the codec answers this instead of handing the request out */
     const char *bad;
@@ -89,20 +89,26 @@ static void px__terminate(px_h2_t *h, uint32_t code, const char *reason)
 
 /* ---- reading a request head ------------------------------------------------------------- */
 
+/* Room for len more bytes after used in *buf of capacity *cap. Returns 0 or -1 (no memory). */
+static int px__grow(char **buf, size_t *cap, size_t used, size_t len)
+{
+    size_t c = *cap ? *cap : 512;
+    while (c - used < len)
+        c *= 2;
+    char *nb = c == *cap ? *buf : realloc(*buf, c);
+    if (nb == NULL)
+        return -1;
+    *buf = nb;
+    *cap = c;
+    return 0;
+}
+
 /* Appends bytes to the head's buffer; returns their offset, or -1 when out of memory. */
 static long px__put(px_h2s_t *st, const uint8_t *b, size_t len)
 {
     px_msg_t *m = st->m;
-    if (st->mcap - m->len < len) {
-        size_t cap = st->mcap ? st->mcap : 512;
-        while (cap - m->len < len)
-            cap *= 2;
-        char *nb = realloc(m->buf, cap);
-        if (nb == NULL)
-            return -1;
-        m->buf = nb;
-        st->mcap = cap;
-    }
+    if (px__grow(&m->buf, &st->mcap, m->len, len) != 0)
+        return -1;
     memcpy(m->buf + m->len, b, len);
     m->len += len;
     return (long)(m->len - len);
@@ -135,16 +141,13 @@ static int px__pseudo(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8_t *
 /* Cookie crumbs (RFC 9113 section 8.2.3) become one field, as HTTP/1 carries it. */
 static int px__cookie(px_h2s_t *st, const uint8_t *v, size_t vl)
 {
-    size_t need = st->cookie_len + (st->cookie_len ? 2 : 0) + vl;
-    char *nb = realloc(st->cookie, need ? need : 1);
-    if (nb == NULL)
+    if (px__grow(&st->cookie, &st->cookie_cap, st->cookie_len, vl + 2) != 0)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
-    st->cookie = nb;
     if (st->cookie_len) {
-        memcpy(nb + st->cookie_len, "; ", 2);
+        memcpy(st->cookie + st->cookie_len, "; ", 2);
         st->cookie_len += 2;
     }
-    memcpy(nb + st->cookie_len, v, vl);
+    memcpy(st->cookie + st->cookie_len, v, vl);
     st->cookie_len += vl;
     return 0;
 }
@@ -463,10 +466,9 @@ static ssize_t on_h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_
                           uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
     px_h2s_t *st = src->ptr;
-    size_t n = st->q_len - st->q_off;
-    if (n > len)
-        n = len;
-    memcpy(buf, st->q + st->q_off, n);
+    size_t n = st->q_len - st->q_off < len ? st->q_len - st->q_off : len;
+    if (n > 0)
+        memcpy(buf, st->q + st->q_off, n);
     st->q_off += n;
     if (st->q_off == st->q_len)
         st->q_off = st->q_len = 0;
@@ -529,10 +531,13 @@ px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner)
     px_h2_t *h = calloc(1, sizeof(*h));
     nghttp2_session_callbacks *cb = px__callbacks();
     nghttp2_option *o = px__options();
-    if (h == NULL || cb == NULL || o == NULL || nghttp2_session_server_new2(&h->ses, cb, h, o))
-        goto fail;
-    nghttp2_session_callbacks_del(cb);
+    int rv = h == NULL || cb == NULL || o == NULL || nghttp2_session_server_new2(&h->ses, cb, h, o);
+    nghttp2_session_callbacks_del(cb); /* both take NULL */
     nghttp2_option_del(o);
+    if (rv != 0) {
+        free(h);
+        return NULL;
+    }
     h->cbs = cbs;
     h->owner = owner;
     const nghttp2_settings_entry iv[] = {
@@ -549,13 +554,6 @@ px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner)
         return NULL;
     }
     return h;
-fail:
-    if (o != NULL)
-        nghttp2_option_del(o);
-    if (cb != NULL)
-        nghttp2_session_callbacks_del(cb);
-    free(h);
-    return NULL;
 }
 
 void px_h2_free(px_h2_t *h)
@@ -605,17 +603,9 @@ static int px__pump(px_h2_t *h)
                 h->failed = n == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_EPARSE;
             break;
         }
-        if (h->out_cap - h->out_len < (size_t)n) {
-            size_t cap = h->out_cap ? h->out_cap : 16384;
-            while (cap - h->out_len < (size_t)n)
-                cap *= 2;
-            char *nb = realloc(h->out, cap);
-            if (nb == NULL) {
-                h->failed = PX_ENOMEM;
-                break;
-            }
-            h->out = nb;
-            h->out_cap = cap;
+        if (px__grow(&h->out, &h->out_cap, h->out_len, (size_t)n) != 0) {
+            h->failed = PX_ENOMEM;
+            break;
         }
         memcpy(h->out + h->out_len, p, (size_t)n);
         h->out_len += (size_t)n;
@@ -705,44 +695,38 @@ static int px__field_dropped(const char *n, size_t len)
     return 0;
 }
 
-/* An nv array for fields (first: an optional :status) with lowercased names, in one block
- * (the array, then the names). NULL when out of memory; *count set. */
+/* An nv array for fields f[0..n) or t (first: :status when given), names lowercased, names and
+ * values copied into the same block after the array. NULL when out of memory; *count set. */
 static nghttp2_nv *px__nv(const char *status, const px_h2_field_t *f, size_t n,
                           const px_fields_t *t, size_t *count)
 {
     size_t total = t != NULL ? t->n : n, bytes = 0;
     for (size_t i = 0; i < total; i++)
-        bytes += t != NULL ? t->names[i].len : f[i].name_len;
+        bytes += t != NULL ? t->names[i].len + t->values[i].len : f[i].name_len + f[i].value_len;
     nghttp2_nv *nv = malloc((total + 1) * sizeof(*nv) + bytes + 1);
     if (nv == NULL)
         return NULL;
-    char *names = (char *)(nv + total + 1);
+    uint8_t *b = (uint8_t *)(nv + total + 1);
     size_t k = 0;
     if (status != NULL)
         nv[k++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, 0};
     for (size_t i = 0; i < total; i++) {
-        const char *name = t != NULL ? t->buf + t->names[i].off : f[i].name;
-        size_t nl = t != NULL ? t->names[i].len : f[i].name_len;
-        if (px__field_dropped(name, nl))
+        px_h2_field_t x = t == NULL ? f[i]
+                                    : (px_h2_field_t){t->buf + t->names[i].off, t->names[i].len,
+                                                      t->buf + t->values[i].off, t->values[i].len};
+        if (px__field_dropped(x.name, x.name_len))
             continue;
-        for (size_t j = 0; j < nl; j++)
-            names[j] = (char)((name[j] >= 'A' && name[j] <= 'Z') ? name[j] + 32 : name[j]);
-        nv[k].name = (uint8_t *)names;
-        nv[k].namelen = nl;
-        nv[k].value = (uint8_t *)(t != NULL ? t->buf + t->values[i].off : f[i].value);
-        nv[k].valuelen = t != NULL ? t->values[i].len : f[i].value_len;
-        nv[k].flags = NGHTTP2_NV_FLAG_NONE;
-        names += nl;
-        k++;
+        nv[k++] = (nghttp2_nv){b, b + x.name_len, x.name_len, x.value_len, NGHTTP2_NV_FLAG_NONE};
+        for (size_t j = 0; j < x.name_len; j++)
+            b[j] = (uint8_t)((x.name[j] >= 'A' && x.name[j] <= 'Z') ? x.name[j] + 32 : x.name[j]);
+        memcpy(b + x.name_len, x.value, x.value_len);
+        b += x.name_len + x.value_len;
     }
     *count = k;
     return nv;
 }
 
-static int px__err(int rv)
-{
-    return rv == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_ESTATE;
-}
+#define px__err(rv) ((rv) == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_ESTATE)
 
 int px_h2_respond(px_h2_t *h, int32_t sid, int status, const px_h2_field_t *f, size_t n,
                   int has_body)
@@ -795,16 +779,8 @@ int px_h2_send_data(px_h2_t *h, int32_t sid, const char *data, size_t len)
         st->q_off = 0;
         st->q_len = queued;
     }
-    if (st->q_cap - st->q_len < len) {
-        size_t cap = st->q_cap ? st->q_cap : 16384;
-        while (cap - st->q_len < len)
-            cap *= 2;
-        char *nb = realloc(st->q, cap);
-        if (nb == NULL)
-            return PX_ENOMEM;
-        st->q = nb;
-        st->q_cap = cap;
-    }
+    if (px__grow(&st->q, &st->q_cap, st->q_len, len) != 0)
+        return PX_ENOMEM;
     memcpy(st->q + st->q_len, data, len);
     st->q_len += len;
     if (st->q_len - st->q_off > PX_H2_QUEUE_HIGH)

@@ -499,6 +499,7 @@ static void test_px_h2_post_trailers(void **state)
     t.values[1] = (px_span_t){24, 4};
     t.len = 28;
     assert_int_equal(px_h2_end(s.h, sid, &t), 0);
+    memset(&t, 'z', sizeof(t)); /* borrowed for the call only */
     assert_int_equal(px_h2_send_data(s.h, sid, "late", 4), PX_ESTATE);
     pump(&c, &s);
     cst_t *ct = &c.st[sid / 2];
