@@ -13,31 +13,29 @@
 typedef struct px_h2s px_h2s_t;
 struct px_h2s {
     px_h2_t *h;
-    px_h2s_t *prev, *next;  /* every live stream of h */
+    px_h2s_t *prev, *next; /* every live stream of h */
     int32_t id;
-    px_msg_t *m;            /* the head being read, until on_request */
+    px_msg_t *m; /* the head being read, until on_request */
     size_t mcap;
     px_h2_req_t rq;
     px_span_t method, path;
-    char *cookie;           /* Cookie crumbs joined with "; " */
+    char *cookie; /* Cookie crumbs joined with "; " */
     size_t cookie_len, cookie_cap;
-    size_t hsize;           /* header list bytes so far, as RFC 9113 counts them */
-    int bad_status;         /* the codec answers this instead of handing the request out */
+    size_t hsize;   /* header list bytes so far, as RFC 9113 counts them */
+    int bad_status; /* the codec answers this instead of handing the request out */
     const char *bad;
     px_fields_t *trailers;
-    size_t unconsumed;      /* body bytes handed out and not consumed yet */
-    char *q;                /* response bytes waiting for the client's windows */
+    size_t unconsumed; /* body bytes handed out and not consumed yet */
+    char *q;           /* response bytes waiting for the client's windows */
     size_t q_off, q_len, q_cap;
-    nghttp2_nv *tnv;        /* response trailers, their bytes after the array */
+    nghttp2_nv *tnv; /* response trailers, their bytes after the array */
     size_t tn;
-    unsigned reported : 1;  /* on_request fired */
-    unsigned req_ended : 1; /* on_end fired (or would have) */
+    unsigned reported : 1, req_ended : 1; /* on_request fired; on_end fired (or would have) */
     unsigned resp_started : 1, resp_body : 1, resp_end : 1;
     unsigned owner_done : 1;  /* the owner ended its response (or reset) */
     unsigned owner_reset : 1; /* the owner reset the stream: nothing more is reported */
     unsigned deferred : 1;    /* nghttp2 waits for response bytes (resume_data) */
-    unsigned over_high : 1, drain : 1;
-    unsigned trailer_bad : 1;
+    unsigned over_high : 1, drain : 1, trailer_bad : 1;
 };
 
 struct px_h2 {
@@ -45,12 +43,12 @@ struct px_h2 {
     const px_h2_cbs_t *cbs;
     void *owner;
     px_h2s_t *streams;
-    char *out;              /* output prepared for px_h2_take_output() */
+    char *out; /* output prepared for px_h2_take_output() */
     size_t out_len, out_cap, handed;
-    size_t owed;            /* connection window owed for streams closed with bytes unconsumed */
+    size_t owed; /* connection window owed for streams closed with bytes unconsumed */
     unsigned win_reqs, win_resets; /* rapid reset accounting */
-    int failed;             /* PX_ENOMEM / PX_EPARSE: the session cannot go on */
-    int term;               /* a GOAWAY with an error is on its way */
+    int failed;                    /* PX_ENOMEM / PX_EPARSE: the session cannot go on */
+    int term;                      /* a GOAWAY with an error is on its way */
     int any_drain;
     const char *reason;
     char reason_buf[160];
@@ -58,9 +56,7 @@ struct px_h2 {
 
 static px_h2s_t *px__stream(const px_h2_t *h, int32_t sid)
 {
-    if (h == NULL || sid <= 0)
-        return NULL;
-    return nghttp2_session_get_stream_user_data(h->ses, sid);
+    return sid > 0 ? nghttp2_session_get_stream_user_data(h->ses, sid) : NULL;
 }
 
 static void px__stream_free(px_h2_t *h, px_h2s_t *st)
@@ -124,17 +120,12 @@ static int px__pseudo(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8_t *
     long off = px__put(st, v, vl);
     if (off < 0)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
-    px_span_t s = {(uint32_t)off, (uint32_t)vl};
-    if (px__name_is(n, nl, ":method"))
-        st->method = s;
-    else if (px__name_is(n, nl, ":path"))
-        st->path = s;
-    else if (px__name_is(n, nl, ":scheme"))
-        st->rq.scheme = s;
-    else if (px__name_is(n, nl, ":authority"))
-        st->rq.authority = s;
-    else if (px__name_is(n, nl, ":protocol"))
-        st->rq.protocol = s;
+    static const char *const names[] = {":method", ":path", ":scheme", ":authority", ":protocol"};
+    px_span_t *spans[] = {&st->method, &st->path, &st->rq.scheme, &st->rq.authority,
+                          &st->rq.protocol};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (px__name_is(n, nl, names[i]))
+            *spans[i] = (px_span_t){(uint32_t)off, (uint32_t)vl};
     return 0;
 }
 
@@ -152,8 +143,7 @@ static int px__cookie(px_h2s_t *st, const uint8_t *v, size_t vl)
     return 0;
 }
 
-static int px__head_field(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8_t *v,
-                          size_t vl)
+static int px__head_field(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8_t *v, size_t vl)
 {
     if (st->bad != NULL)
         return 0; /* refused already: the rest is decoded (HPACK state) and dropped */
@@ -251,25 +241,27 @@ static int on_h2_invalid_header(nghttp2_session *ses, const nghttp2_frame *f, co
 
 static int px__method(const char *s, size_t len)
 {
-#define PX__METHOD(num, name, string)                                                          \
-    if (len == sizeof(#string) - 1 && memcmp(s, #string, len) == 0)                           \
+#define PX__METHOD(num, name, string)                                                              \
+    if (len == sizeof(#string) - 1 && memcmp(s, #string, len) == 0)                                \
         return num;
     HTTP_METHOD_MAP(PX__METHOD)
 #undef PX__METHOD
     return -1;
 }
 
-/* Adds field name: the bytes of span v, first in the head. Returns 0 or -1 (out of memory). */
-static int px__field_first(px_h2s_t *st, const char *name, px_span_t v)
+/* Adds field name: the bytes of span v, first or last in the head. Returns 0 or -1 (out of
+ * memory). */
+static int px__field_add(px_h2s_t *st, const char *name, px_span_t v, int first)
 {
     px_msg_t *m = st->m;
     long no = px__put(st, (const uint8_t *)name, strlen(name));
     if (no < 0)
         return -1;
-    memmove(m->names + 1, m->names, m->n * sizeof(m->names[0]));
-    memmove(m->values + 1, m->values, m->n * sizeof(m->values[0]));
-    m->names[0] = (px_span_t){(uint32_t)no, (uint32_t)strlen(name)};
-    m->values[0] = v;
+    size_t i = first ? 0 : m->n;
+    memmove(m->names + i + 1, m->names + i, (m->n - i) * sizeof(m->names[0]));
+    memmove(m->values + i + 1, m->values + i, (m->n - i) * sizeof(m->values[0]));
+    m->names[i] = (px_span_t){(uint32_t)no, (uint32_t)strlen(name)};
+    m->values[i] = v;
     m->n++;
     return 0;
 }
@@ -285,18 +277,14 @@ static int px__head_finish(px_h2s_t *st, int end_stream)
                          strncasecmp(m->buf + m->values[hi].off, m->buf + rq->authority.off,
                                      rq->authority.len) == 0))
             rq->host_conflict = 1; /* both go in: the pre-checks refuse a duplicate Host */
-        if ((hi < 0 || rq->host_conflict) && px__field_first(st, "host", rq->authority) != 0)
+        if ((hi < 0 || rq->host_conflict) && px__field_add(st, "host", rq->authority, 1) != 0)
             return -1;
     }
-    if (st->cookie_len > 0) {
-        long no = px__put(st, (const uint8_t *)"cookie", 6);
-        long vo = no < 0 ? -1 : px__put(st, (const uint8_t *)st->cookie, st->cookie_len);
-        if (vo < 0)
-            return -1;
-        m->names[m->n] = (px_span_t){(uint32_t)no, 6};
-        m->values[m->n] = (px_span_t){(uint32_t)vo, (uint32_t)st->cookie_len};
-        m->n++;
-    }
+    long co = st->cookie_len > 0 ? px__put(st, (const uint8_t *)st->cookie, st->cookie_len) : 0;
+    if (co < 0 ||
+        (st->cookie_len > 0 &&
+         px__field_add(st, "cookie", (px_span_t){(uint32_t)co, (uint32_t)st->cookie_len}, 0)))
+        return -1;
     m->is_request = 1;
     m->major = 2;
     m->minor = 0;
@@ -368,45 +356,26 @@ static void px__req_end(px_h2_t *h, px_h2s_t *st, const px_fields_t *t)
         h->cbs->on_end(h->owner, st->id, t);
 }
 
-/* The client cancelled a stream whose response had not ended: a rapid reset loop opens and
- * cancels streams to make the server work for nothing. */
-static void px__client_reset(px_h2_t *h, px_h2s_t *st)
-{
-    if (st == NULL || !st->reported || st->owner_done)
-        return;
-    if (++h->win_resets > PX_H2_RESET_MAX)
-        px__terminate(h, NGHTTP2_ENHANCE_YOUR_CALM, "rapid reset: too many streams cancelled");
-}
-
 static int on_h2_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *ud)
 {
     px_h2_t *h = ud;
     px_h2s_t *st = px__stream(h, f->hd.stream_id);
+    int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    int cat = f->hd.type == NGHTTP2_HEADERS ? (int)f->headers.cat : -1;
     if (st == NULL)
         return 0;
-    int end = (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
-    switch (f->hd.type) {
-    case NGHTTP2_HEADERS:
-        if (f->headers.cat == NGHTTP2_HCAT_REQUEST) {
-            px__request(h, st, end);
-            if (end)
-                px__req_end(h, st, NULL);
-        } else if (f->headers.cat == NGHTTP2_HCAT_HEADERS && st->trailer_bad) {
-            nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_ENHANCE_YOUR_CALM);
-        } else if (f->headers.cat == NGHTTP2_HCAT_HEADERS) {
-            px__req_end(h, st, st->trailers != NULL && st->trailers->n > 0 ? st->trailers : NULL);
-        }
-        break;
-    case NGHTTP2_DATA:
-        if (end)
-            px__req_end(h, st, NULL);
-        break;
-    case NGHTTP2_RST_STREAM:
-        px__client_reset(h, st);
-        break;
-    default:
-        break;
-    }
+    if (cat == NGHTTP2_HCAT_REQUEST)
+        px__request(h, st, end);
+    /* The client cancelled a stream whose response had not ended: a rapid reset loop opens and
+     * cancels streams to make the server work for nothing. */
+    if (f->hd.type == NGHTTP2_RST_STREAM && st->reported && !st->owner_done &&
+        ++h->win_resets > PX_H2_RESET_MAX)
+        px__terminate(h, NGHTTP2_ENHANCE_YOUR_CALM, "rapid reset: too many streams cancelled");
+    else if (cat == NGHTTP2_HCAT_HEADERS && st->trailer_bad)
+        nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_ENHANCE_YOUR_CALM);
+    else if (end && (cat >= 0 || f->hd.type == NGHTTP2_DATA))
+        px__req_end(h, st,
+                    cat == NGHTTP2_HCAT_HEADERS && st->trailers != NULL ? st->trailers : NULL);
     return 0;
 }
 
@@ -590,11 +559,8 @@ static void px__after(px_h2_t *h)
 /* Frames from nghttp2 into the output buffer, up to PX_H2_OUT_MAX. */
 static int px__pump(px_h2_t *h)
 {
-    if (h->handed > 0) { /* the owner wrote what it took */
-        memmove(h->out, h->out + h->handed, h->out_len - h->handed);
-        h->out_len -= h->handed;
-        h->handed = 0;
-    }
+    if (h->handed > 0) /* the owner wrote what it took: all there was */
+        h->out_len = h->handed = 0;
     while (!h->failed && h->out_len < PX_H2_OUT_MAX) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(h->ses, &p);
@@ -685,8 +651,8 @@ void px_h2_consume(px_h2_t *h, int32_t sid, size_t n)
 /* Fields that HTTP/2 forbids (RFC 9113 section 8.2.2) or that are ours to write. */
 static int px__field_dropped(const char *n, size_t len)
 {
-    static const char *const drop[] = {"connection", "keep-alive", "proxy-connection",
-                                       "transfer-encoding", "upgrade", "te"};
+    static const char *const drop[] = {"connection",        "keep-alive", "proxy-connection",
+                                       "transfer-encoding", "upgrade",    "te"};
     if (len == 0 || n[0] == ':')
         return 1;
     for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
@@ -826,6 +792,7 @@ size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid)
 
 void px_h2_shutdown(px_h2_t *h)
 {
-    nghttp2_submit_goaway(h->ses, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(h->ses),
-                          NGHTTP2_NO_ERROR, NULL, 0);
+    nghttp2_submit_goaway(h->ses, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(h->ses), NGHTTP2_NO_ERROR, NULL,
+                          0);
 }

@@ -22,31 +22,41 @@
 
 #include "proxy/px_msg.h"
 
-/* ---- limits (what each one stops is in the comment) ---- */
-#define PX_H2_MAX_STREAMS 100                /* concurrent streams; more: REFUSED_STREAM */
-#define PX_H2_HEADER_LIST_MAX PX_HEAD_MAX    /* a request's fields (name + value + 32 each, as
-                                                RFC 9113 counts): over it, a 431 on the stream */
-#define PX_H2_HPACK_TABLE 4096               /* HPACK dynamic table, both directions */
-#define PX_H2_MAX_CONTINUATIONS 8            /* CONTINUATION frames after a HEADERS frame: more
-                                                is a flood, the connection ends */
-#define PX_H2_MAX_OUTBOUND_ACK 100           /* SETTINGS/PING acks waiting to go out: more is a
-                                                flood (the client does not read), the connection
-                                                ends with ENHANCE_YOUR_CALM */
-#define PX_H2_MAX_SETTINGS 32                /* entries in one SETTINGS frame */
-#define PX_H2_RST_BURST 200                  /* RST_STREAM frames from the client: a token */
-#define PX_H2_RST_RATE 33                    /* bucket (burst, per second); empty: GOAWAY */
-#define PX_H2_RESET_WINDOW 100               /* rapid reset: of PX_H2_RESET_WINDOW requests
-                                                handed out, */
-#define PX_H2_RESET_MAX 50                   /* more than this many cancelled by the client
-                                                before their response ended: GOAWAY
-                                                ENHANCE_YOUR_CALM */
-#define PX_H2_STREAM_WINDOW (64 * 1024)      /* request body bytes unconsumed per stream */
+/* ---- limits (what each one stops) ---- */
+/* Concurrent streams; more are refused (REFUSED_STREAM). */
+#define PX_H2_MAX_STREAMS 100
+/* A request's fields (name + value + 32 each, as RFC 9113 counts them): over it, the codec
+ * answers 431 on the stream (the connection goes on). Also the SETTINGS_MAX_HEADER_LIST_SIZE
+ * announced. At most PX_HEADERS_MAX fields fit a head (with Host and Cookie): more, 431 too. */
+#define PX_H2_HEADER_LIST_MAX PX_HEAD_MAX
+/* HPACK dynamic table, both directions (announced; the encoder's is capped too). */
+#define PX_H2_HPACK_TABLE 4096
+/* CONTINUATION frames after one HEADERS frame: more is a flood, GOAWAY ENHANCE_YOUR_CALM. */
+#define PX_H2_MAX_CONTINUATIONS 8
+/* SETTINGS/PING acks waiting to go out (beyond PX_H2_OUT_MAX prepared): more is a flood from a
+ * client that does not read, GOAWAY ENHANCE_YOUR_CALM. */
+#define PX_H2_MAX_OUTBOUND_ACK 100
+/* Entries in one SETTINGS frame: more, GOAWAY ENHANCE_YOUR_CALM. */
+#define PX_H2_MAX_SETTINGS 32
+/* RST_STREAM frames from the client, a token bucket (burst, per second): empty, GOAWAY. */
+#define PX_H2_RST_BURST 200
+#define PX_H2_RST_RATE 33
+/* Rapid reset: of the last PX_H2_RESET_WINDOW requests handed out (a decaying window), more
+ * than PX_H2_RESET_MAX cancelled by the client before their response ended: GOAWAY
+ * ENHANCE_YOUR_CALM. */
+#define PX_H2_RESET_WINDOW 100
+#define PX_H2_RESET_MAX 50
+/* Request body bytes handed out and not consumed, per stream (the stream window), and the
+ * connection window: every stream's at once, so one slow stream never stalls the others. */
+#define PX_H2_STREAM_WINDOW (64 * 1024)
 #define PX_H2_CONN_WINDOW (PX_H2_MAX_STREAMS * PX_H2_STREAM_WINDOW)
-#define PX_H2_OUT_MAX (64 * 1024)            /* output prepared ahead of px_h2_take_output() */
-#define PX_H2_QUEUE_HIGH (64 * 1024)         /* response bytes queued on a stream: above, the
-                                                owner stops feeding it until on_drain */
-#define PX_H2_QUEUE_LOW (16 * 1024)          /* ... below which on_drain fires */
-#define PX_H2_QUEUE_MAX (1024 * 1024)        /* hard cap: px_h2_send_data() fails past it */
+/* Output prepared ahead of px_h2_take_output(). */
+#define PX_H2_OUT_MAX (64 * 1024)
+/* Response bytes queued on a stream: above HIGH the owner stops feeding it until on_drain,
+ * which fires below LOW; px_h2_send_data() fails past MAX. */
+#define PX_H2_QUEUE_HIGH (64 * 1024)
+#define PX_H2_QUEUE_LOW (16 * 1024)
+#define PX_H2_QUEUE_MAX (1024 * 1024)
 
 /* HTTP/2 error codes the owner may use (RFC 9113 section 7). */
 #define PX_H2_NO_ERROR 0x0

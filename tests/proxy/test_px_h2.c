@@ -39,12 +39,12 @@ typedef struct srv {
     px_h2_t *h;
     sreq_t *req;
     int nreq;
-    int consume;       /* consume body bytes as they come */
-    int answer;        /* answer each request at its end: 200, "ok <sid>" */
+    int consume; /* consume body bytes as they come */
+    int answer;  /* answer each request at its end: 200, "ok <sid>" */
     int drains;
     int refused, refused_status;
     int feed_err;
-    size_t max_out;    /* the largest output handed out at once */
+    size_t max_out; /* the largest output handed out at once */
 } srv_t;
 
 static sreq_t *sfind(srv_t *s, int32_t sid)
@@ -165,7 +165,7 @@ typedef struct cli {
     cst_t *st;
     int goaway;
     uint32_t goaway_code;
-    int32_t stall;      /* never consume this stream's bytes */
+    int32_t stall; /* never consume this stream's bytes */
 } cli_t;
 
 static cst_t *cst(cli_t *c, int32_t sid)
@@ -219,8 +219,8 @@ static int c_frame(nghttp2_session *ses, const nghttp2_frame *f, void *ud)
     return 0;
 }
 
-static ssize_t c_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
-                      uint32_t *flags, nghttp2_data_source *src, void *ud)
+static ssize_t c_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len, uint32_t *flags,
+                      nghttp2_data_source *src, void *ud)
 {
     cst_t *t = src->ptr;
     size_t n = t->up_len - t->up_off;
@@ -263,8 +263,8 @@ static void cli_init(cli_t *c, uint32_t peer_max_streams, size_t max_block)
     nghttp2_option_del(o);
     assert_int_equal(nghttp2_submit_settings(c->ses, NGHTTP2_FLAG_NONE, NULL, 0), 0);
     /* a large connection window: only the stalled stream's own window holds */
-    assert_int_equal(nghttp2_session_set_local_window_size(c->ses, NGHTTP2_FLAG_NONE, 0,
-                                                           16 * 1024 * 1024), 0);
+    assert_int_equal(
+        nghttp2_session_set_local_window_size(c->ses, NGHTTP2_FLAG_NONE, 0, 16 * 1024 * 1024), 0);
 }
 
 static void cli_free(cli_t *c)
@@ -273,7 +273,10 @@ static void cli_free(cli_t *c)
     free(c->st);
 }
 
-#define NV(n, v) {(uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), 0}
+#define NV(n, v)                                                                                   \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), 0                                \
+    }
 
 static ssize_t c_read_by_stream(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
                                 uint32_t *flags, nghttp2_data_source *src, void *ud)
@@ -463,9 +466,10 @@ static void test_px_h2_post_trailers(void **state)
     static char body[40000];
     for (size_t i = 0; i < sizeof(body); i++)
         body[i] = (char)('a' + i % 26);
-    nghttp2_nv nv[] = {NV(":method", "POST"), NV(":scheme", "https"), NV(":authority", "h.test"),
-                       NV(":path", "/up"), NV("content-length", "40000"), NV("te", "trailers"),
-                       NV("cookie", "a=1"), NV("cookie", "b=2")};
+    nghttp2_nv nv[] = {NV(":method", "POST"),         NV(":scheme", "https"),
+                       NV(":authority", "h.test"),    NV(":path", "/up"),
+                       NV("content-length", "40000"), NV("te", "trailers"),
+                       NV("cookie", "a=1"),           NV("cookie", "b=2")};
     int32_t sid = cli_req(&c, nv, 8, body, sizeof(body), 1);
     pump(&c, &s);
     assert_int_equal(s.nreq, 1);
@@ -897,9 +901,12 @@ static void test_px_h2_malformed(void **state)
     srv_init(&s);
     cli_init(&c, 0, 0);
     nghttp2_nv nopath[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h")};
-    nghttp2_nv upper[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h"),
-                          NV(":path", "/"),
-                          {(uint8_t *)"X-Upper", (uint8_t *)"1", 7, 1, NGHTTP2_NV_FLAG_NO_COPY_NAME}};
+    nghttp2_nv upper[] = {
+        NV(":method", "GET"),
+        NV(":scheme", "https"),
+        NV(":authority", "h"),
+        NV(":path", "/"),
+        {(uint8_t *)"X-Upper", (uint8_t *)"1", 7, 1, NGHTTP2_NV_FLAG_NO_COPY_NAME}};
     nghttp2_nv space[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h"),
                           NV(":path", "/"), NV("x bad", "1")};
     nghttp2_nv conn[] = {NV(":method", "GET"), NV(":scheme", "https"), NV(":authority", "h"),
@@ -982,8 +989,8 @@ static void test_px_h2_connect(void **state)
     pump(&c, &s); /* the server's SETTINGS (extended CONNECT on) reach the client */
     nghttp2_nv plain[] = {NV(":method", "CONNECT"), NV(":authority", "example.com:443")};
     nghttp2_nv ext[] = {NV(":method", "CONNECT"), NV(":protocol", "websocket"),
-                        NV(":scheme", "https"), NV(":authority", "example.com"),
-                        NV(":path", "/chat"), NV("sec-websocket-version", "13")};
+                        NV(":scheme", "https"),   NV(":authority", "example.com"),
+                        NV(":path", "/chat"),     NV("sec-websocket-version", "13")};
     cli_req(&c, plain, 2, NULL, 0, 0);
     cli_req(&c, ext, 6, NULL, 0, 0);
     pump(&c, &s);
