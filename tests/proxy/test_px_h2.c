@@ -803,6 +803,35 @@ static void test_px_h2_header_list_too_big(void **state)
     srv_free(&s);
 }
 
+/* HPACK bomb: one 4000-byte table entry referenced by one byte each, thousands of times. The
+ * decoded list passes PX_H2_HEADER_LIST_MAX after a few: a 431, nothing more is kept, the
+ * connection goes on. */
+static void test_px_h2_hpack_bomb(void **state)
+{
+    srv_t s;
+    srv_init(&s);
+    static uint8_t b[20000], p[16384];
+    size_t n = preface(b), k = 0;
+    const uint8_t head[] = {0x82, 0x87, 0x84, 0x41, 0x06, 'h', '.', 't', 'e', 's', 't'};
+    memcpy(p, head, sizeof(head));
+    k = sizeof(head);
+    /* literal with incremental indexing, new name "x-b", value 4000 bytes (7-bit prefix int) */
+    const uint8_t lit[] = {
+        0x40, 0x03, 'x', '-', 'b', 0x7f, (4000 - 127) % 128 + 128, (4000 - 127) / 128};
+    memcpy(p + k, lit, sizeof(lit));
+    k += sizeof(lit);
+    memset(p + k, 'v', 4000);
+    k += 4000;
+    while (k < sizeof(p))
+        p[k++] = 0xbe; /* indexed: dynamic entry 62, the one just added */
+    n += frame(b + n, 1, 0x4 | 0x1, 1, p, k);
+    assert_int_equal(px_h2_feed(s.h, (const char *)b, n), 0);
+    assert_int_equal(s.nreq, 0);
+    assert_int_equal(s.refused_status, 431);
+    assert_int_equal(drain_goaway(&s), -1);
+    srv_free(&s);
+}
+
 static void test_px_h2_continuation_flood(void **state)
 {
     srv_t s;
@@ -1086,6 +1115,7 @@ int main(void)
         cmocka_unit_test(test_px_h2_rapid_reset),
         cmocka_unit_test(test_px_h2_some_resets),
         cmocka_unit_test(test_px_h2_header_list_too_big),
+        cmocka_unit_test(test_px_h2_hpack_bomb),
         cmocka_unit_test(test_px_h2_continuation_flood),
         cmocka_unit_test(test_px_h2_ping_flood),
         cmocka_unit_test(test_px_h2_settings_flood),
