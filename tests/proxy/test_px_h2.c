@@ -517,6 +517,43 @@ static void test_px_h2_post_trailers(void **state)
     srv_free(&s);
 }
 
+/* An interim 103, then a final response with no body bytes and trailers only (gRPC's error
+ * shape); a HEAD-like bodiless response needs no px_h2_end. */
+static void test_px_h2_interim_and_empty_body(void **state)
+{
+    srv_t s;
+    cli_t c;
+    srv_init(&s);
+    cli_init(&c, 0, 0);
+    int32_t a = cli_get(&c, "/a"), b = cli_get(&c, "/b");
+    pump(&c, &s);
+    px_h2_field_t link = {"Link", 4, "</s.css>; rel=preload", 21};
+    assert_int_equal(px_h2_respond(s.h, a, 103, &link, 1, 0), 0);
+    assert_int_equal(px_h2_respond(s.h, a, 101, NULL, 0, 0), PX_ESTATE);
+    assert_int_equal(px_h2_respond(s.h, a, 200, NULL, 0, 1), 0);
+    px_fields_t t = {0};
+    memcpy(t.buf, "grpc-status13", 13);
+    t.n = 1;
+    t.names[0] = (px_span_t){0, 11};
+    t.values[0] = (px_span_t){11, 2};
+    t.len = 13;
+    assert_int_equal(px_h2_end(s.h, a, &t), 0);
+    assert_int_equal(px_h2_respond(s.h, b, 204, NULL, 0, 0), 0);
+    assert_int_equal(px_h2_end(s.h, b, NULL), 0);
+    assert_int_equal(px_h2_send_data(s.h, b, "x", 1), PX_ESTATE);
+    pump(&c, &s);
+    assert_int_equal(c.st[a / 2].status, 200);
+    assert_int_equal(c.st[a / 2].blen, 0);
+    assert_string_equal(c.st[a / 2].trailer, "grpc-status=13;");
+    assert_true(c.st[a / 2].closed);
+    assert_int_equal(c.st[a / 2].code, 0);
+    assert_int_equal(c.st[b / 2].status, 204);
+    assert_true(c.st[b / 2].closed);
+    assert_int_equal(s.req[0].reset + s.req[1].reset, 0);
+    cli_free(&c);
+    srv_free(&s);
+}
+
 static void test_px_h2_out_of_order(void **state)
 {
     srv_t s;
@@ -1107,6 +1144,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_h2_get),
         cmocka_unit_test(test_px_h2_post_trailers),
+        cmocka_unit_test(test_px_h2_interim_and_empty_body),
         cmocka_unit_test(test_px_h2_out_of_order),
         cmocka_unit_test(test_px_h2_stalled_stream),
         cmocka_unit_test(test_px_h2_request_window),
