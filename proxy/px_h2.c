@@ -110,10 +110,7 @@ static long px__put(px_h2s_t *st, const uint8_t *b, size_t len)
     return (long)(m->len - len);
 }
 
-static int px__name_is(const uint8_t *n, size_t len, const char *lit)
-{
-    return len == strlen(lit) && memcmp(n, lit, len) == 0;
-}
+#define px__name_is(n, len, lit) ((len) == strlen(lit) && memcmp((n), (lit), (len)) == 0)
 
 static int px__pseudo(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8_t *v, size_t vl)
 {
@@ -325,9 +322,13 @@ static void px__request(px_h2_t *h, px_h2s_t *st, int end_stream)
         px__terminate(h, NGHTTP2_INTERNAL_ERROR, "out of memory");
         return;
     }
-    if (st->bad == NULL && st->m->method < 0) {
+    px_msg_t *m = st->m;
+    int scheme_ok = px_msg_span_ieq(m, st->rq.scheme, "https") ||
+                    px_msg_span_ieq(m, st->rq.scheme, "http") ||
+                    (m->method == HTTP_CONNECT && st->rq.protocol.len == 0);
+    if (st->bad == NULL && (m->method < 0 || !scheme_ok)) {
         st->bad_status = 400;
-        st->bad = "unknown method";
+        st->bad = m->method < 0 ? "unknown method" : "unsupported :scheme";
     }
     if (st->bad != NULL) {
         px_msg_free(st->m);
@@ -335,7 +336,6 @@ static void px__request(px_h2_t *h, px_h2s_t *st, int end_stream)
         px__refuse(h, st);
         return;
     }
-    px_msg_t *m = st->m;
     st->m = NULL;
     free(st->cookie);
     st->cookie = NULL;

@@ -999,6 +999,14 @@ static void test_px_h2_malformed(void **state)
     pump(&c, &s);
     assert_int_equal(c.st[sid / 2].status, 400);
     assert_int_equal(s.refused_status, 400);
+    /* a scheme other than http(s): 400 too (its :path would not be checked as a path) */
+    nghttp2_nv ftp[] = {NV(":method", "GET"), NV(":scheme", "ftp"), NV(":authority", "h"),
+                        NV(":path", "http://other.example/")};
+    sid = cli_req(&c, ftp, 4, NULL, 0, 0);
+    pump(&c, &s);
+    assert_int_equal(c.st[sid / 2].status, 400);
+    assert_int_equal(s.refused, 2);
+    assert_int_equal(s.nreq, 0);
     assert_false(c.goaway);
     cli_free(&c);
     srv_free(&s);
