@@ -89,10 +89,12 @@ typedef struct px_h2_field {
 typedef struct px_h2_cbs {
     /* A request head arrived on stream sid. m is taken (px_msg_free). The head has method
      * (llhttp_method_t), target (:path; :authority for a plain CONNECT), version 2.0, a Host
-     * field made from :authority when the client sent none, Cookie crumbs joined into one
-     * field, flags PX_MSG_LENGTH (content-length), PX_MSG_NO_BODY (the HEADERS frame ended
-     * the stream), PX_MSG_UPGRADE (CONNECT, extended or not). Neither LENGTH nor NO_BODY: a
-     * body of unknown length follows. rq is borrowed for the call. */
+     * field made from :authority, first, when the client sent none or a different one (then
+     * both are there and rq->host_conflict is set: px_precheck() answers 400 "duplicate Host
+     * header"; the same host in another case keeps the client's only), Cookie crumbs joined into
+     * one field, flags PX_MSG_LENGTH (content-length), PX_MSG_NO_BODY (the HEADERS frame ended the
+     * stream), PX_MSG_UPGRADE (CONNECT, extended or not). Neither LENGTH nor NO_BODY: a body of
+     * unknown length follows. rq is borrowed for the call. */
     void (*on_request)(void *owner, int32_t sid, px_msg_t *m, const px_h2_req_t *rq);
     /* Request body bytes (borrowed). The stream's window opens again by px_h2_consume(). */
     void (*on_data)(void *owner, int32_t sid, const char *data, size_t len);
@@ -106,8 +108,9 @@ typedef struct px_h2_cbs {
     /* The response queue of sid fell below PX_H2_QUEUE_LOW after passing PX_H2_QUEUE_HIGH.
      * May be NULL. */
     void (*on_drain)(void *owner, int32_t sid);
-    /* The codec answered a request itself (431: fields over the caps; 400: an unknown
-     * method) without handing it out; for the log. reason is static. May be NULL. */
+    /* The codec answered a request itself (431: fields over the caps; 400: a method llhttp
+     * does not know, or a :scheme other than http/https) without handing it out; for the log.
+     * reason is static. May be NULL. */
     void (*on_refused)(void *owner, int32_t sid, int status, const char *reason);
 } px_h2_cbs_t;
 
