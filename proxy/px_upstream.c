@@ -125,15 +125,18 @@ void px__up_req_write(px_upreq_t *r, const char *data, size_t len)
 static void on_req_ready(px_defer_t *d)
 {
     px_upreq_t *r = px_container_of(d, px_upreq_t, defer);
-    if (r->cbs != NULL && r->cbs->on_ready != NULL)
-        r->cbs->on_ready(r->owner);
+    if (r->cbs == NULL)
+        return;
     /* the owner was told "full" while the bytes waited for the connection; they may have left
-     * at once on attaching (the socket then never went over its mark, so no drain from it) */
-    if (r->cbs != NULL && r->full && px_up_queued(r) < PX_WQ_LOW) {
+     * at once on attaching (the socket then never went over its mark, so no drain from it).
+     * Told before on_ready: an owner may let go of r in on_ready (a passthrough dial does). */
+    if (r->full && px_up_queued(r) < PX_WQ_LOW) {
         r->full = 0;
         if (r->cbs->on_drain != NULL)
             r->cbs->on_drain(r->owner);
     }
+    if (r->cbs->on_ready != NULL)
+        r->cbs->on_ready(r->owner);
 }
 
 /* The connection is ready for r: what r wrote so far goes out; on_ready from the loop. */
