@@ -39,6 +39,8 @@ int px__cl_in_keep(px_client_t *c, const char *data, size_t len)
 
 void px__cl_in_drop(px_client_t *c, size_t n)
 {
+    if (n == 0)
+        return; /* also when nothing is kept (c->in may be NULL) */
     memmove(c->in, c->in + n, c->in_len - n);
     c->in_len -= n;
     if (c->in_len == 0 && c->in_cap > 16384) {

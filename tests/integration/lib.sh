@@ -60,6 +60,11 @@ t_cleanup() {
         wait "$p" 2>/dev/null
     done
     [ -f "$T_DIR/nginx.pid" ] && kill "$(cat "$T_DIR/nginx.pid")" 2>/dev/null
+    # a sanitizer report from airlock is the one thing a failed CI run must not lose
+    if grep -qE 'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:' "$T_DIR"/airlock*.err 2>/dev/null; then
+        echo "--- sanitizer report from airlock:"
+        grep -hE -A60 'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:' "$T_DIR"/airlock*.err | head -120
+    fi
     if [ -n "${KEEP_TEST_DIR:-}" ]; then echo "kept $T_DIR"; else rm -rf "$T_DIR"; fi
 }
 
