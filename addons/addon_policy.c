@@ -11,6 +11,7 @@
 #include "addons/addon_policy_int.h"
 #include "base/px_err.h"
 #include "base/px_host.h"
+#include "base/px_pct.h"
 
 #define ADDON__POLICY_HTTP_PORT 80
 #define ADDON__POLICY_HTTPS_PORT 443
@@ -60,31 +61,6 @@ addon_policy_format_t addon_policy_format_of(const addon_policy_t *p)
 
 /* ---- deciding --------------------------------------------------------------------------- */
 
-/* Hex digit values plus one (0: not a hex digit). */
-static const signed char policy_hex[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
-};
-
-/* Percent-decodes src into dst (room for srclen bytes) once, as Python's unquote: "%XX" with
- * two hex digits becomes one byte; anything else, '+' included, is copied. Returns the length. */
-static size_t policy_unquote(const char *src, size_t len, char *dst)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (src[i] == '%' && i + 2 < len && policy_hex[(unsigned char)src[i + 1]] &&
-            policy_hex[(unsigned char)src[i + 2]]) {
-            dst[o++] = (char)(((policy_hex[(unsigned char)src[i + 1]] - 1) << 4) |
-                              (policy_hex[(unsigned char)src[i + 2]] - 1));
-            i += 2;
-        } else {
-            dst[o++] = src[i];
-        }
-    }
-    return o;
-}
-
 /* 1 when the raw path (before its first raw '?') has a segment that is "." or ".." once
  * percent-decoded and once its ";parameters" are removed: servers resolve "/..;/",
  * "%2e%2e;" and "..%3b" as "..". Segments are split on decoded '/' too ("..%2f"). */
@@ -100,10 +76,8 @@ static int policy_dot_segment(const char *raw, size_t len)
         } else if (raw[i] == '?') {
             len = i; /* the query is not part of the path */
             ch = '/';
-        } else if (raw[i] == '%' && i + 2 < len && policy_hex[(unsigned char)raw[i + 1]] &&
-                   policy_hex[(unsigned char)raw[i + 2]]) {
-            ch = (char)(((policy_hex[(unsigned char)raw[i + 1]] - 1) << 4) |
-                        (policy_hex[(unsigned char)raw[i + 2]] - 1));
+        } else if (px_pct_at(raw, len, i) >= 0) {
+            ch = (char)px_pct_at(raw, len, i);
             i += 2;
         } else {
             ch = raw[i];
@@ -287,7 +261,7 @@ static void policy_decide_encoded(const addon_policy_t *p, const addon_policy_qu
                                   addon_policy_decision_t *d)
 {
     char buf[ADDON_POLICY_PATH_MAX];
-    size_t len = policy_unquote(q->path.base, q->path.len, buf);
+    size_t len = px_pct_unquote(q->path.base, q->path.len, buf);
     policy_decide_path(p, q, buf, len, d);
 }
 

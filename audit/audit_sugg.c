@@ -6,6 +6,7 @@
 #include "addons/addon_out.h"
 #include "audit/audit_tab.h"
 #include "base/px_err.h"
+#include "base/px_pct.h"
 
 typedef struct audit__sh {
     unsigned long n;
@@ -55,35 +56,6 @@ void audit_sugg_free(audit_sugg_t *s)
     free(s);
 }
 
-static int audit__hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes once, as the policy does before matching (Python's unquote): "%XX" with two
- * hex digits is one byte, anything else is copied. dst has room for len bytes. */
-static size_t audit__unquote(const char *src, size_t len, char *dst)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        int h1 = i + 2 < len ? audit__hexval(src[i + 1]) : -1;
-        int h2 = h1 >= 0 ? audit__hexval(src[i + 2]) : -1;
-        if (src[i] == '%' && h2 >= 0) {
-            dst[o++] = (char)((h1 << 4) | h2);
-            i += 2;
-        } else {
-            dst[o++] = src[i];
-        }
-    }
-    return o;
-}
-
 int audit_sugg_add(audit_sugg_t *s, const audit_req_t *r, const char *url, size_t url_len)
 {
     for (size_t i = 0; i < r->host_len; i++) {
@@ -129,7 +101,7 @@ int audit_sugg_add(audit_sugg_t *s, const audit_req_t *r, const char *url, size_
     /* the query starts at the first '?' as sent; a decoded %3F belongs to the path */
     char path[AUDIT_PATH_MAX];
     const char *q = memchr(r->path, '?', r->path_len);
-    size_t plen = audit__unquote(r->path, q != NULL ? (size_t)(q - r->path) : r->path_len, path);
+    size_t plen = px_pct_unquote(r->path, q != NULL ? (size_t)(q - r->path) : r->path_len, path);
     h->query |= q != NULL;
     size_t keep = plen < AUDIT_SUGG_PREFIX_MAX ? plen : AUDIT_SUGG_PREFIX_MAX;
     if (!h->has_path) {

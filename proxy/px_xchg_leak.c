@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/px_pct.h"
 #include "base/px_sbuf.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
@@ -68,38 +69,15 @@ static void px__leak_refuse(px_xchg_t *x, const addon_leak_match_t *mt, const ch
     px__x_answer(x, 403, json, b.len, x->rq != PX__RQ_DONE);
 }
 
-static int px__hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* The target with every %XX decoded (a value partly percent-encoded, "ghp%5Fxyz", is the value
- * once the upstream decodes it). Returns a malloc'd copy, or NULL when there is no escape. */
+/* The target percent-decoded (a value partly encoded, "ghp%5Fxyz", is the value once the
+ * upstream decodes it): a malloc'd copy, or NULL when there is no escape to decode. */
 static char *px__pct_decode(const char *s, size_t len, size_t *out_len)
 {
     if (memchr(s, '%', len) == NULL)
         return NULL;
     char *d = malloc(len);
-    if (d == NULL)
-        return NULL;
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        int hi, lo;
-        if (s[i] == '%' && i + 2 < len && (hi = px__hexval(s[i + 1])) >= 0 &&
-            (lo = px__hexval(s[i + 2])) >= 0) {
-            d[n++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            d[n++] = s[i];
-        }
-    }
-    *out_len = n;
+    if (d != NULL)
+        *out_len = px_pct_unquote(s, len, d);
     return d;
 }
 
