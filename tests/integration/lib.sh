@@ -151,6 +151,7 @@ t_wait_udp53() {
         sleep 0.05
     done
     echo "resolver on $1 not answering" >&2
+    [ -s "$T_DIR/dnsmasq.log" ] && sed 's/^/  dnsmasq: /' "$T_DIR/dnsmasq.log" >&2
     return 1
 }
 
