@@ -273,7 +273,9 @@ def c_many(c, n, pid, hold):
 def main():
     addr, port, sni, cafile, case = sys.argv[1:6]
     args = sys.argv[6:]
-    c = Conn(addr, int(port), sni, cafile)
+    # a flood's client reads nothing while it sends: a small receive buffer makes that real
+    rcvbuf = 4096 if case in ("settings-flood", "ping-flood") else None
+    c = Conn(addr, int(port), sni, cafile, rcvbuf=rcvbuf)
     if case == "get":
         c_get(c, *args)
     elif case == "mixed":
