@@ -12,6 +12,7 @@
 #include "proxy/px_answer.h"
 #include "base/px_err.h"
 #include "proxy/px_h1.h"
+#include "proxy/px_h2.h"
 #include "proxy/px_hello.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_sock.h"
@@ -56,6 +57,10 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
             px__cl_timer(c, c->eng->cfg->handshake_ms);
             return;
         }
+        if (px__cl_is_h2c(data, len)) {
+            px__cl_h2c_refuse(c);
+            return;
+        }
         px__cl_start_http(c);
         /* fall through: these bytes are the first request */
     }
@@ -92,6 +97,9 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
         return;
     case PX__TUNNEL:
         px_tunnel_data(c->tun, 0, data, len);
+        return;
+    case PX__H2:
+        px__cl_h2_input(c, data, len);
         return;
     default:
         return;
@@ -162,7 +170,10 @@ static void on_client_handshake(px_sock_t *s, int status)
         px__cl_close_flush(c); /* the alert goes out */
         return;
     }
-    px__cl_start_http(c);
+    if (px_tls_alpn_h2(c->sock.tls))
+        px__cl_start_h2(c);
+    else
+        px__cl_start_http(c);
 }
 
 static void on_client_eof(px_sock_t *s, int err)
@@ -170,6 +181,11 @@ static void on_client_eof(px_sock_t *s, int err)
     px_client_t *c = s->data;
     if (c->mode == PX__TUNNEL) {
         px_tunnel_eof(c->tun, 0, err);
+        return;
+    }
+    if (c->mode == PX__H2) {
+        px__cl_h2_shut(c, "Client disconnected.");
+        px__cl_close(c);
         return;
     }
     if (c->x != NULL) {
@@ -193,6 +209,8 @@ static void on_client_drain(px_sock_t *s)
     px_client_t *c = s->data;
     if (c->mode == PX__TUNNEL)
         px_tunnel_drain(c->tun, 0);
+    else if (c->mode == PX__H2)
+        px__cl_h2_pump(c);
     else if (c->x != NULL)
         px_xchg_drain(c->x);
 }
@@ -217,6 +235,8 @@ static void px__free_if_done(px_client_t *c)
         return;
     px_engine_client_removed(c->eng, c);
     px_h1_free(&c->parser);
+    if (c->h2 != NULL)
+        px_h2_free(c->h2);
     free(c->in);
     free(c);
 }
@@ -255,6 +275,8 @@ static void px__shut(px_client_t *c)
         c->x = NULL;
         px_xchg_abort(x, NULL);
     }
+    if (c->h2 != NULL)
+        px__cl_h2_shut(c, NULL);
     if (c->dial != NULL) {
         px_up_abort(c->dial);
         c->dial = NULL;
@@ -289,6 +311,8 @@ void *px_client_links(px_client_t *c)
 
 void px_client_close(px_client_t *c, const char *reason)
 {
+    if (c->h2 != NULL)
+        px__cl_h2_shut(c, reason);
     if (c->x != NULL) {
         px_xchg_t *x = c->x;
         c->x = NULL;

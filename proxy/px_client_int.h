@@ -22,7 +22,11 @@ typedef enum px__mode {
     PX__HELLO,      /* passthrough CONNECT: reading the ClientHello for its SNI */
     PX__DIAL,       /* passthrough CONNECT: connecting upstream */
     PX__TUNNEL,     /* bytes relayed unread */
+    PX__H2,         /* HTTP/2 streams (px_h2srv.c) */
 } px__mode_t;
+
+typedef struct px__h2s px__h2s_t; /* an HTTP/2 stream's exchange (px_h2srv.c) */
+typedef struct px_h2 px_h2_t;
 
 struct px_client {
     px_client_t *links[2];   /* the engine's list (px_engine_client_added) */
@@ -49,6 +53,12 @@ struct px_client {
     int body_paused;
     int resp_chunked;        /* the response going out is re-framed in chunks */
     int close_after;         /* the connection ends after this response */
+    /* HTTP/2 */
+    px_h2_t *h2;
+    px__h2s_t *h2s;          /* the streams with an exchange */
+    size_t h2n;
+    px_defer_t h2pump;       /* output to take from the codec, from the loop */
+    int h2_busy;             /* inside px_h2_feed() */
     /* tunnels */
     px_tunnel_t *tun;
     px_upreq_t *dial;        /* passthrough: the upstream being connected */
@@ -74,6 +84,14 @@ size_t px__cl_http_input(px_client_t *c, const char *data, size_t len);
 void px__cl_process(px_client_t *c);
 void px__cl_deferred(px_defer_t *d);
 void px__cl_bad_request(px_client_t *c, int status, const char *reason);
+
+/* px_h2srv.c */
+void px__cl_start_h2(px_client_t *c);
+void px__cl_h2_input(px_client_t *c, const char *data, size_t len);
+void px__cl_h2_pump(px_client_t *c);
+void px__cl_h2_shut(px_client_t *c, const char *reason);
+int px__cl_is_h2c(const char *data, size_t len);
+void px__cl_h2c_refuse(px_client_t *c);
 
 /* px_connect.c */
 void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre);

@@ -91,22 +91,37 @@ static void px__ssl_err(char *err, size_t errlen, const char *what)
     ERR_clear_error();
 }
 
+/* 1 when the ALPN list in[0..inlen) holds proto (its length n); *at is its place. */
+static int px__alpn_find(const unsigned char *in, unsigned inlen, const char *proto, unsigned n,
+                         const unsigned char **at)
+{
+    for (unsigned i = 0; i < inlen;) {
+        unsigned l = in[i];
+        if (i + 1 + l > inlen)
+            return 0;
+        if (l == n && memcmp(in + i + 1, proto, n) == 0) {
+            *at = in + i + 1;
+            return 1;
+        }
+        i += 1 + l;
+    }
+    return 0;
+}
+
+/* h2 when offered (whatever the client's order: it is ours to pick), else http/1.1; neither:
+ * no ALPN in the answer, and the connection speaks HTTP/1.1. */
 static int on_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                           const unsigned char *in, unsigned int inlen, void *arg)
 {
     (void)ssl;
     (void)arg;
-    /* http/1.1 when offered; never h2 (HTTP/2 does not exist here yet) */
-    for (unsigned i = 0; i < inlen;) {
-        unsigned n = in[i];
-        if (i + 1 + n > inlen)
-            break;
-        if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
-            *out = in + i + 1;
-            *outlen = 8;
-            return SSL_TLSEXT_ERR_OK;
-        }
-        i += 1 + n;
+    if (px__alpn_find(in, inlen, "h2", 2, out)) {
+        *outlen = 2;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    if (px__alpn_find(in, inlen, "http/1.1", 8, out)) {
+        *outlen = 8;
+        return SSL_TLSEXT_ERR_OK;
     }
     return SSL_TLSEXT_ERR_NOACK;
 }
@@ -570,6 +585,14 @@ SSL *px_tls_ssl(px_tls_t *t)
 int px_tls_peer_alert(const px_tls_t *t)
 {
     return t->peer_alert;
+}
+
+int px_tls_alpn_h2(const px_tls_t *t)
+{
+    const unsigned char *p = NULL;
+    unsigned int n = 0;
+    SSL_get0_alpn_selected(t->ssl, &p, &n);
+    return n == 2 && memcmp(p, "h2", 2) == 0;
 }
 
 int px_tls_sent_certificate(const px_tls_t *t)

@@ -26,9 +26,9 @@
 
 typedef struct px_tls px_tls_t;
 
-/* The client-facing context: TLS 1.2-1.3, ALPN http/1.1 only (never h2), session tickets, and
- * cert_cb choosing the certificate once the ClientHello (SNI) is known. Returns 0 or
- * PX_ETLS with a reason in err. */
+/* The client-facing context: TLS 1.2-1.3, ALPN h2 or http/1.1 (h2 whenever offered), session
+ * tickets, and cert_cb choosing the certificate once the ClientHello (SNI) is known. Returns 0
+ * or PX_ETLS with a reason in err. */
 int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out,
                           char *err, size_t errlen);
 
@@ -60,6 +60,9 @@ int px_tls_peer_alert(const px_tls_t *t);
 
 /* Server side: 1 once our Certificate message went out. */
 int px_tls_sent_certificate(const px_tls_t *t);
+
+/* 1 when ALPN chose h2 on this connection. */
+int px_tls_alpn_h2(const px_tls_t *t);
 
 /* Server side: the runtime the ClientHello looked like (px_hello_runtime). */
 px_runtime_t px_tls_runtime(const px_tls_t *t);

@@ -314,6 +314,13 @@ static void px__open(px_xchg_t *x)
         }
     } else if (x->req->flags & PX_MSG_CHUNKED) {
         body = PX_UP_BODY_CHUNKED;
+        /* an HTTP/2 body of unknown length: HTTP/1.1 says so with chunked framing (an h2
+         * upstream drops the field again) */
+        if (x->req->major == 2 &&
+            addon_req_add_header(r, "Transfer-Encoding", 17, "chunked", 7) != 0) {
+            px__x_finish(x, -1);
+            return;
+        }
     } else if ((x->req->flags & PX_MSG_LENGTH) && x->req->length > 0) {
         body = PX_UP_BODY_LENGTH;
     }

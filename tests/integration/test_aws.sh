@@ -84,10 +84,10 @@ via() { # via "description" client-args...
 curl_pre() { # curl_pre "description" URL
     local h
     h=$(curl -s -m 20 -o /dev/null -D - --cacert "$CA" "$2" | tr -d '\r')
-    case "$h" in *"X-Verify: ok"*) t_ok "$1: verified upstream" ;; *) t_fail "$1: $h" ;; esac
+    case "${h,,}" in *"x-verify: ok"*) t_ok "$1: verified upstream" ;; *) t_fail "$1: $h" ;; esac
     local host=${2#https://}; host=${host%%/*}
     h=$(curl -s -m 20 -o /dev/null -D - --cacert "$UPCA" --resolve "$host:443:127.0.0.3" "$2" | tr -d '\r')
-    case "$h" in *"X-Verify: unknown access key id"*) t_ok "$1: refused straight" ;; *) t_fail "$1 straight: $h" ;; esac
+    case "${h,,}" in *"x-verify: unknown access key id"*) t_ok "$1: refused straight" ;; *) t_fail "$1 straight: $h" ;; esac
 }
 
 # ---- controls: the verifier accepts the real key and refuses a forged one -------------------

@@ -1,0 +1,443 @@
+/* The HTTP/2 server side of a client connection: the codec (px_h2.h) reads frames; each request
+ * stream becomes an exchange (px_xchg.h) exactly as an HTTP/1 request does (the same pre-checks,
+ * policy, addons and log line), and its response goes back through px_down_ops_t as HEADERS,
+ * DATA and trailers on that stream. A refused stream is answered on its own; the connection and
+ * the other streams go on.
+ *
+ * Memory stays bounded per stream: request body bytes that arrive while the exchange paused the
+ * body wait here (at most the stream's window, PX_H2_STREAM_WINDOW, because the window reopens
+ * only as they are handed on), and response bytes wait in the codec's stream queue, whose high
+ * mark pauses the upstream. Output is taken from the codec only while the socket has room. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/px_err.h"
+#include "proxy/px_answer.h"
+#include "proxy/px_client_int.h"
+#include "proxy/px_h2.h"
+
+struct px__h2s {
+    px__h2s_t *next, *prev;
+    px_client_t *c;
+    int32_t sid;
+    px_xchg_t *x;
+    px_defer_t resume;   /* a paused body goes on, from the loop */
+    int paused;          /* the exchange paused the request body */
+    char *hold;          /* body bytes that came while paused (not consumed: the window holds) */
+    size_t hold_len, hold_cap;
+    px_fields_t *end_t;  /* the request ended while bytes were held: its trailers */
+    int end_held;
+    int resp_body;       /* the response head said a body follows */
+    int resp_ended;
+};
+
+static const px_down_ops_t px__h2_down;
+
+static px__h2s_t *px__find(px_client_t *c, int32_t sid)
+{
+    for (px__h2s_t *s = c->h2s; s != NULL; s = s->next)
+        if (s->sid == sid)
+            return s;
+    return NULL;
+}
+
+static void px__unlink(px__h2s_t *s)
+{
+    px_client_t *c = s->c;
+    if (s->prev != NULL)
+        s->prev->next = s->next;
+    else
+        c->h2s = s->next;
+    if (s->next != NULL)
+        s->next->prev = s->prev;
+    c->h2n--;
+    px_defer_cancel(&c->eng->loop, &s->resume);
+    free(s->hold);
+    free(s->end_t);
+    free(s);
+}
+
+static void on_h2_pump(px_defer_t *d);
+
+/* Output is taken from the loop: one batch of frames for everything the exchanges did. Inside
+ * px_h2_feed() the input's end takes it. */
+static void px__kick(px_client_t *c)
+{
+    if (!c->closing && !c->h2_busy)
+        px_defer(&c->eng->loop, &c->h2pump, on_h2_pump);
+}
+
+/* ---- the codec's callbacks --------------------------------------------------------------- */
+
+static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req_t *rq)
+{
+    (void)rq; /* the head carries all the pre-checks read (Host made from :authority) */
+    px_client_t *c = owner;
+    if (c->closing) {
+        px_msg_free(m);
+        return;
+    }
+    px__h2s_t *s = calloc(1, sizeof(*s));
+    px_pre_t *pre = malloc(sizeof(*pre));
+    if (s == NULL || pre == NULL) {
+        free(s);
+        free(pre);
+        px_msg_free(m);
+        px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+        return;
+    }
+    s->c = c;
+    s->sid = sid;
+    s->next = c->h2s;
+    if (c->h2s != NULL)
+        c->h2s->prev = s;
+    c->h2s = s;
+    c->h2n++;
+    /* a body of unknown length goes on as chunked (toward an HTTP/1 upstream); every stream
+     * is its own message, so the "connection" always stays */
+    if (!(m->flags & (PX_MSG_LENGTH | PX_MSG_NO_BODY)) && m->method != HTTP_CONNECT)
+        m->flags |= PX_MSG_CHUNKED;
+    m->flags |= PX_MSG_KEEPALIVE;
+    px_pre_ctx_t ctx = {.kind = c->kind,
+                        .tls = c->tls,
+                        .sni = c->sni,
+                        .tunnel = c->tunnel,
+                        .tunnel_port = c->tunnel_port,
+                        .orig_port = c->orig_port};
+    px_precheck(m, &ctx, pre);
+    if (pre->verdict == PX_PRE_TUNNEL)
+        pre->verdict = PX_PRE_NO_TUNNEL; /* a CONNECT stream never becomes a tunnel here */
+    px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx};
+    uv_timer_stop(&c->timer);
+    s->x = px_xchg_start(c->eng, &from, m, pre);
+    free(pre);
+    if (s->x == NULL) {
+        px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+        px__unlink(s);
+    }
+}
+
+static int px__hold(px__h2s_t *s, const char *data, size_t len)
+{
+    if (s->hold_cap - s->hold_len < len) {
+        size_t cap = s->hold_cap ? s->hold_cap : 4096;
+        while (cap - s->hold_len < len)
+            cap *= 2;
+        char *nb = realloc(s->hold, cap);
+        if (nb == NULL)
+            return PX_ENOMEM;
+        s->hold = nb;
+        s->hold_cap = cap;
+    }
+    memcpy(s->hold + s->hold_len, data, len);
+    s->hold_len += len;
+    return 0;
+}
+
+static void on_h2_data(void *owner, int32_t sid, const char *data, size_t len)
+{
+    px_client_t *c = owner;
+    px__h2s_t *s = px__find(c, sid);
+    if (s == NULL || s->x == NULL) {
+        px_h2_consume(c->h2, sid, len); /* nobody wants these: the window reopens */
+        return;
+    }
+    if (s->paused || s->hold_len > 0) {
+        if (px__hold(s, data, len) != 0)
+            px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+        return;
+    }
+    px_xchg_body(s->x, data, len);
+    px_h2_consume(c->h2, sid, len);
+}
+
+static void on_h2_end(void *owner, int32_t sid, const px_fields_t *t)
+{
+    px_client_t *c = owner;
+    px__h2s_t *s = px__find(c, sid);
+    if (s == NULL || s->x == NULL)
+        return;
+    if (s->hold_len > 0) {
+        s->end_held = 1;
+        if (t != NULL && t->n > 0) {
+            s->end_t = malloc(sizeof(*s->end_t));
+            if (s->end_t != NULL)
+                memcpy(s->end_t, t, sizeof(*t));
+        }
+        return;
+    }
+    px_xchg_body_end(s->x, t);
+}
+
+static void on_h2_reset(void *owner, int32_t sid, uint32_t code)
+{
+    px_client_t *c = owner;
+    px__h2s_t *s = px__find(c, sid);
+    if (s == NULL)
+        return;
+    px_xchg_t *x = s->x;
+    s->x = NULL;
+    px__unlink(s);
+    if (x != NULL)
+        px_xchg_abort(x, code == PX_H2_CANCEL || code == PX_H2_NO_ERROR
+                             ? "Client reset the stream."
+                             : "Client stream failed (HTTP/2 stream error).");
+}
+
+static void on_h2_drain(void *owner, int32_t sid)
+{
+    px_client_t *c = owner;
+    px__h2s_t *s = px__find(c, sid);
+    if (s != NULL && s->x != NULL)
+        px_xchg_drain(s->x);
+}
+
+static void on_h2_refused(void *owner, int32_t sid, int status, const char *reason)
+{
+    (void)sid;
+    px_client_t *c = owner;
+    px_log_printf(c->eng->log, "BLOCKED - - -> %d (%s: %s)", status,
+                  status == 431 ? "request head too large" : "malformed request", reason);
+}
+
+static const px_h2_cbs_t px__h2_cbs = {
+    .on_request = on_h2_request,
+    .on_data = on_h2_data,
+    .on_end = on_h2_end,
+    .on_reset = on_h2_reset,
+    .on_drain = on_h2_drain,
+    .on_refused = on_h2_refused,
+};
+
+/* ---- the connection ---------------------------------------------------------------------- */
+
+/* Frames out while the socket has room; then the idle timer or the end. */
+void px__cl_h2_pump(px_client_t *c)
+{
+    if (c->closing || c->h2 == NULL)
+        return;
+    while (!px_sock_full(&c->sock)) {
+        const char *d;
+        size_t n;
+        if (px_h2_take_output(c->h2, &d, &n) != 0) {
+            px__cl_close(c);
+            return;
+        }
+        if (n == 0)
+            break;
+        px_sock_write(&c->sock, d, n);
+    }
+    if (px_h2_done(c->h2)) {
+        px__cl_close_flush(c);
+        return;
+    }
+    if (c->h2n == 0 && !uv_is_active((uv_handle_t *)&c->timer))
+        px__cl_timer(c, c->eng->cfg->client_idle_ms); /* an idle connection has a deadline */
+}
+
+static void on_h2_pump(px_defer_t *d)
+{
+    px__cl_h2_pump(px_container_of(d, px_client_t, h2pump));
+}
+
+void px__cl_start_h2(px_client_t *c)
+{
+    c->h2 = px_h2_new(&px__h2_cbs, c);
+    if (c->h2 == NULL) {
+        px__cl_close(c);
+        return;
+    }
+    c->mode = PX__H2;
+    px__cl_timer(c, c->eng->cfg->client_idle_ms);
+    px__cl_h2_pump(c); /* our SETTINGS */
+}
+
+void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
+{
+    c->h2_busy = 1;
+    int rc = px_h2_feed(c->h2, data, len);
+    c->h2_busy = 0;
+    if (c->closing)
+        return;
+    if (rc != 0)
+        px_log_printf(c->eng->log, "BLOCKED - - -> 400 (HTTP/2 connection error: %s)",
+                      px_h2_reason(c->h2));
+    px__cl_h2_pump(c);
+    if (rc != 0 && !c->closing)
+        px__cl_close_flush(c); /* the GOAWAY goes out first */
+}
+
+/* Every stream's exchange ends (the connection is closing); reason for their log lines. */
+void px__cl_h2_shut(px_client_t *c, const char *reason)
+{
+    px_defer_cancel(&c->eng->loop, &c->h2pump);
+    while (c->h2s != NULL) {
+        px__h2s_t *s = c->h2s;
+        px_xchg_t *x = s->x;
+        s->x = NULL;
+        px__unlink(s);
+        if (x != NULL)
+            px_xchg_abort(x, reason);
+    }
+}
+
+/* ---- the response toward the client (px_down_ops_t) ------------------------------------- */
+
+static void down_head(void *down, const px_resp_t *r)
+{
+    px__h2s_t *s = down;
+    px_client_t *c = s->c;
+    px_h2_field_t f[PX_HEADERS_MAX + 2];
+    size_t n = 0;
+    const px_msg_t *m = r->fields;
+    if (m != NULL) {
+        int ci = px_msg_find(m, "connection");
+        const char *cv = ci >= 0 ? m->buf + m->values[ci].off : NULL;
+        size_t cl = ci >= 0 ? m->values[ci].len : 0;
+        for (size_t i = 0; i < m->n && n < PX_HEADERS_MAX; i++) {
+            const char *name = m->buf + m->names[i].off;
+            size_t nl = m->names[i].len;
+            if (px_h1_hop_by_hop(name, nl, cv, cl))
+                continue;
+            f[n++] = (px_h2_field_t){name, nl, m->buf + m->values[i].off, m->values[i].len};
+        }
+    }
+    char len[24];
+    if (r->ctype != NULL) {
+        int ln = snprintf(len, sizeof(len), "%llu", (unsigned long long)r->length);
+        f[n++] = (px_h2_field_t){"content-type", 12, r->ctype, strlen(r->ctype)};
+        f[n++] = (px_h2_field_t){"content-length", 14, len, (size_t)ln};
+    }
+    int has_body = r->body != PX_RESP_NONE && !(r->ctype != NULL && r->length == 0);
+    if (r->status < 200) {
+        if (r->status != 101)
+            px_h2_respond(c->h2, s->sid, r->status, f, n, 0);
+        return;
+    }
+    if (px_h2_respond(c->h2, s->sid, r->status, f, n, has_body) != 0) {
+        px_h2_reset(c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+        s->resp_ended = 1;
+    } else {
+        s->resp_body = has_body;
+        s->resp_ended = !has_body;
+    }
+    px__kick(c);
+}
+
+static void down_data(void *down, const char *data, size_t len)
+{
+    px__h2s_t *s = down;
+    if (len == 0 || s->resp_ended)
+        return;
+    if (px_h2_send_data(s->c->h2, s->sid, data, len) != 0) {
+        px_h2_reset(s->c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+        s->resp_ended = 1;
+    }
+    px__kick(s->c);
+}
+
+static void down_end(void *down, const px_fields_t *t)
+{
+    px__h2s_t *s = down;
+    if (s->resp_ended)
+        return;
+    s->resp_ended = 1;
+    if (px_h2_end(s->c->h2, s->sid, t) != 0)
+        px_h2_reset(s->c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+    px__kick(s->c);
+}
+
+/* The stream's queue, as the exchange reads it: past PX_H2_QUEUE_HIGH it reads as past
+ * PX_WQ_HIGH, so the exchange pauses the upstream there (and on_drain restarts it). */
+static size_t down_queued(void *down)
+{
+    px__h2s_t *s = down;
+    size_t q = px_h2_stream_queued(s->c->h2, s->sid);
+    return q > PX_H2_QUEUE_HIGH ? PX_WQ_HIGH + q : q;
+}
+
+static void on_resume(px_defer_t *d)
+{
+    px__h2s_t *s = px_container_of(d, px__h2s_t, resume);
+    px_client_t *c = s->c;
+    if (s->paused || s->x == NULL || c->closing)
+        return;
+    size_t n = s->hold_len;
+    if (n > 0) {
+        s->hold_len = 0;
+        px_xchg_body(s->x, s->hold, n);
+        px_h2_consume(c->h2, s->sid, n);
+        if (s->paused)
+            return; /* the end waits for the next resume */
+    }
+    if (s->end_held) {
+        s->end_held = 0;
+        px_xchg_body_end(s->x, s->end_t);
+    }
+    px__kick(c);
+}
+
+static void down_pause_body(void *down, int pause)
+{
+    px__h2s_t *s = down;
+    s->paused = pause;
+    if (!pause && (s->hold_len > 0 || s->end_held))
+        px_defer(&s->c->eng->loop, &s->resume, on_resume);
+}
+
+static void down_tunnel(void *down, px_tunnel_t *t)
+{
+    (void)down;
+    px_tunnel_release(t, 0); /* no stream becomes a tunnel: nothing asks for one over h2 */
+}
+
+static void down_finished(void *down, int reuse)
+{
+    px__h2s_t *s = down;
+    px_client_t *c = s->c;
+    s->x = NULL;
+    if (!s->resp_ended)
+        px_h2_reset(c->h2, s->sid, reuse < 0 ? PX_H2_CANCEL : PX_H2_INTERNAL_ERROR);
+    px__unlink(s);
+    if (c->closing)
+        return;
+    if (c->eng->stopping)
+        px_h2_shutdown(c->h2);
+    px__kick(c);
+}
+
+static const px_down_ops_t px__h2_down = {
+    .head = down_head,
+    .data = down_data,
+    .end = down_end,
+    .queued = down_queued,
+    .pause_body = down_pause_body,
+    .tunnel = down_tunnel,
+    .finished = down_finished,
+};
+
+/* ---- cleartext HTTP/2 ------------------------------------------------------------------- */
+
+/* The client preface of HTTP/2 with prior knowledge, without TLS. */
+int px__cl_is_h2c(const char *data, size_t len)
+{
+    static const char pri[] = "PRI * HTTP/2.0\r\n";
+    size_t n = len < sizeof(pri) - 1 ? len : sizeof(pri) - 1;
+    return len >= 3 && memcmp(data, pri, n) == 0;
+}
+
+/* h2c is refused: a SETTINGS frame and a GOAWAY(HTTP_1_1_REQUIRED), then the close. A client
+ * that tried HTTP/2 in clear text learns at once to speak HTTP/1.1 or TLS; no stream of it is
+ * read, so none escapes the policy. */
+void px__cl_h2c_refuse(px_client_t *c)
+{
+    static const unsigned char frames[] = {
+        0, 0, 0, 0x4, 0, 0, 0, 0, 0,                  /* SETTINGS, empty */
+        0, 0, 8, 0x7, 0, 0, 0, 0, 0,                  /* GOAWAY */
+        0, 0, 0, 0, 0, 0, 0, 0xd};                    /* last stream 0, HTTP_1_1_REQUIRED */
+    px_log_printf(c->eng->log, "BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) "
+                               "is refused; use HTTP/1.1 or TLS)");
+    px_sock_write(&c->sock, (const char *)frames, sizeof(frames));
+    px__cl_close_flush(c);
+}
