@@ -93,9 +93,10 @@ def rapid_reset(c, n):
 
 
 def continuation_flood(c, n):
-    """HEADERS without END_HEADERS, then n CONTINUATION frames of 16 bytes each."""
+    """HEADERS without END_HEADERS, then n CONTINUATION frames of 16 bytes each (of a block
+    of small fields: no single field is over any size limit)."""
     handshake(c)
-    block = c.enc.encode(BASE + [("x-flood", os.urandom(40000).hex())], huffman=False)
+    block = c.enc.encode(BASE + [("x-c%d" % i, "v" * 8) for i in range(2000)], huffman=False)
     c.send(frame(1, 0, 1, block[:64]))
     sent, pos = 0, 64
     try:
@@ -138,7 +139,7 @@ def flood(c, kind, n):
     sent = 0
     t0 = time.time()
     try:
-        while sent < n and time.time() - t0 < 20:
+        while sent < n and time.time() - t0 < 30:
             c.send(one * 100)
             sent += 100
     except (socket.timeout, OSError) as e:
@@ -156,20 +157,25 @@ def settings_entries(c, n):
     print(c.goaway_line())
 
 
-def too_many_streams(c, n):
+def too_many_streams(c, n, eager):
     """n POST streams kept open (no END_STREAM) at once, then each ended with an empty DATA
-    frame: the ones over the limit are refused, the others answered."""
-    handshake(c)
-    print("max_concurrent_streams=%s" % c.server_settings.get(3))
+    frame. eager: sent right after the preface, before airlock's SETTINGS are acknowledged;
+    else after (then the limit is in force for the client too)."""
+    if not eager:
+        handshake(c)
     sids = [1 + 2 * i for i in range(n)]
-    for sid in sids:
-        f = replace(BASE, ":method", "POST") + [("content-type", "text/plain")]
-        c.request(sid, replace(f, ":path", "/api/echo?s=%d" % sid), end_stream=False)
-    c.pump(lambda: False, 1.0)
-    for sid in sids:
-        if c.streams[sid].rst is None and not c.closed:
-            c.send(frame(0, 1, sid))
-    c.wait(sids, 20)
+    try:
+        for sid in sids:
+            f = replace(BASE, ":method", "POST") + [("content-type", "text/plain")]
+            c.request(sid, replace(f, ":path", "/api/echo?s=%d" % sid), end_stream=False)
+        c.pump(lambda: False, 1.0)
+        for sid in sids:
+            if c.streams[sid].rst is None and not c.closed:
+                c.send(frame(0, 1, sid))
+        c.wait(sids, 20)
+    except OSError:
+        c.closed = True
+    print("max_concurrent_streams=%s" % c.server_settings.get(3))
     # a stream answered and then reset (NO_ERROR: the answer came before the request's end) is
     # answered, not refused
     refused = [s for s in sids if c.streams[s].rst is not None and c.streams[s].status is None]
@@ -179,22 +185,27 @@ def too_many_streams(c, n):
     print(c.goaway_line())
 
 
-def header_over_cap(c, size):
-    """One field of size bytes (not Huffman-coded) in HEADERS + CONTINUATION frames of 16 KiB;
-    then an ordinary request on the connection."""
+def header_over_cap(c, size, per_field):
+    """Fields of per_field bytes each (not Huffman-coded), size bytes in all, in HEADERS +
+    CONTINUATION frames of 16 KiB; then an ordinary request on the connection."""
     handshake(c)
-    block = c.enc.encode(BASE + [("x-big", os.urandom(size // 2).hex())], huffman=False)
+    fields = [("x-big%d" % i, os.urandom(per_field // 2).hex()) for i in range(size // per_field)]
+    block = c.enc.encode(BASE + fields, huffman=False)
     pieces = [block[i:i + 16384] for i in range(0, len(block), 16384)]
     c.stream(1)
-    for i, p in enumerate(pieces):
-        last = i == len(pieces) - 1
-        if i == 0:
-            c.send(frame(1, 1 | (4 if last else 0), 1, p))
-        else:
-            c.send(frame(9, 4 if last else 0, 1, p))
-    c.wait([1], 10)
-    c.get(3, "ok.test", "/api/echo?after=big")
-    c.wait([3], 10)
+    try:
+        for i, p in enumerate(pieces):
+            last = i == len(pieces) - 1
+            if i == 0:
+                c.send(frame(1, 1 | (4 if last else 0), 1, p))
+            else:
+                c.send(frame(9, 4 if last else 0, 1, p))
+        c.wait([1], 10)
+        c.get(3, "ok.test", "/api/echo?after=big")
+        c.wait([3], 10)
+    except OSError:
+        c.closed = True
+        c.pump(lambda: False, 1)
     print("frames=%d" % len(pieces))
     c.report([1, 3])
 
@@ -228,10 +239,10 @@ def run(c, case, args, raw):
         flood(c, case.split("-")[0], int(args[0]))
     elif case == "settings-entries":
         settings_entries(c, int(args[0]))
-    elif case == "too-many-streams":
-        too_many_streams(c, int(args[0]))
+    elif case in ("too-many-streams", "too-many-streams-eager"):
+        too_many_streams(c, int(args[0]), case.endswith("eager"))
     elif case == "header-over-cap":
-        header_over_cap(c, int(args[0]))
+        header_over_cap(c, int(args[0]), int(args[1]))
     elif case == "many-fields":
         many_fields(c, int(args[0]))
     else:

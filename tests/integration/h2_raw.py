@@ -21,6 +21,7 @@ import hpack
 
 DATA, HEADERS, PRIORITY, RST, SETTINGS, PUSH, PING, GOAWAY, WINUP, CONT = range(10)
 END_STREAM, ACK, END_HEADERS, PADDED, PRIO = 0x1, 0x1, 0x4, 0x8, 0x20
+TRACE = os.environ.get("H2RAW_TRACE")
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
@@ -119,6 +120,8 @@ class Conn:
         return True
 
     def on_frame(self, ftype, flags, sid, p):
+        if TRACE:
+            sys.stderr.write("frame type=%d flags=%#x sid=%d len=%d\n" % (ftype, flags, sid, len(p)))
         if ftype in (DATA, HEADERS) and flags & PADDED:
             p = p[1:len(p) - p[0]]
         if ftype == DATA:
@@ -264,6 +267,10 @@ def c_many(c, n, pid, hold):
         c.recv(end - time.time())
     after = rss_kb(pid)
     stuck = c.streams[1]
+    for s in others:
+        st = c.streams[s]
+        if not st.ended:
+            print("# incomplete: sid=%d status=%s len=%d rst=%s" % (s, st.status, len(st.body), st.rst))
     print("completed=%d/%d secs=%.1f stuck_status=%s stuck_len=%d stuck_ended=%d rss_before=%d rss_after=%d"
           % (whole, len(others), took, stuck.status, len(stuck.body), 1 if stuck.ended else 0,
              before, after))

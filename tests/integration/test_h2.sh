@@ -151,7 +151,8 @@ if [ $rc -ne 0 ] && [ $((SECONDS - t0)) -le 5 ]; then
 else
     t_fail "curl --http2-prior-knowledge on :80: exit $rc after $((SECONDS - t0)) s: [$out]"
 fi
-t_logged "... airlock logs the refusal" 'HTTP/2\|h2c\|PRI'
+t_logged "... airlock logs the refusal" \
+    '^BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) is refused; use HTTP/1.1 or TLS)$'
 # the Upgrade: h2c request is answered over HTTP/1.1, as without it
 out=$(curl -sS -m 10 --http2 -w '\n%{http_version} %{http_code}' http://ok.test/api/echo 2>&1)
 t_eq "h2c Upgrade on :80: answered over HTTP/1.1" "1.1 200" "$(tail -1 <<< "$out")"

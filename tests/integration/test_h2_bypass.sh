@@ -6,7 +6,8 @@
 #    error, and nothing reaches either upstream;
 #  - the attacks of proxy/px_h2.h with the limits named there (PX_H2_*): rapid reset, a
 #    CONTINUATION flood, an HPACK bomb, SETTINGS and PING floods, too many SETTINGS entries,
-#    more streams than allowed, a header list over the cap, too many fields. After each,
+#    more streams than allowed (before and after the SETTINGS ack), a header list over the
+#    cap (in several fields; in one field), too many fields. After each,
 #    airlock answers an ordinary request; its RSS stays bounded over the whole run.
 #
 # Addresses in the test's own namespace: airlock 127.0.0.1; nginx as ok.test on 127.0.0.3 and
@@ -37,8 +38,9 @@ mark() {
         *"sid=1 status=200 "*) ;;
         *) t_fail "the marker request $1 was not answered"; return ;;
     esac
+    MARK=$1
     # shellcheck disable=SC2016 # expanded by until_ok's eval
-    until_ok 'grep -q "mark=$1 " "$T_DIR/ok.access"' || t_fail "the marker request $1 never arrived"
+    until_ok 'grep -q "mark=$MARK " "$T_DIR/ok.access"' || t_fail "the marker request $1 never arrived"
 }
 
 # the connection works at all (otherwise every check below would fail for one reason)
@@ -116,10 +118,12 @@ n0=$(h2_count ok)
 out=$(raw rapid-reset 1000)
 t_contains "rapid reset (1000 streams opened and cancelled): GOAWAY(ENHANCE_YOUR_CALM)" "$out" "goaway=11 "
 echo "# $(oneline "$out")requests that reached the upstream: $(($(h2_count ok) - n0))"
+t_logged "... logged" '^BLOCKED - - -> 400 (HTTP/2 connection error: rapid reset: too many streams cancelled)$'
 after rapid-reset
 
 out=$(raw continuation-flood 2000)
 t_contains "CONTINUATION flood (> PX_H2_MAX_CONTINUATIONS = 8): GOAWAY(ENHANCE_YOUR_CALM)" "$out" "goaway=11 "
+t_logged "... logged" '^BLOCKED - - -> 400 (HTTP/2 connection error: flood: too many CONTINUATION frames)$'
 echo "# $(oneline "$out")"
 after continuation-flood
 
@@ -130,11 +134,20 @@ t_contains "HPACK bomb (a 4 KB table entry referenced 10000 times, 40 MB decoded
 t_contains "... and the connection goes on: the next stream is served" "$out" "sid=3 status=200 rst=-"
 after hpack-bomb
 
+# airlock ends the connection with a GOAWAY the client may never read: it closes with the
+# client's flood unread, so the kernel resets the connection; its log line says why
 for kind in settings ping; do
-    out=$(raw $kind-flood 200000)
+    n0=$(grep -c 'connection error: flood: SETTINGS or PING acks pile up unread' "$T_DIR/net.log")
+    out=$(raw $kind-flood 1000000)
     echo "# $(oneline "$out")"
-    t_contains "$kind flood from a client that does not read (acks over PX_H2_MAX_OUTBOUND_ACK = 100): GOAWAY(ENHANCE_YOUR_CALM)" \
-        "$out" "goaway=11 "
+    case "$(oneline "$out")" in
+        *"goaway=11 "* | *"closed=1"*)
+            t_ok "$kind flood from a client that does not read: the connection ends" ;;
+        *) t_fail "$kind flood from a client that does not read: the connection goes on: $(oneline "$out")" ;;
+    esac
+    t_wait_log "connection error: flood: SETTINGS or PING acks pile up unread" -F
+    t_eq "... logged: acks over PX_H2_MAX_OUTBOUND_ACK (100), ENHANCE_YOUR_CALM" "$((n0 + 1))" \
+        "$(grep -c 'connection error: flood: SETTINGS or PING acks pile up unread' "$T_DIR/net.log")"
     after $kind-flood
 done
 
@@ -143,19 +156,46 @@ t_contains "one SETTINGS frame with 40 entries (> PX_H2_MAX_SETTINGS = 32): GOAW
     "$out" "goaway=11 "
 after settings-entries
 
+# more streams than PX_H2_MAX_STREAMS: before the client acknowledged airlock's SETTINGS, the
+# excess streams are refused (REFUSED_STREAM) and the connection goes on; after it, the limit
+# binds the client and nghttp2 makes a breach a connection error (PROTOCOL_ERROR; RFC 9113
+# 5.1.2 allows either)
+out=$(raw too-many-streams-eager 110)
+echo "# $(oneline "$out")"
+t_contains "110 streams at once: SETTINGS_MAX_CONCURRENT_STREAMS is PX_H2_MAX_STREAMS (100)" "$out" "max_concurrent_streams=100"
+ans=$(sed -n 's/^answered=\([0-9]*\) refused=\([0-9]*\) codes=\(.*\)$/\1 \2 \3/p' <<< "$out")
+read -r a r codes <<< "$ans"
+if [ -n "$ans" ] && [ $((a + r)) -eq 110 ] && [ "$r" -ge 1 ] && [ "$codes" = 7 ]; then
+    t_ok "... sent before the SETTINGS ack: the excess refused with REFUSED_STREAM, the others answered ($a answered, $r refused)"
+else
+    t_fail "... sent before the SETTINGS ack: [$(oneline "$out")]"
+fi
+t_contains "... the connection goes on" "$out" "goaway=none"
+after too-many-streams-eager
 out=$(raw too-many-streams 110)
 echo "# $(oneline "$out")"
-t_contains "110 streams at once: SETTINGS_MAX_CONCURRENT_STREAMS is PX_H2_MAX_STREAMS" "$out" "max_concurrent_streams=100"
-t_contains "... the 10 over it are refused (REFUSED_STREAM), the 100 others answered" "$out" \
-    "answered=100 refused=10 codes=7"
-t_contains "... the connection goes on" "$out" "goaway=none"
+t_contains "110 streams after the SETTINGS ack: a connection error, PROTOCOL_ERROR" "$out" "goaway=1 "
+t_logged "... logged" 'HTTP/2 connection error: GOAWAY PROTOCOL_ERROR: request HEADERS: max concurrent streams exceeded)$'
 after too-many-streams
 
-out=$(raw header-over-cap 70000)
+out=$(raw header-over-cap 70000 14000)
 echo "# $(oneline "$out")"
-t_contains "a 70000-byte field (over PX_H2_HEADER_LIST_MAX = 64 KiB): 431 on its stream" "$out" "sid=1 status=431"
+t_contains "5 fields of 14000 bytes (over PX_H2_HEADER_LIST_MAX = 64 KiB): 431 on its stream" "$out" "sid=1 status=431"
 t_contains "... and the connection goes on" "$out" "sid=3 status=200 rst=-"
 after header-over-cap
+# one field over 64 KiB is over nghttp2's own cap for a field: a connection error
+# (COMPRESSION_ERROR), before any stream is handed out
+n0=$(grep -c 'HTTP/2 connection error: GOAWAY COMPRESSION_ERROR' "$T_DIR/net.log")
+out=$(raw header-over-cap 70000 70000)
+echo "# $(oneline "$out")"
+case "$(oneline "$out")" in
+    *"goaway=9 "* | *"closed=1"*) t_ok "one 70000-byte field: the connection ends" ;;
+    *) t_fail "one 70000-byte field: [$(oneline "$out")]" ;;
+esac
+t_wait_log 'HTTP/2 connection error: GOAWAY COMPRESSION_ERROR' -F
+t_eq "... logged as a COMPRESSION_ERROR" "$((n0 + 1))" \
+    "$(grep -c 'HTTP/2 connection error: GOAWAY COMPRESSION_ERROR' "$T_DIR/net.log")"
+after header-over-field-cap
 
 out=$(raw many-fields 150)
 echo "# $(oneline "$out")"
