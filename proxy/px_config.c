@@ -209,6 +209,7 @@ enum {
     OPT_CONNECT,
     OPT_HANDSHAKE,
     OPT_VERBOSE,
+    OPT_SANDBOXES,
 };
 
 static const struct option px__run_opts[] = {
@@ -232,6 +233,7 @@ static const struct option px__run_opts[] = {
     {"connect-timeout", required_argument, NULL, OPT_CONNECT},
     {"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"sandboxes", required_argument, NULL, OPT_SANDBOXES},
     {NULL, 0, NULL, 0},
 };
 
@@ -296,6 +298,9 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
         break;
     case OPT_LOG_CREATE:
         cfg->log_create = 1;
+        break;
+    case OPT_SANDBOXES:
+        cfg->sandboxes_dir = v;
         break;
     case OPT_CONFDIR:
         cfg->confdir = v;

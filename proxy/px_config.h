@@ -54,6 +54,7 @@ typedef struct px_config {
     const char *replacements_path;
     const char *log_path;
     int log_create;
+    const char *sandboxes_dir;     /* --sandboxes: many sandboxes by source address; NULL: one */
     const char *confdir;
     const char *upstream_ca;       /* NULL = system bundle */
     px_cidr_t allow_cidrs[PX_CIDR_MAX];

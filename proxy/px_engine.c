@@ -17,6 +17,7 @@
 #include "proxy/px_client.h"
 #include "base/px_err.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_sandbox.h"
 #include "proxy/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
@@ -91,6 +92,7 @@ static void px__engine_stop(px_engine_t *eng)
         c = next;
     }
     px_upmgr_close_idle(eng->up);
+    px_sandboxes_stop(eng);
     if (eng->resolver != NULL)
         dns_resolver_close(eng->resolver, NULL, NULL);
     eng->resolver = NULL;
@@ -144,6 +146,10 @@ static void on_trim(uv_timer_t *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
     px_engine_t *eng = s->data;
+    if (signum == SIGHUP && eng->cfg->sandboxes_dir != NULL) {
+        px_sandboxes_load(eng, 0);
+        return;
+    }
     if (signum == SIGHUP) {
         px_snapshot_t *n = NULL;
         if (px_snapshot_load(eng->cfg, 0, &n) == 0) {
@@ -207,6 +213,28 @@ static void on_dns_log(void *data, const char *line, size_t len)
 {
     px_engine_t *eng = data;
     px_log_line(eng->log, line, len);
+}
+
+static void on_sandbox_dns_log(void *data, const char *line, size_t len)
+{
+    px_sandbox_t *sb = data;
+    px_log_line(sb->log, line, len);
+}
+
+/* --sandboxes: a query is answered for the sandbox of its source, or not at all. */
+static void *on_dns_route(void *data, const struct sockaddr *src)
+{
+    px_engine_t *eng = data;
+    px_sandbox_t *sb = px_sandbox_for(eng, src);
+    if (sb != NULL)
+        return sb;
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (src->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)src)->sin_addr, ip, sizeof(ip));
+    else if (src->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)src)->sin6_addr, ip, sizeof(ip));
+    px_log_printf(eng->log, "BLOCKED DNS - -> no answer (source %s is in no sandbox)", ip);
+    return NULL;
 }
 
 static void px__own_addresses(px_engine_t *eng)
@@ -278,7 +306,8 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
                 "network log %s does not exist: no audit log will be written (create the file, "
                 "or pass --log-create)",
                 cfg->log_path);
-    if (px_snapshot_load(cfg, 1, &eng->snap) != 0)
+    /* with --sandboxes every connection has its sandbox's configuration; none is the engine's */
+    if (cfg->sandboxes_dir == NULL && px_snapshot_load(cfg, 1, &eng->snap) != 0)
         return -1;
     px__own_addresses(eng);
     px__pick_proxy_ip(eng, ipbuf, iplen);
@@ -312,6 +341,8 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     if (eng->up == NULL)
         return -1;
     px_upmgr_set_own(eng->up, eng->own, eng->n_own, eng->proxy_ip);
+    if (cfg->sandboxes_dir != NULL && px_sandboxes_load(eng, 1) != 0)
+        return -1;
     return 0;
 }
 
@@ -323,7 +354,10 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
         int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
-                                  ipbuf, on_dns_log, eng, &eng->dns);
+                                  ipbuf, cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log,
+                                  eng, &eng->dns);
+        if (rc == 0 && cfg->sandboxes_dir != NULL)
+            dns_server_set_route(eng->dns, on_dns_route);
         if (rc != 0) {
             px_diag(PX_DIAG_ERROR, "cannot listen for DNS on %s: %s", cfg->listen_dns.text,
                     uv_strerror(rc));
@@ -413,6 +447,7 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
     if (uv_loop_close(loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     px_snapshot_unref(eng->snap);
+    px_sandboxes_free(eng);
     px_upmgr_free(eng->up);
     SSL_CTX_free(eng->tls_server);
     SSL_CTX_free(eng->tls_client);

@@ -236,7 +236,8 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
     px_precheck(m, &ctx, pre);
     if (pre->verdict == PX_PRE_TUNNEL)
         pre->verdict = PX_PRE_NO_TUNNEL; /* a CONNECT stream never becomes a tunnel here */
-    px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx};
+    px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx, .log = c->log,
+                           .snap = px__cl_snap(c), .up = px__cl_up(c)};
     uv_timer_stop(&c->timer);
     s->x = px_xchg_start(c->eng, &from, m, pre);
     free(pre);
@@ -337,7 +338,7 @@ static void on_h2_refused(void *owner, int32_t sid, int status, const char *reas
 {
     (void)sid;
     px_client_t *c = owner;
-    px_log_printf(c->eng->log, "BLOCKED - - -> %d (%s: %s)", status,
+    px_log_printf(c->log, "BLOCKED - - -> %d (%s: %s)", status,
                   status == 431 ? "request head too large" : "malformed request", reason);
 }
 
@@ -401,7 +402,7 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
     if (c->closing)
         return;
     if (rc != 0)
-        px_log_printf(c->eng->log, "BLOCKED - - -> 400 (HTTP/2 connection error: %s)",
+        px_log_printf(c->log, "BLOCKED - - -> 400 (HTTP/2 connection error: %s)",
                       px_h2_reason(c->h2));
     px__cl_h2_pump(c);
     if (rc != 0 && !c->closing)
@@ -613,7 +614,7 @@ void px__cl_h2c_refuse(px_client_t *c)
         0, 0, 0, 0x4, 0, 0, 0, 0, 0,                  /* SETTINGS, empty */
         0, 0, 8, 0x7, 0, 0, 0, 0, 0,                  /* GOAWAY */
         0, 0, 0, 0, 0, 0, 0, 0xd};                    /* last stream 0, HTTP_1_1_REQUIRED */
-    px_log_printf(c->eng->log, "BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) "
+    px_log_printf(c->log, "BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) "
                                "is refused; use HTTP/1.1 or TLS)");
     px_sock_write(&c->sock, (const char *)frames, sizeof(frames));
     px__cl_close_flush(c);

@@ -30,6 +30,8 @@ static const char px__usage[] =
     "  --replacements PATH        [/replacements.json]\n"
     "  --log PATH                 network log, appended if it exists [/network-sandbox.log]\n"
     "  --log-create               create the log file when missing\n"
+    "  --sandboxes DIR            many sandboxes, one per subdirectory, chosen by source\n"
+    "                             address (--log is then the host log) [off]\n"
     "  --confdir DIR              CA directory [/mitmproxy-confdir]\n"
     "  --upstream-ca PATH         CA bundle for upstream TLS [system bundle]\n"
     "  --allow-upstream-cidr CIDR allow upstream addresses otherwise refused (repeatable)\n"

@@ -27,17 +27,17 @@ void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
     const char *annot = x->view != NULL ? x->view->annot : "";
     const char *url = x->pre.url[0] != '\0' ? x->pre.url : "-";
     if (status < 0)
-        px_log_printf(x->eng->log, "%s %s %s -> %s", verdict, x->method, url,
+        px_log_printf(x->log, "%s %s %s -> %s", verdict, x->method, url,
                       tail != NULL ? tail : "unknown error");
     else
-        px_log_printf(x->eng->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
+        px_log_printf(x->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
                       tail != NULL ? tail : "");
 }
 
 static void on_addon_log(void *data, const char *line, size_t len)
 {
     px_xchg_t *x = data;
-    px_log_line(x->eng->log, line, len);
+    px_log_line(x->log, line, len);
 }
 
 /* ---- timers ---------------------------------------------------------------------------------- */
@@ -104,7 +104,7 @@ static int px__view(px_xchg_t *x)
         h->value.base = m->values[i].len ? m->buf + m->values[i].off : "";
         h->value.len = m->values[i].len;
     }
-    x->snap = px_engine_snapshot_ref(x->eng);
+    x->snap = px_snapshot_ref(x->snap_from);
     r->config = &x->snap->cfg;
     r->url = x->pre.url;
     return 0;
@@ -324,7 +324,7 @@ static void px__open(px_xchg_t *x)
     } else if ((x->req->flags & PX_MSG_LENGTH) && x->req->length > 0) {
         body = PX_UP_BODY_LENGTH;
     }
-    x->up = px_up_open(x->eng->up, x->pre.norm_host, x->pre.port, x->tls, r, body,
+    x->up = px_up_open(x->upmgr, x->pre.norm_host, x->pre.port, x->tls, r, body,
                        x->req->method == HTTP_HEAD, &px__up_cbs, x);
     if (x->up == NULL) {
         px__x_finish(x, -1);
@@ -354,6 +354,9 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
         return NULL;
     }
     x->eng = eng;
+    x->log = from->log;
+    x->upmgr = from->up;
+    x->snap_from = from->snap; /* a reference is taken when the addons start */
     x->ops = from->ops;
     x->down = from->down;
     x->req = m;

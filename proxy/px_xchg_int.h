@@ -22,12 +22,15 @@ typedef enum { PX__RS_NONE = 0, PX__RS_WAIT, PX__RS_BODY, PX__RS_DONE } px__rs_t
 
 struct px_xchg {
     px_engine_t *eng;
+    px_log_t *log;            /* the sandbox's network log */
+    px_upmgr_t *upmgr;        /* the sandbox's upstream pool */
     const px_down_ops_t *ops;
     void *down;
     px_msg_t *req;            /* the request head (owned) */
     px_pre_t pre;
     addon_req_t *view;        /* what the addons see (owned) */
     px_snapshot_t *snap;      /* the configuration this request is decided under */
+    px_snapshot_t *snap_from; /* borrowed until the head is decided: the one in force */
     char method[PX__METHOD_MAX];
     int tls;
     /* the request */
