@@ -108,7 +108,11 @@ static void px__engine_stop(px_engine_t *eng)
 static void on_log_timer(uv_timer_t *t)
 {
     px_engine_t *eng = t->data;
-    if (px_log_kick(eng->log, 1))
+    int left = px_log_kick(eng->log, 1);
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        if (sb->log != NULL)
+            left |= px_log_kick(sb->log, 1);
+    if (left)
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0); /* writer busy */
 }
 
@@ -117,7 +121,11 @@ static void on_log_timer(uv_timer_t *t)
 static void on_log_kick(uv_check_t *h)
 {
     px_engine_t *eng = h->data;
-    if (px_log_kick(eng->log, 0) && !uv_is_active((uv_handle_t *)&eng->log_timer))
+    int left = px_log_kick(eng->log, 0);
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        if (px_log_touched(sb->log))
+            left |= px_log_kick(sb->log, 0);
+    if (left && !uv_is_active((uv_handle_t *)&eng->log_timer))
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0);
 }
 
