@@ -23,6 +23,7 @@
 #define CA__CERT_MODE 0644
 #define CA__DIR_MODE 0700
 #define CA__ROOT_CN "airlock CA"
+#define CA__CONV_CN "airlock conversation CA"
 #define CA__ROOT_O "airlock"
 
 /* ---- errors ---- */
@@ -383,33 +384,53 @@ static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
     return ok;
 }
 
-static int generate(EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errlen)
+/* Generates a CA: without nc, airlock's long-lived CA; with nc, a per-conversation CA valid
+ * days, that can sign for nothing but nc and issue no intermediate CA (pathlen 0). */
+static int generate(EVP_PKEY **key_out, X509 **cert_out, const ca_constraints_t *nc, int days,
+                    char *err, size_t errlen)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *x = X509_new();
     X509_NAME *name = x != NULL ? X509_get_subject_name(x) : NULL;
     X509V3_CTX ctx;
     time_t now = time(NULL);
+    const char *cn = nc != NULL ? CA__CONV_CN : CA__ROOT_CN;
+    long ahead = nc != NULL ? days : CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS;
+    int rc = PX_ECRYPTO;
 
     if (key == NULL || x == NULL || X509_set_version(x, X509_VERSION_3) != 1 ||
         ca__serial_set_random(x) < 0 ||
         X509_NAME_add_entry_by_NID(name, NID_commonName, V_ASN1_UTF8STRING,
-                                   (const unsigned char *)CA__ROOT_CN, -1, -1, 0) != 1 ||
+                                   (const unsigned char *)cn, -1, -1, 0) != 1 ||
         X509_NAME_add_entry_by_NID(name, NID_organizationName, V_ASN1_UTF8STRING,
                                    (const unsigned char *)CA__ROOT_O, -1, -1, 0) != 1 ||
         X509_set_issuer_name(x, name) != 1 ||
         ASN1_TIME_adj(X509_getm_notBefore(x), now, -CA_ROOT_BACKDATE_DAYS, 0) == NULL ||
-        ASN1_TIME_adj(X509_getm_notAfter(x), now, CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS, 0) ==
-            NULL ||
+        ASN1_TIME_adj(X509_getm_notAfter(x), now, (int)ahead, 0) == NULL ||
         X509_set_pubkey(x, key) != 1) {
         goto fail;
     }
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    if (!add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE") ||
+    if (!add_ext(x, &ctx, NID_basic_constraints,
+                 nc != NULL ? "critical,CA:TRUE,pathlen:0" : "critical,CA:TRUE") ||
         !add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
-        !add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
-        X509_sign(x, key, EVP_sha256()) <= 0) {
+        !add_ext(x, &ctx, NID_subject_key_identifier, "hash")) {
+        goto fail;
+    }
+    if (nc != NULL) {
+        rc = ca__nc_add_ext(x, nc);
+        if (rc == PX_ECONFIG) {
+            ca__err_set(err, errlen, "no host name to permit: a CA constrained to IP addresses "
+                                     "alone would leave every DNS name open");
+            goto fail_quiet;
+        }
+        if (rc < 0) {
+            goto fail;
+        }
+        rc = PX_ECRYPTO;
+    }
+    if (X509_sign(x, key, EVP_sha256()) <= 0) {
         goto fail;
     }
     *key_out = key;
@@ -417,9 +438,11 @@ static int generate(EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errle
     return 0;
 fail:
     ca__err_ssl(err, errlen, "cannot generate a CA");
+fail_quiet:
+    ERR_clear_error();
     X509_free(x);
     EVP_PKEY_free(key);
-    return PX_ECRYPTO;
+    return rc;
 }
 
 /* Loads dir's CA, or with CA_CREATE generates and writes one; *generated tells which. */
@@ -450,7 +473,7 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
     if (rc < 0) {
         return rc;
     }
-    rc = generate(key, cert, err, errlen);
+    rc = generate(key, cert, NULL, 0, err, errlen);
     if (rc < 0) {
         return rc;
     }
@@ -515,6 +538,10 @@ int ca_load(ca_t **out, const char *confdir, unsigned flags, size_t cache_cap, c
     if (rc < 0) {
         goto fail;
     }
+    rc = ca__nc_from_cert(ca->issuer->cert, &ca->nc, err, errlen);
+    if (rc < 0) {
+        goto fail;
+    }
     rc = ca__cache_init(&ca->cache, cache_cap);
     if (rc < 0) {
         ca__err_set(err, errlen, "cannot create the certificate cache");
@@ -534,6 +561,7 @@ void ca_free(ca_t *ca)
         return;
     }
     ca__cache_cleanup(&ca->cache);
+    ca_constraints_free(ca->nc);
     ca__mint_cleanup(ca);
     ca__issuer_release(ca->issuer);
     EVP_PKEY_free(ca->key);
@@ -631,4 +659,64 @@ void ca_cache_get_stats(const ca_t *ca, ca_cache_stats_t *out)
     out->hits = ca->cache.hits;
     out->misses = ca->cache.misses;
     out->evictions = ca->cache.evictions;
+}
+
+/* ---- per-conversation CAs ---- */
+
+int ca_init_constrained(const char *confdir, const ca_constraints_t *c, int days, char *err,
+                        size_t errlen)
+{
+    EVP_PKEY *key = NULL;
+    X509 *cert = NULL;
+    char path[CA_PATH_MAX];
+    int rc;
+
+    ca__err_set(err, errlen, "%s", "");
+    if (confdir == NULL || confdir[0] == '\0' || c == NULL) {
+        ca__err_set(err, errlen, "no confdir given");
+        return PX_ECONFIG;
+    }
+    if (days < 1 || days > CA_CONV_MAX_DAYS) {
+        ca__err_set(err, errlen, "a per-conversation CA is valid 1 to %d days", CA_CONV_MAX_DAYS);
+        return PX_ECONFIG;
+    }
+    rc = path_join(path, sizeof(path), confdir, CA_FILE_KEY_CERT, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    if (access(path, F_OK) == 0) {
+        ca__err_set(err, errlen,
+                    "%s already holds a CA; a per-conversation CA needs a directory of its own",
+                    confdir);
+        return PX_ECONFIG;
+    }
+    rc = mkdir_p(confdir, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = generate(&key, &cert, c, days, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = write_pem_file(confdir, CA_FILE_KEY_CERT, key, cert, CA__KEY_MODE, 1, err, errlen);
+    if (rc == 1) {
+        ca__err_set(err, errlen, "%s already holds a CA (created meanwhile)", confdir);
+        rc = PX_ECONFIG;
+    }
+    if (rc == 0) {
+        rc = write_cert_files(confdir, cert, err, errlen);
+    }
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    return rc;
+}
+
+const ca_constraints_t *ca_get_constraints(const ca_t *ca)
+{
+    return ca->nc;
+}
+
+int ca_name_permitted(const ca_t *ca, const char *name, size_t len)
+{
+    return ca->nc == NULL || ca_constraints_permits(ca->nc, name, len);
 }

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -63,6 +64,8 @@ struct ca {
     X509_EXTENSION *ext_ku;
     X509_EXTENSION *ext_eku;
     X509_EXTENSION *ext_aki; /* NULL when the CA has no SKI */
+    ca_constraints_t *nc;    /* the certificate's name constraints; NULL when none */
+    time_t not_after;        /* the CA's notAfter: no leaf outlives it (0: unknown) */
     int generated;
     ca__cache_t cache;
 };
@@ -90,6 +93,17 @@ void ca__mint_cleanup(ca_t *ca);
 
 /* Mints a leaf for a parsed name; *out has one reference. 0, PX_ENOMEM or PX_ECRYPTO. */
 int ca__leaf_mint(ca_t *ca, const ca__name_t *name, ca_leaf_t **out);
+
+/* 1 when the parsed name n is within the constraints c (RFC 5280 rules), else 0. */
+int ca__nc_permits(const ca_constraints_t *c, const ca__name_t *n);
+
+/* Reads cert's Name Constraints into *out (NULL when it has none). 0, PX_EPARSE, PX_ETOOBIG or
+ * PX_ENOMEM with err filled. */
+int ca__nc_from_cert(X509 *cert, ca_constraints_t **out, char *err, size_t errlen);
+
+/* Adds c as a critical Name Constraints extension to x. 0, PX_ECONFIG (c permits no DNS name,
+ * which would leave DNS names unconstrained) or PX_ECRYPTO. */
+int ca__nc_add_ext(X509 *x, const ca_constraints_t *c);
 
 /* Drops one issuer reference; the last frees it. */
 void ca__issuer_release(ca__issuer_t *issuer);

@@ -1,0 +1,76 @@
+/* The per-conversation CA: the allowlist's host patterns become name constraints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addons/addon_policy_hosts.h"
+#include "base/px_err.h"
+#include "proxy/px_caconv.h"
+
+typedef struct caconv_walk {
+    ca_constraints_t *c;
+    char *err;
+    size_t errlen;
+} caconv_walk_t;
+
+static int on_policy_host(void *arg, const char *pattern, size_t len, const char *where)
+{
+    caconv_walk_t *w = arg;
+    char why[CA_ERR_LEN + 128];
+    int rc = ca_constraints_add_host(w->c, pattern, len, why, sizeof(why));
+    if (rc < 0)
+        snprintf(w->err, w->errlen, "%s: %s", where, why);
+    return rc;
+}
+
+int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *err, size_t errlen)
+{
+    caconv_walk_t w = {c, err, errlen};
+    snprintf(err, errlen, "%s", "");
+    return addon_policy_each_host(p, on_policy_host, &w);
+}
+
+int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
+                     char **desc, char *err, size_t errlen)
+{
+    addon_policy_t *p = NULL;
+    ca_constraints_t *c = NULL;
+    char why[1024];
+    int rc;
+
+    if (desc != NULL)
+        *desc = NULL;
+    rc = addon_policy_load_file_as(path, fmt, &p, why, sizeof(why));
+    if (rc == PX_ENOENT)
+        snprintf(err, errlen, "%s: no such file (the allowlist is required)", path);
+    else if (rc < 0)
+        snprintf(err, errlen, "%s", why);
+    if (rc < 0)
+        return rc;
+    c = ca_constraints_new();
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        rc = PX_ENOMEM;
+        goto done;
+    }
+    rc = px_caconv_constraints(p, c, err, errlen); /* err names the entry and its line */
+    if (rc < 0)
+        goto done;
+    if (ca_constraints_count(c) == 0) {
+        snprintf(err, errlen, "%s allows no host: a conversation CA would have nothing to sign for",
+                 path);
+        rc = PX_ECONFIG;
+        goto done;
+    }
+    rc = ca_init_constrained(confdir, c, days, err, errlen);
+    if (rc == 0 && desc != NULL) {
+        size_t n = ca_constraints_describe(c, NULL, 0) + 1;
+        *desc = malloc(n);
+        if (*desc != NULL)
+            ca_constraints_describe(c, *desc, n);
+    }
+done:
+    ca_constraints_free(c);
+    addon_policy_unref(p);
+    return rc;
+}
