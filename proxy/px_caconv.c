@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "addons/addon_policy_hosts.h"
 #include "base/px_err.h"
@@ -72,5 +73,23 @@ int px_caconv_create(const char *confdir, const char *path, addon_policy_format_
 done:
     ca_constraints_free(c);
     addon_policy_unref(p);
+    return rc;
+}
+
+int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
+                     int *created, char *err, size_t errlen)
+{
+    char file[CA_PATH_MAX];
+    int n = snprintf(file, sizeof(file), "%s/%s", confdir, CA_FILE_KEY_CERT);
+
+    *created = 0;
+    if (n < 0 || (size_t)n >= sizeof(file)) {
+        snprintf(err, errlen, "confdir path too long");
+        return PX_ECONFIG;
+    }
+    if (access(file, F_OK) == 0)
+        return 0; /* this conversation's CA from an earlier start; ca_load checks it */
+    int rc = px_caconv_create(confdir, path, fmt, days, NULL, err, errlen);
+    *created = rc == 0;
     return rc;
 }

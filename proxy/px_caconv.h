@@ -23,4 +23,10 @@ int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *er
 int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
                      char **desc, char *err, size_t errlen);
 
+/* For `airlock run --ca-per-conversation`: creates the constrained CA in confdir (as
+ * px_caconv_create) unless confdir holds a CA already. 0 (*created 1 or 0), or negative with
+ * err filled. The caller must still refuse a CA that turns out unconstrained. */
+int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
+                     int *created, char *err, size_t errlen);
+
 #endif
