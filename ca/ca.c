@@ -19,11 +19,9 @@
 #include "ca/ca_int.h"
 #include "base/px_err.h"
 
-#define CA__KEY_MODE 0600
 #define CA__CERT_MODE 0644
 #define CA__DIR_MODE 0700
 #define CA__ROOT_CN "airlock CA"
-#define CA__CONV_CN "airlock conversation CA"
 #define CA__ROOT_O "airlock"
 
 /* ---- errors ---- */
@@ -68,7 +66,7 @@ void ca__err_ssl(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- files ---- */
 
-static int path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
+int ca__path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
                      size_t errlen)
 {
     int n = snprintf(out, outlen, "%s/%s", dir, file);
@@ -216,7 +214,7 @@ static int load_pem_file(const char *path, EVP_PKEY **key, X509 **cert, char *er
 }
 
 /* mkdir -p with mode for the directories it creates. */
-static int mkdir_p(const char *dir, char *err, size_t errlen)
+int ca__mkdir_p(const char *dir, char *err, size_t errlen)
 {
     char tmp[CA_PATH_MAX];
     size_t len = strlen(dir);
@@ -291,7 +289,7 @@ static int publish(const char *tmp, const char *dir, const char *file, int norep
                    size_t errlen)
 {
     char path[CA_PATH_MAX];
-    int rc = path_join(path, sizeof(path), dir, file, err, errlen);
+    int rc = ca__path_join(path, sizeof(path), dir, file, err, errlen);
 
     if (rc < 0) {
         unlink(tmp);
@@ -334,8 +332,8 @@ static void sync_dir(const char *dir)
 }
 
 /* Writes a PEM of (key if non-NULL, then) cert into dir/file atomically. */
-static int write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
-                          int noreplace, char *err, size_t errlen)
+int ca__write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert,
+                       mode_t mode, int noreplace, char *err, size_t errlen)
 {
     char tmp[CA_PATH_MAX];
     char *data = NULL;
@@ -361,14 +359,14 @@ static int write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509
     return publish(tmp, dir, file, noreplace, err, errlen);
 }
 
-static int write_cert_files(const char *dir, X509 *cert, char *err, size_t errlen)
+int ca__write_cert_files(const char *dir, X509 *cert, char *err, size_t errlen)
 {
-    int rc = write_pem_file(dir, CA_FILE_CERT_PEM, NULL, cert, CA__CERT_MODE, 0, err, errlen);
+    int rc = ca__write_pem_file(dir, CA_FILE_CERT_PEM, NULL, cert, CA__CERT_MODE, 0, err, errlen);
 
     if (rc < 0) {
         return rc;
     }
-    rc = write_pem_file(dir, CA_FILE_CERT_CER, NULL, cert, CA__CERT_MODE, 0, err, errlen);
+    rc = ca__write_pem_file(dir, CA_FILE_CERT_CER, NULL, cert, CA__CERT_MODE, 0, err, errlen);
     sync_dir(dir);
     return rc;
 }
@@ -384,42 +382,39 @@ static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
     return ok;
 }
 
-/* Generates a CA: without nc, airlock's long-lived CA; with nc, a per-conversation CA valid
- * days, that can sign for nothing but nc and issue no intermediate CA (pathlen 0). */
-static int generate(EVP_PKEY **key_out, X509 **cert_out, const ca_constraints_t *nc, int days,
-                    char *err, size_t errlen)
+int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err,
+                 size_t errlen)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *x = X509_new();
     X509_NAME *name = x != NULL ? X509_get_subject_name(x) : NULL;
     X509V3_CTX ctx;
     time_t now = time(NULL);
-    const char *cn = nc != NULL ? CA__CONV_CN : CA__ROOT_CN;
-    long ahead = nc != NULL ? days : CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS;
     int rc = PX_ECRYPTO;
 
     if (key == NULL || x == NULL || X509_set_version(x, X509_VERSION_3) != 1 ||
         ca__serial_set_random(x) < 0 ||
         X509_NAME_add_entry_by_NID(name, NID_commonName, V_ASN1_UTF8STRING,
-                                   (const unsigned char *)cn, -1, -1, 0) != 1 ||
+                                   (const unsigned char *)g->cn, -1, -1, 0) != 1 ||
         X509_NAME_add_entry_by_NID(name, NID_organizationName, V_ASN1_UTF8STRING,
                                    (const unsigned char *)CA__ROOT_O, -1, -1, 0) != 1 ||
-        X509_set_issuer_name(x, name) != 1 ||
+        X509_set_issuer_name(x, g->issuer_cert != NULL ? X509_get_subject_name(g->issuer_cert)
+                                                       : name) != 1 ||
         ASN1_TIME_adj(X509_getm_notBefore(x), now, -CA_ROOT_BACKDATE_DAYS, 0) == NULL ||
-        ASN1_TIME_adj(X509_getm_notAfter(x), now, (int)ahead, 0) == NULL ||
+        ASN1_TIME_adj(X509_getm_notAfter(x), now, (int)g->days, 0) == NULL ||
         X509_set_pubkey(x, key) != 1) {
         goto fail;
     }
     X509V3_set_ctx_nodb(&ctx);
-    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    if (!add_ext(x, &ctx, NID_basic_constraints,
-                 nc != NULL ? "critical,CA:TRUE,pathlen:0" : "critical,CA:TRUE") ||
+    X509V3_set_ctx(&ctx, g->issuer_cert != NULL ? g->issuer_cert : x, x, NULL, NULL, 0);
+    if (!add_ext(x, &ctx, NID_basic_constraints, g->bc) ||
         !add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
-        !add_ext(x, &ctx, NID_subject_key_identifier, "hash")) {
+        !add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
+        (g->issuer_cert != NULL && !add_ext(x, &ctx, NID_authority_key_identifier, "keyid"))) {
         goto fail;
     }
-    if (nc != NULL) {
-        rc = ca__nc_add_ext(x, nc);
+    if (g->nc != NULL) {
+        rc = ca__nc_add_ext(x, g->nc);
         if (rc == PX_ECONFIG) {
             ca__err_set(err, errlen, "no host name to permit: a CA constrained to IP addresses "
                                      "alone would leave every DNS name open");
@@ -430,7 +425,7 @@ static int generate(EVP_PKEY **key_out, X509 **cert_out, const ca_constraints_t 
         }
         rc = PX_ECRYPTO;
     }
-    if (X509_sign(x, key, EVP_sha256()) <= 0) {
+    if (X509_sign(x, g->issuer_key != NULL ? g->issuer_key : key, EVP_sha256()) <= 0) {
         goto fail;
     }
     *key_out = key;
@@ -451,7 +446,7 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
 {
     char path[CA_PATH_MAX];
     struct stat st;
-    int rc = path_join(path, sizeof(path), dir, CA_FILE_KEY_CERT, err, errlen);
+    int rc = ca__path_join(path, sizeof(path), dir, CA_FILE_KEY_CERT, err, errlen);
 
     *generated = 0;
     if (rc < 0) {
@@ -469,15 +464,17 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
         }
         return PX_ENOENT;
     }
-    rc = mkdir_p(dir, err, errlen);
+    rc = ca__mkdir_p(dir, err, errlen);
     if (rc < 0) {
         return rc;
     }
-    rc = generate(key, cert, NULL, 0, err, errlen);
+    ca__gen_t g = {CA__ROOT_CN, NULL, CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS,
+                   "critical,CA:TRUE", NULL, NULL};
+    rc = ca__generate(&g, key, cert, err, errlen);
     if (rc < 0) {
         return rc;
     }
-    rc = write_pem_file(dir, CA_FILE_KEY_CERT, *key, *cert, CA__KEY_MODE, 1, err, errlen);
+    rc = ca__write_pem_file(dir, CA_FILE_KEY_CERT, *key, *cert, CA__KEY_MODE, 1, err, errlen);
     if (rc != 0) {
         X509_free(*cert);
         EVP_PKEY_free(*key);
@@ -488,7 +485,7 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
     }
     /* The key file exists from here on, so a crash below leaves a CA whose certificate
      * files ca_init_confdir() rewrites. */
-    rc = write_cert_files(dir, *cert, err, errlen);
+    rc = ca__write_cert_files(dir, *cert, err, errlen);
     if (rc < 0) {
         X509_free(*cert);
         EVP_PKEY_free(*key);
@@ -593,7 +590,7 @@ int ca_init_confdir(const char *confdir, int *result, char *err, size_t errlen)
     }
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[CA_PATH_MAX];
-        rc = path_join(path, sizeof(path), confdir, files[i], err, errlen);
+        rc = ca__path_join(path, sizeof(path), confdir, files[i], err, errlen);
         if (rc < 0) {
             goto done;
         }
@@ -602,7 +599,7 @@ int ca_init_confdir(const char *confdir, int *result, char *err, size_t errlen)
         }
     }
     if (missing) {
-        rc = write_cert_files(confdir, cert, err, errlen);
+        rc = ca__write_cert_files(confdir, cert, err, errlen);
         if (rc == 0) {
             *result = CA_INIT_REPAIRED;
         }
@@ -662,54 +659,6 @@ void ca_cache_get_stats(const ca_t *ca, ca_cache_stats_t *out)
 }
 
 /* ---- per-conversation CAs ---- */
-
-int ca_init_constrained(const char *confdir, const ca_constraints_t *c, int days, char *err,
-                        size_t errlen)
-{
-    EVP_PKEY *key = NULL;
-    X509 *cert = NULL;
-    char path[CA_PATH_MAX];
-    int rc;
-
-    ca__err_set(err, errlen, "%s", "");
-    if (confdir == NULL || confdir[0] == '\0' || c == NULL) {
-        ca__err_set(err, errlen, "no confdir given");
-        return PX_ECONFIG;
-    }
-    if (days < 1 || days > CA_CONV_MAX_DAYS) {
-        ca__err_set(err, errlen, "a per-conversation CA is valid 1 to %d days", CA_CONV_MAX_DAYS);
-        return PX_ECONFIG;
-    }
-    rc = path_join(path, sizeof(path), confdir, CA_FILE_KEY_CERT, err, errlen);
-    if (rc < 0) {
-        return rc;
-    }
-    if (access(path, F_OK) == 0) {
-        ca__err_set(err, errlen,
-                    "%s already holds a CA; a per-conversation CA needs a directory of its own",
-                    confdir);
-        return PX_ECONFIG;
-    }
-    rc = mkdir_p(confdir, err, errlen);
-    if (rc < 0) {
-        return rc;
-    }
-    rc = generate(&key, &cert, c, days, err, errlen);
-    if (rc < 0) {
-        return rc;
-    }
-    rc = write_pem_file(confdir, CA_FILE_KEY_CERT, key, cert, CA__KEY_MODE, 1, err, errlen);
-    if (rc == 1) {
-        ca__err_set(err, errlen, "%s already holds a CA (created meanwhile)", confdir);
-        rc = PX_ECONFIG;
-    }
-    if (rc == 0) {
-        rc = write_cert_files(confdir, cert, err, errlen);
-    }
-    X509_free(cert);
-    EVP_PKEY_free(key);
-    return rc;
-}
 
 const ca_constraints_t *ca_get_constraints(const ca_t *ca)
 {

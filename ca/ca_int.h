@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <openssl/evp.h>
@@ -69,6 +70,35 @@ struct ca {
     int generated;
     ca__cache_t cache;
 };
+
+#define CA__KEY_MODE 0600 /* mitmproxy-ca.pem: it holds the private key */
+
+/* What ca__generate() makes: an EC P-256 CA certificate named cn, valid from
+ * CA_ROOT_BACKDATE_DAYS ago to days from now, with basicConstraints bc, Name Constraints nc
+ * (NULL: none), signed by issuer_key/issuer_cert (NULL: self-signed). */
+typedef struct ca__gen {
+    const char *cn;
+    const ca_constraints_t *nc;
+    long days;
+    const char *bc;
+    EVP_PKEY *issuer_key;
+    X509 *issuer_cert;
+} ca__gen_t;
+
+/* Generates a key and the CA certificate g describes. 0, PX_ECONFIG (nc permits no DNS
+ * name) or PX_ECRYPTO, err filled. */
+int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err,
+                 size_t errlen);
+
+/* File helpers of ca.c: "dir/file" into out; mkdir -p (0700); a PEM of (key if non-NULL, then)
+ * cert written atomically (noreplace: an existing file wins, returning 1); the two
+ * certificate-only files. 0 or a negative code with err filled. */
+int ca__path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
+                  size_t errlen);
+int ca__mkdir_p(const char *dir, char *err, size_t errlen);
+int ca__write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
+                       int noreplace, char *err, size_t errlen);
+int ca__write_cert_files(const char *dir, X509 *cert, char *err, size_t errlen);
 
 /* Prints into err (if non-NULL) like snprintf; always NUL-terminates. */
 void ca__err_set(char *err, size_t errlen, const char *fmt, ...)

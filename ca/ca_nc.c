@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -453,4 +454,70 @@ int ca__nc_from_cert(X509 *cert, ca_constraints_t **out, char *err, size_t errle
     }
     *out = c;
     return 0;
+}
+
+/* ---- per-conversation CAs ---- */
+
+#define CA__CONV_ROOT_CN "airlock conversation root"
+#define CA__CONV_CN "airlock conversation CA"
+
+/* Two certificates, both constrained: a root whose key exists only here (it signs the
+ * intermediate and is freed), and the intermediate airlock keeps and signs leaves with. Java
+ * (JDK 17) ignores a trust anchor's name constraints but enforces those of every certificate
+ * in the path, so the constraints must sit on a certificate below the one the agent trusts. */
+int ca_init_constrained(const char *confdir, const ca_constraints_t *c, int days, char *err,
+                        size_t errlen)
+{
+    EVP_PKEY *root_key = NULL, *key = NULL;
+    X509 *root = NULL, *cert = NULL;
+    char path[CA_PATH_MAX];
+    int rc;
+
+    ca__err_set(err, errlen, "%s", "");
+    if (confdir == NULL || confdir[0] == '\0' || c == NULL) {
+        ca__err_set(err, errlen, "no confdir given");
+        return PX_ECONFIG;
+    }
+    if (days < 1 || days > CA_CONV_MAX_DAYS) {
+        ca__err_set(err, errlen, "a per-conversation CA is valid 1 to %d days", CA_CONV_MAX_DAYS);
+        return PX_ECONFIG;
+    }
+    rc = ca__path_join(path, sizeof(path), confdir, CA_FILE_KEY_CERT, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    if (access(path, F_OK) == 0) {
+        ca__err_set(err, errlen,
+                    "%s already holds a CA; a per-conversation CA needs a directory of its own",
+                    confdir);
+        return PX_ECONFIG;
+    }
+    ca__gen_t rg = {CA__CONV_ROOT_CN, c, days, "critical,CA:TRUE,pathlen:1", NULL, NULL};
+    rc = ca__generate(&rg, &root_key, &root, err, errlen);
+    if (rc < 0) {
+        return rc;
+    }
+    ca__gen_t ig = {CA__CONV_CN, c, days, "critical,CA:TRUE,pathlen:0", root_key, root};
+    rc = ca__generate(&ig, &key, &cert, err, errlen);
+    EVP_PKEY_free(root_key); /* nothing else is ever signed with it */
+    if (rc < 0) {
+        goto done;
+    }
+    rc = ca__mkdir_p(confdir, err, errlen);
+    if (rc < 0) {
+        goto done;
+    }
+    rc = ca__write_pem_file(confdir, CA_FILE_KEY_CERT, key, cert, CA__KEY_MODE, 1, err, errlen);
+    if (rc == 1) {
+        ca__err_set(err, errlen, "%s already holds a CA (created meanwhile)", confdir);
+        rc = PX_ECONFIG;
+    }
+    if (rc == 0) {
+        rc = ca__write_cert_files(confdir, root, err, errlen); /* what the agent trusts */
+    }
+done:
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    X509_free(root);
+    return rc;
 }

@@ -92,6 +92,7 @@ static X509 *sign_by_hand(const char *dir, const char *name, int is_ip)
     assert_true(ct_add_ext(x, &ctx, NID_subject_alt_name, san));
     assert_true(ct_add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE"));
     assert_true(ct_add_ext(x, &ctx, NID_ext_key_usage, "serverAuth"));
+    assert_true(ct_add_ext(x, &ctx, NID_authority_key_identifier, "keyid"));
     assert_true(X509_sign(x, cakey, EVP_sha256()) > 0);
     X509_free(cacert);
     EVP_PKEY_free(cakey);
@@ -99,18 +100,58 @@ static X509 *sign_by_hand(const char *dir, const char *name, int is_ip)
     return x;
 }
 
-/* X509_verify_cert()'s error for leaf under ca (X509_V_OK when it verifies). */
-static int verify_error(X509 *ca, X509 *leaf)
+/* dir/mitmproxy-ca-cert.pem: the certificate the agent trusts (a new reference). */
+static X509 *read_root(const char *dir)
+{
+    char path[4096];
+    ct_path(path, sizeof(path), "%s/%s", dir, CA_FILE_CERT_PEM);
+    BIO *bio = BIO_new_file(path, "r");
+    assert_non_null(bio);
+    X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+    assert_non_null(x);
+    BIO_free(bio);
+    return x;
+}
+
+/* X509_verify_cert()'s error (X509_V_OK when it verifies) for leaf, sent with the chain
+ * inter (NULL: none), by a client trusting root alone; strict, TLS server purpose. */
+static int verify_error(X509 *root, X509 *inter, X509 *leaf)
 {
     X509_STORE *store = X509_STORE_new();
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
-    assert_int_equal(X509_STORE_add_cert(store, ca), 1);
-    assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, NULL), 1);
+    STACK_OF(X509) *chain = sk_X509_new_null();
+    assert_non_null(chain);
+    if (inter != NULL) {
+        assert_true(sk_X509_push(chain, inter) > 0);
+    }
+    assert_int_equal(X509_STORE_add_cert(store, root), 1);
+    assert_int_equal(X509_STORE_CTX_init(ctx, store, leaf, chain), 1);
     X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
+    X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx), X509_V_FLAG_X509_STRICT);
     int rc = X509_verify_cert(ctx) == 1 ? X509_V_OK : X509_STORE_CTX_get_error(ctx);
     X509_STORE_CTX_free(ctx);
     X509_STORE_free(store);
+    sk_X509_free(chain);
     return rc;
+}
+
+/* `openssl verify -CAfile dir/mitmproxy-ca-cert.pem -untrusted <intermediate> -x509_strict
+ * -purpose sslserver leaf`: its exit status. */
+static int openssl_verify(const char *dir, X509 *inter, X509 *leaf)
+{
+    char tmp[CT_DIR_LEN], ipath[128], lpath[128], cmd[1024];
+    ct_tmpdir(tmp);
+    ct_path(ipath, sizeof(ipath), "%s/inter.pem", tmp);
+    ct_path(lpath, sizeof(lpath), "%s/leaf.pem", tmp);
+    ct_write_cert(ipath, inter);
+    ct_write_cert(lpath, leaf);
+    ct_path(cmd, sizeof(cmd),
+            "openssl verify -CAfile %s/%s -untrusted %s -x509_strict -purpose sslserver %s >/dev/null",
+            dir, CA_FILE_CERT_PEM, ipath, lpath);
+    fflush(NULL);
+    int st = system(cmd);
+    ct_rmtree(tmp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
 /* ---- constraints from host patterns ---- */
@@ -286,6 +327,19 @@ static void test_ca_constraints_ca_file(void **state)
     assert_non_null(bc->pathlen);
     assert_int_equal(ASN1_INTEGER_get(bc->pathlen), 0);
     BASIC_CONSTRAINTS_free(bc);
+    /* The agent trusts a root that is constrained the same way, whose key was thrown away:
+     * the only key in the confdir is the intermediate's. */
+    X509 *root = read_root(dir);
+    assert_int_not_equal(X509_cmp(root, cert), 0);
+    assert_int_equal(X509_check_issued(root, cert), X509_V_OK);
+    assert_int_equal(X509_check_issued(root, root), X509_V_OK);
+    crit = 0;
+    nc = X509_get_ext_d2i(root, NID_name_constraints, &crit, NULL);
+    assert_non_null(nc);
+    assert_int_equal(crit, 1);
+    NAME_CONSTRAINTS_free(nc);
+    assert_true(ct_time(X509_get0_notAfter(root)) < now + 8 * 86400);
+    X509_free(root);
     ca_free(ca);
     ct_rmtree(dir);
 }
@@ -302,9 +356,11 @@ static void test_ca_constraints_excludes_all_addresses_without_ip(void **state)
     ca_leaf_t *leaf = NULL;
     assert_int_equal(ca_leaf_acquire(ca, "127.0.0.1", 9, &leaf), PX_EFORBIDDEN);
     assert_null(leaf);
+    X509 *root = read_root(dir);
     X509 *x = sign_by_hand(dir, "127.0.0.1", 1);
-    assert_int_equal(verify_error(ca_get_cert(ca), x), X509_V_ERR_EXCLUDED_VIOLATION);
+    assert_int_equal(verify_error(root, ca_get_cert(ca), x), X509_V_ERR_EXCLUDED_VIOLATION);
     X509_free(x);
+    X509_free(root);
     ca_free(ca);
     ct_rmtree(dir);
 }
@@ -314,26 +370,26 @@ static void test_ca_constraints_leaf_inside(void **state)
     static const char *const pats[] = {".github.com", "pypi.org", "10.0.0.1", "2001:db8::1", NULL};
     static const char *const names[] = {"github.com", "api.github.com", "x.y.github.com",
                                         "pypi.org", "10.0.0.1", "[2001:db8::1]"};
-    char dir[CT_DIR_LEN], cafile[4096];
+    char dir[CT_DIR_LEN];
     (void)state;
     ca_t *ca = make_conv_ca(dir, pats, 7);
-    ct_path(cafile, sizeof(cafile), "%s/%s", dir, CA_FILE_CERT_PEM);
+    X509 *root = read_root(dir);
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         ca_leaf_t *leaf = NULL;
         assert_int_equal(ca_name_permitted(ca, names[i], strlen(names[i])), 1);
         assert_int_equal(ca_leaf_acquire(ca, names[i], strlen(names[i]), &leaf), 0);
         X509 *x = ca_leaf_get_cert(leaf);
-        int err = verify_error(ca_get_cert(ca), x);
+        int err = verify_error(root, ca_get_cert(ca), x);
         if (err != X509_V_OK) {
             fprintf(stderr, "%s: %s\n", names[i], X509_verify_cert_error_string(err));
         }
         assert_int_equal(err, X509_V_OK);
-        assert_int_equal(ct_verify_chain(ca_get_cert(ca), x), 1); /* strict */
-        assert_int_equal(ct_openssl_verify(cafile, x, CT_VERIFY_STRICT), 0);
+        assert_int_equal(openssl_verify(dir, ca_get_cert(ca), x), 0);
         /* no leaf outlives its CA */
         assert_true(ct_time(X509_get0_notAfter(x)) <= ct_time(X509_get0_notAfter(ca_get_cert(ca))));
         ca_leaf_release(leaf);
     }
+    X509_free(root);
     ca_free(ca);
     ct_rmtree(dir);
 }
@@ -360,15 +416,18 @@ static void test_ca_constraints_leaf_outside_refused(void **state)
     assert_int_equal(st.count, 0); /* nothing minted, nothing cached */
     /* The same CA's key can still sign outside, by hand: clients that honour name
      * constraints (OpenSSL here) reject it. */
+    X509 *root = read_root(dir);
+    X509 *inter = ca_get_cert(ca);
     X509 *x = sign_by_hand(dir, "example.com", 0);
-    assert_int_equal(verify_error(ca_get_cert(ca), x), X509_V_ERR_PERMITTED_VIOLATION);
+    assert_int_equal(verify_error(root, inter, x), X509_V_ERR_PERMITTED_VIOLATION);
     X509_free(x);
     x = sign_by_hand(dir, "10.0.0.2", 1);
-    assert_int_equal(verify_error(ca_get_cert(ca), x), X509_V_ERR_PERMITTED_VIOLATION);
+    assert_int_equal(verify_error(root, inter, x), X509_V_ERR_PERMITTED_VIOLATION);
     X509_free(x);
     x = sign_by_hand(dir, "api.github.com", 0);
-    assert_int_equal(verify_error(ca_get_cert(ca), x), X509_V_OK);
+    assert_int_equal(verify_error(root, inter, x), X509_V_OK);
     X509_free(x);
+    X509_free(root);
     ca_free(ca);
     ct_rmtree(dir);
 }
@@ -403,7 +462,7 @@ static void test_ca_constraints_foreign_ca(void **state)
         int rc = ca_leaf_acquire(ca, cases[i].name, strlen(cases[i].name), &leaf);
         assert_int_equal(rc, cases[i].ok ? 0 : PX_EFORBIDDEN);
         if (leaf != NULL) {
-            assert_int_equal(verify_error(cert, ca_leaf_get_cert(leaf)), X509_V_OK);
+            assert_int_equal(verify_error(cert, NULL, ca_leaf_get_cert(leaf)), X509_V_OK);
         }
         ca_leaf_release(leaf);
     }
