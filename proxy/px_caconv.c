@@ -7,6 +7,9 @@
 #include "addons/addon_policy_hosts.h"
 #include "base/px_err.h"
 #include "proxy/px_caconv.h"
+#include "proxy/px_engine.h"
+#include "proxy/px_log.h"
+#include "proxy/px_policy.h"
 
 typedef struct caconv_walk {
     ca_constraints_t *c;
@@ -32,7 +35,7 @@ int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *er
 }
 
 int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
-                     char **desc, char *err, size_t errlen)
+                     const char *proxy_ip, char **desc, char *err, size_t errlen)
 {
     addon_policy_t *p = NULL;
     ca_constraints_t *c = NULL;
@@ -63,6 +66,13 @@ int px_caconv_create(const char *confdir, const char *path, addon_policy_format_
         rc = PX_ECONFIG;
         goto done;
     }
+    if (proxy_ip != NULL && proxy_ip[0] != '\0') {
+        rc = ca_constraints_add_host(c, proxy_ip, strlen(proxy_ip), why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "proxy IP: %s", why);
+            goto done;
+        }
+    }
     rc = ca_init_constrained(confdir, c, days, err, errlen);
     if (rc == 0 && desc != NULL) {
         size_t n = ca_constraints_describe(c, NULL, 0) + 1;
@@ -77,7 +87,7 @@ done:
 }
 
 int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
-                     int *created, char *err, size_t errlen)
+                     const char *proxy_ip, int *created, char *err, size_t errlen)
 {
     char file[CA_PATH_MAX];
     int n = snprintf(file, sizeof(file), "%s/%s", confdir, CA_FILE_KEY_CERT);
@@ -89,7 +99,22 @@ int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_
     }
     if (access(file, F_OK) == 0)
         return 0; /* this conversation's CA from an earlier start; ca_load checks it */
-    int rc = px_caconv_create(confdir, path, fmt, days, NULL, err, errlen);
+    int rc = px_caconv_create(confdir, path, fmt, days, proxy_ip, NULL, err, errlen);
     *created = rc == 0;
     return rc;
+}
+
+void px_caconv_log_refused(px_engine_t *eng, const char *host)
+{
+    px_snapshot_t *snap = px_engine_snapshot_ref(eng);
+    addon_str_t h = {host, strlen(host)};
+    int allowed = addon_policy_has_host(snap->cfg.policy, h, 443, 1, NULL);
+    px_snapshot_unref(snap);
+    if (allowed)
+        px_log_printf(eng->log, "TLS REJECTED %s (no certificate: " PX_CACONV_WHY ")", host);
+    else
+        px_log_printf(eng->log,
+                      "TLS REJECTED %s (no certificate: not in the network allowlist, and outside "
+                      "the conversation CA's name constraints)",
+                      host);
 }

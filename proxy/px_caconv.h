@@ -18,15 +18,24 @@
 int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *err, size_t errlen);
 
 /* Loads the allowlist at path (format fmt; AUTO detects it) and creates the constrained CA in
- * confdir, valid days. *desc (may be NULL) gets the constraints' description (free()). 0 or a
- * negative code with err filled. */
+ * confdir, valid days. proxy_ip (may be NULL) is permitted too: a client that sends no SNI
+ * (`airlock health` among them) gets a leaf for the proxy's address. *desc (may be NULL) gets
+ * the constraints' description (free()). 0 or a negative code with err filled. */
 int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
-                     char **desc, char *err, size_t errlen);
+                     const char *proxy_ip, char **desc, char *err, size_t errlen);
+
+typedef struct px_engine px_engine_t;
+
+/* Writes the network-log line for a handshake that failed because eng's CA may not sign for
+ * host (borrowed, normalized): one for a host the allowlist now allows (a reload widened it:
+ * a new conversation is needed), another for a host it does not allow (the client cannot get
+ * the 403 answer, which would need a certificate). */
+void px_caconv_log_refused(px_engine_t *eng, const char *host);
 
 /* For `airlock run --ca-per-conversation`: creates the constrained CA in confdir (as
  * px_caconv_create) unless confdir holds a CA already. 0 (*created 1 or 0), or negative with
  * err filled. The caller must still refuse a CA that turns out unconstrained. */
 int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
-                     int *created, char *err, size_t errlen);
+                     const char *proxy_ip, int *created, char *err, size_t errlen);
 
 #endif

@@ -11,20 +11,21 @@
 const char px_cli_ca_usage[] =
     "  airlock ca init --confdir DIR    create the CA in DIR unless one is there\n"
     "  airlock ca init --per-conversation --allowlist PATH [--allowlist-format FMT]\n"
-    "                  [--days N] --confdir DIR\n"
+    "                  [--days N] [--proxy-ip IP] --confdir DIR\n"
     "                                   create in DIR a CA valid N days (default 7) that can\n"
     "                                   sign only for the hosts the allowlist allows\n";
 
 #define PX__CA_USAGE                                                                           \
     "airlock ca: usage: airlock ca init --confdir DIR\n"                                       \
     "                   airlock ca init --per-conversation --allowlist PATH "                  \
-    "[--allowlist-format FMT] [--days N] --confdir DIR\n"
+    "[--allowlist-format FMT] [--days N] [--proxy-ip IP] --confdir DIR\n"
 
 typedef struct ca_init_opts {
     const char *dir;
     const char *allowlist;
     const char *format;
     const char *days;
+    const char *proxy_ip;
     int per_conversation;
 } ca_init_opts_t;
 
@@ -44,6 +45,8 @@ static int parse_opts(int argc, char **argv, ca_init_opts_t *o)
             o->format = argv[++i];
         } else if (strcmp(a, "--days") == 0 && has_value) {
             o->days = argv[++i];
+        } else if (strcmp(a, "--proxy-ip") == 0 && has_value) {
+            o->proxy_ip = argv[++i];
         } else {
             fprintf(stderr, "airlock ca init: unexpected argument '%s'\n", a);
             return 2;
@@ -53,9 +56,9 @@ static int parse_opts(int argc, char **argv, ca_init_opts_t *o)
         fprintf(stderr, "airlock ca init: --confdir DIR is required\n");
         return 2;
     }
-    if (!o->per_conversation && (o->allowlist || o->format || o->days)) {
-        fprintf(stderr, "airlock ca init: --allowlist, --allowlist-format and --days need "
-                        "--per-conversation\n");
+    if (!o->per_conversation && (o->allowlist || o->format || o->days || o->proxy_ip)) {
+        fprintf(stderr, "airlock ca init: --allowlist, --allowlist-format, --days and --proxy-ip "
+                        "need --per-conversation\n");
         return 2;
     }
     if (o->per_conversation && o->allowlist == NULL) {
@@ -89,7 +92,8 @@ static int init_per_conversation(const ca_init_opts_t *o)
             return 2;
         }
     }
-    if (px_caconv_create(o->dir, o->allowlist, fmt, (int)days, &desc, err, sizeof(err)) != 0) {
+    if (px_caconv_create(o->dir, o->allowlist, fmt, (int)days, o->proxy_ip, &desc, err,
+                         sizeof(err)) != 0) {
         fprintf(stderr, "airlock ca init: %s\n", err);
         return 1;
     }

@@ -383,7 +383,7 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     ca_leaf_t *leaf = NULL;
     int rc = ca_leaf_acquire(eng->ca, name, strlen(name), &leaf);
     if (rc == PX_EFORBIDDEN) /* the conversation CA may not sign for it: no leaf, no handshake */
-        px_log_printf(eng->log, "TLS REJECTED %s (no certificate: " PX_CACONV_WHY ")", name);
+        px_caconv_log_refused(eng, name);
     if (rc != 0)
         return 0;
     int ok = SSL_use_certificate(ssl, ca_leaf_get_cert(leaf)) == 1 &&

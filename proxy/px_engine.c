@@ -267,14 +267,17 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
 /* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
  * manager. Returns 0, or -1 after saying why on stderr. */
 /* --ca-per-conversation: the CA is made from the allowlist unless this conversation has one. */
-static int px__conv_ca(const px_config_t *cfg, char *err, size_t errlen)
+static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
 {
+    const px_config_t *cfg = eng->cfg;
+    char ip[INET_ADDRSTRLEN] = "";
     int created = 0;
     if (!cfg->ca_per_conversation)
         return 0;
+    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
     int rc = px_caconv_ensure(cfg->confdir, cfg->allowlist_path,
-                              (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, &created,
-                              err, errlen);
+                              (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
+                              &created, err, errlen);
     if (rc == 0 && created)
         px_diag(PX_DIAG_WARN, "created a per-conversation CA in %s (valid %d days, only for the "
                               "allowlist's hosts): agents must trust %s/%s",
@@ -302,7 +305,7 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 
     if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
         cfg->listen_transparent.enabled) {
-        if (px__conv_ca(cfg, err, sizeof(err)) != 0 ||
+        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
             ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
                     sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "CA: %s", err);

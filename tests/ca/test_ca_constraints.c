@@ -536,18 +536,22 @@ static void test_ca_constraints_create_from_file(void **state)
     ct_path(conf, sizeof(conf), "%s/conf", dir);
     const char *list = "# a domain list\n.github.com\npypi.org\n";
     ct_write_file(allow, list, strlen(list), 0644);
-    assert_int_equal(px_caconv_create(conf, allow, ADDON_POLICY_FORMAT_AUTO, 3, &desc, err, ERRLEN),
-                     0);
-    assert_string_equal(desc, "DNS:github.com, DNS:pypi.org");
+    assert_int_equal(
+        px_caconv_create(conf, allow, ADDON_POLICY_FORMAT_AUTO, 3, "10.9.8.7", &desc, err, ERRLEN),
+        0);
+    assert_string_equal(desc, "DNS:github.com, DNS:pypi.org, IP:10.9.8.7/32");
     free(desc);
     assert_int_equal(ca_load(&ca, conf, 0, 0, err, ERRLEN), 0);
     assert_int_equal(ca_name_permitted(ca, "api.github.com", 14), 1);
     assert_int_equal(ca_name_permitted(ca, "example.com", 11), 0);
+    assert_int_equal(ca_name_permitted(ca, "10.9.8.7", 8), 1);
+    assert_int_equal(ca_name_permitted(ca, "10.9.8.6", 8), 0);
     ca_free(ca);
     /* a missing allowlist is an error, not an empty CA */
     ct_path(allow, sizeof(allow), "%s/missing.txt", dir);
     ct_path(conf, sizeof(conf), "%s/conf2", dir);
-    assert_true(px_caconv_create(conf, allow, ADDON_POLICY_FORMAT_AUTO, 3, NULL, err, ERRLEN) < 0);
+    assert_true(
+        px_caconv_create(conf, allow, ADDON_POLICY_FORMAT_AUTO, 3, NULL, NULL, err, ERRLEN) < 0);
     ct_rmtree(dir);
 }
 

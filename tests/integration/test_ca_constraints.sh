@@ -25,14 +25,20 @@ url_prefixes:
     path: /v1/*
 YAML
 out=$("$AIRLOCK" ca init --per-conversation --allowlist "$T_DIR/allow.yaml" --days 3 \
-    --confdir "$T_DIR/cli-ca" 2>&1)
+    --proxy-ip 10.199.1.100 --confdir "$T_DIR/cli-ca" 2>&1)
 t_eq "ca init --per-conversation exits 0" 0 $?
-t_contains "it says what the CA permits" "$out" "permits DNS:good.test, DNS:api.test"
+t_contains "it says what the CA permits" "$out" \
+    "permits DNS:good.test, DNS:api.test, IP:10.199.1.100/32"
 text=$(openssl x509 -in "$T_DIR/cli-ca/mitmproxy-ca-cert.pem" -noout -text)
 t_contains "the trusted certificate carries critical Name Constraints" "$text" \
     "X509v3 Name Constraints: critical"
 t_contains "... permitting the allowlist's hosts" "$text" "DNS:good.test"
-t_contains "... and excluding every address (no IP entry)" "$text" "IP:0.0.0.0/0.0.0.0"
+t_contains "... and the proxy's address" "$text" "IP:10.199.1.100/255.255.255.255"
+"$AIRLOCK" ca init --per-conversation --allowlist "$T_DIR/allow.yaml" \
+    --confdir "$T_DIR/cli-ca2" > /dev/null 2>&1
+t_contains "without an IP entry or --proxy-ip every address is excluded" \
+    "$(openssl x509 -in "$T_DIR/cli-ca2/mitmproxy-ca-cert.pem" -noout -text)" \
+    "IP:0.0.0.0/0.0.0.0"
 end=$(date -d "$(openssl x509 -in "$T_DIR/cli-ca/mitmproxy-ca-cert.pem" -noout -enddate |
     cut -d= -f2)" +%s)
 t_check "valid --days 3, not years" [ "$end" -le $(($(date +%s) + 3 * 86400 + 60)) ]
@@ -84,8 +90,12 @@ t_contains "airlock says it made a per-conversation CA" "$(cat "$T_DIR/airlock.e
     "created a per-conversation CA in $T_DIR/confdir (valid 2 days"
 CA=$T_DIR/confdir/mitmproxy-ca-cert.pem
 openssl x509 -in "$T_DIR/confdir/mitmproxy-ca.pem" -out "$T_DIR/inter.pem"
-t_contains "its constraints come from the allowlist" \
-    "$(openssl x509 -in "$CA" -noout -text)" "DNS:good.test"
+text=$(openssl x509 -in "$CA" -noout -text)
+t_contains "its constraints come from the allowlist" "$text" "DNS:good.test"
+t_contains "... plus the proxy IP (a client without SNI gets a leaf for it)" "$text" \
+    "IP:127.0.0.1/255.255.255.255"
+t_check "airlock health completes its TLS handshake (no SNI: the proxy-IP leaf)" \
+    "$AIRLOCK" health --https 127.0.0.1:443 --http 127.0.0.1:80 --dns 127.0.0.1:53
 
 # Leaves signed by hand with the conversation CA's key: one inside, one outside.
 for n in hand.good.test evil.test; do
@@ -154,6 +164,12 @@ t_eq "a request through airlock to an allowed host inside: 200" 200 "$code"
 code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$CA" \
     -x http://127.0.0.1:3128 https://www.good.test/ 2>&1)
 t_eq "... and through the explicit proxy: 200" 200 "$code"
+
+out=$(curl -sS -o /dev/null --cacert "$CA" -m 10 https://evil.test/ 2>&1)
+t_eq "a blocked host outside the CA: no certificate, so no 403 answer: the handshake fails" \
+    35 $?
+t_logged "... the log says it is not in the allowlist" \
+    '^TLS REJECTED evil\.test (no certificate: not in the network allowlist, and outside the conversation CA.s name constraints)$'
 
 # ---- a reload that widens the allowlist past the constraints -----------------------------
 cat > "$T_DIR/allow.yaml" <<'YAML'
