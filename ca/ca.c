@@ -67,7 +67,7 @@ void ca__err_ssl(char *err, size_t errlen, const char *fmt, ...)
 /* ---- files ---- */
 
 int ca__path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
-                     size_t errlen)
+                  size_t errlen)
 {
     int n = snprintf(out, outlen, "%s/%s", dir, file);
 
@@ -332,8 +332,8 @@ static void sync_dir(const char *dir)
 }
 
 /* Writes a PEM of (key if non-NULL, then) cert into dir/file atomically. */
-int ca__write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert,
-                       mode_t mode, int noreplace, char *err, size_t errlen)
+int ca__write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
+                       int noreplace, char *err, size_t errlen)
 {
     char tmp[CA_PATH_MAX];
     char *data = NULL;
@@ -382,8 +382,7 @@ static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
     return ok;
 }
 
-int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err,
-                 size_t errlen)
+int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errlen)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *x = X509_new();
@@ -416,8 +415,9 @@ int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *
     if (g->nc != NULL) {
         rc = ca__nc_add_ext(x, g->nc);
         if (rc == PX_ECONFIG) {
-            ca__err_set(err, errlen, "no host name to permit: a CA constrained to IP addresses "
-                                     "alone would leave every DNS name open");
+            ca__err_set(err, errlen,
+                        "no host name to permit: a CA constrained to IP addresses "
+                        "alone would leave every DNS name open");
             goto fail_quiet;
         }
         if (rc < 0) {
@@ -468,8 +468,9 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
     if (rc < 0) {
         return rc;
     }
-    ca__gen_t g = {CA__ROOT_CN, NULL, CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS,
-                   "critical,CA:TRUE", NULL, NULL};
+    ca__gen_t g = {.cn = CA__ROOT_CN,
+                   .days = CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS,
+                   .bc = "critical,CA:TRUE"};
     rc = ca__generate(&g, key, cert, err, errlen);
     if (rc < 0) {
         return rc;

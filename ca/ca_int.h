@@ -87,8 +87,7 @@ typedef struct ca__gen {
 
 /* Generates a key and the CA certificate g describes. 0, PX_ECONFIG (nc permits no DNS
  * name) or PX_ECRYPTO, err filled. */
-int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err,
-                 size_t errlen);
+int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errlen);
 
 /* File helpers of ca.c: "dir/file" into out; mkdir -p (0700); a PEM of (key if non-NULL, then)
  * cert written atomically (noreplace: an existing file wins, returning 1); the two

@@ -301,8 +301,7 @@ size_t ca_constraints_describe(const ca_constraints_t *c, char *buf, size_t len)
                                           (unsigned)(it->ip[b] << 8 | it->ip[b + 1]));
                 }
             }
-            snprintf(text, sizeof(text), "%sIP:%s/%d", it->excluded ? "excluded " : "", addr,
-                     bits);
+            snprintf(text, sizeof(text), "%sIP:%s/%d", it->excluded ? "excluded " : "", addr, bits);
         }
         int n = snprintf(used < len ? buf + used : NULL, used < len ? len - used : 0, "%s%s",
                          i ? ", " : "", text);
@@ -359,8 +358,8 @@ int ca__nc_add_ext(X509 *x, const ca_constraints_t *c)
 
     for (size_t i = 0; ok && i < c->n; i++) {
         const nc_item_t *it = &c->v[i];
-        STACK_OF(GENERAL_SUBTREE) **sk = it->excluded ? &nc->excludedSubtrees
-                                                      : &nc->permittedSubtrees;
+        STACK_OF(GENERAL_SUBTREE) **sk =
+            it->excluded ? &nc->excludedSubtrees : &nc->permittedSubtrees;
         if (it->type == NC_DNS) {
             ok = subtree_push(sk, GEN_DNS, (const unsigned char *)it->dns, it->len);
         } else {

@@ -15,9 +15,9 @@ const char px_cli_ca_usage[] =
     "                                   create in DIR a CA valid N days (default 7) that can\n"
     "                                   sign only for the hosts the allowlist allows\n";
 
-#define PX__CA_USAGE                                                                           \
-    "airlock ca: usage: airlock ca init --confdir DIR\n"                                       \
-    "                   airlock ca init --per-conversation --allowlist PATH "                  \
+#define PX__CA_USAGE                                                                               \
+    "airlock ca: usage: airlock ca init --confdir DIR\n"                                           \
+    "                   airlock ca init --per-conversation --allowlist PATH "                      \
     "[--allowlist-format FMT] [--days N] [--proxy-ip IP] --confdir DIR\n"
 
 typedef struct ca_init_opts {

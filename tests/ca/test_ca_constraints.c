@@ -145,9 +145,10 @@ static int openssl_verify(const char *dir, X509 *inter, X509 *leaf)
     ct_path(lpath, sizeof(lpath), "%s/leaf.pem", tmp);
     ct_write_cert(ipath, inter);
     ct_write_cert(lpath, leaf);
-    ct_path(cmd, sizeof(cmd),
-            "openssl verify -CAfile %s/%s -untrusted %s -x509_strict -purpose sslserver %s >/dev/null",
-            dir, CA_FILE_CERT_PEM, ipath, lpath);
+    ct_path(
+        cmd, sizeof(cmd),
+        "openssl verify -CAfile %s/%s -untrusted %s -x509_strict -purpose sslserver %s >/dev/null",
+        dir, CA_FILE_CERT_PEM, ipath, lpath);
     fflush(NULL);
     int st = system(cmd);
     ct_rmtree(tmp);
@@ -369,7 +370,7 @@ static void test_ca_constraints_leaf_inside(void **state)
 {
     static const char *const pats[] = {".github.com", "pypi.org", "10.0.0.1", "2001:db8::1", NULL};
     static const char *const names[] = {"github.com", "api.github.com", "x.y.github.com",
-                                        "pypi.org", "10.0.0.1", "[2001:db8::1]"};
+                                        "pypi.org",   "10.0.0.1",       "[2001:db8::1]"};
     char dir[CT_DIR_LEN];
     (void)state;
     ca_t *ca = make_conv_ca(dir, pats, 7);
@@ -454,8 +455,9 @@ static void test_ca_constraints_foreign_ca(void **state)
         const char *name;
         int ok;
     } cases[] = {
-        {"a.example.com", 1}, {"example.com", 0},   {"bad.example.com", 0}, {"x.bad.example.com", 0},
-        {"example.org", 1},   {"a.example.org", 1}, {"example.net", 0},     {"10.0.0.1", 1},
+        {"a.example.com", 1},     {"example.com", 0}, {"bad.example.com", 0},
+        {"x.bad.example.com", 0}, {"example.org", 1}, {"a.example.org", 1},
+        {"example.net", 0},       {"10.0.0.1", 1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         ca_leaf_t *leaf = NULL;
