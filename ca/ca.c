@@ -599,7 +599,14 @@ int ca_init_confdir(const char *confdir, int *result, char *err, size_t errlen)
             missing = 1;
         }
     }
-    if (missing) {
+    if (missing && X509_get_ext_by_NID(cert, NID_name_constraints, -1) >= 0) {
+        /* a per-conversation CA: the agents trust its root, which is not kept */
+        ca__err_set(err, errlen,
+                    "%s holds a per-conversation CA whose certificate files are missing; they "
+                    "cannot be rebuilt: make a new CA",
+                    confdir);
+        rc = PX_ECONFIG;
+    } else if (missing) {
         rc = ca__write_cert_files(confdir, cert, err, errlen);
         if (rc == 0) {
             *result = CA_INIT_REPAIRED;

@@ -163,8 +163,10 @@ size_t ca_constraints_describe(const ca_constraints_t *c, char *buf, size_t len)
 
 /* For `airlock ca init --per-conversation`: creates DIR (0700) and in it a new EC P-256 CA
  * valid days (1..CA_CONV_MAX_DAYS) whose critical Name Constraints permit exactly c (c must
- * hold at least one DNS name; without a permitted address, all addresses are excluded), in
- * the usual three files. A CA already in DIR is an error (PX_ECONFIG): nothing is replaced. */
+ * hold at least one DNS name; without a permitted address, all addresses are excluded): a
+ * root, written as the certificate files for agents, whose key is freed once it signed the
+ * intermediate, which mitmproxy-ca.pem holds with its key. A CA already in DIR is an error
+ * (PX_ECONFIG): nothing is replaced. */
 int ca_init_constrained(const char *confdir, const ca_constraints_t *c, int days, char *err,
                         size_t errlen);
 

@@ -507,6 +507,15 @@ static void test_ca_constraints_init_errors(void **state)
     /* never replaces a CA */
     assert_int_equal(ca_init_constrained(dir, c, 7, err, ERRLEN), PX_ECONFIG);
     assert_non_null(strstr(err, "already holds a CA"));
+    /* its certificate files are the root's, which is not kept: `ca init` cannot rebuild them
+     * from the intermediate, and says so rather than hand agents the wrong certificate */
+    char path[4096];
+    int result = -1;
+    ct_path(path, sizeof(path), "%s/%s", dir, CA_FILE_CERT_PEM);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(ca_init_confdir(dir, &result, err, ERRLEN), PX_ECONFIG);
+    assert_non_null(strstr(err, "cannot be rebuilt"));
+    assert_int_equal(access(path, F_OK), -1);
     ca_constraints_free(c);
     ct_rmtree(dir);
 }
