@@ -2,6 +2,7 @@
  * patterns for a new per-conversation CA, read back from any CA certificate that carries the
  * extension, and checked before a leaf is minted, so that airlock never signs a certificate a
  * client honouring the constraints would reject, nor one the CA was made to refuse. */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,15 +292,8 @@ size_t ca_constraints_describe(const ca_constraints_t *c, char *buf, size_t len)
                     bits += (it->mask[b] >> k) & 1;
                 }
             }
-            if (it->len == 4) {
-                snprintf(addr, sizeof(addr), "%u.%u.%u.%u", it->ip[0], it->ip[1], it->ip[2],
-                         it->ip[3]);
-            } else {
-                size_t o = 0;
-                for (size_t b = 0; b < 16; b += 2) {
-                    o += (size_t)snprintf(addr + o, sizeof(addr) - o, "%s%x", b ? ":" : "",
-                                          (unsigned)(it->ip[b] << 8 | it->ip[b + 1]));
-                }
+            if (inet_ntop(it->len == 4 ? AF_INET : AF_INET6, it->ip, addr, sizeof(addr)) == NULL) {
+                snprintf(addr, sizeof(addr), "?");
             }
             snprintf(text, sizeof(text), "%sIP:%s/%d", it->excluded ? "excluded " : "", addr, bits);
         }

@@ -176,8 +176,8 @@ static void test_ca_constraints_patterns(void **state)
         {"Example.COM.", "DNS:example.com"},
         {"pypi.org files.pythonhosted.org", "DNS:pypi.org, DNS:files.pythonhosted.org"},
         {"10.0.0.1", "IP:10.0.0.1/32"},
-        {"2001:db8::1", "IP:2001:db8:0:0:0:0:0:1/128"},
-        {"[2001:db8::1] 10.0.0.1 10.0.0.1", "IP:2001:db8:0:0:0:0:0:1/128, IP:10.0.0.1/32"},
+        {"2001:db8::1", "IP:2001:db8::1/128"},
+        {"[2001:db8::1] 10.0.0.1 10.0.0.1", "IP:2001:db8::1/128, IP:10.0.0.1/32"},
         {"*", NULL},
         {"*.*", NULL},
         {"10.0.0.*", NULL},
@@ -353,7 +353,7 @@ static void test_ca_constraints_excludes_all_addresses_without_ip(void **state)
     ca_t *ca = make_conv_ca(dir, pats, 1);
     describe(ca_get_constraints(ca), got, sizeof(got));
     assert_string_equal(got,
-                        "DNS:example.com, excluded IP:0.0.0.0/0, excluded IP:0:0:0:0:0:0:0:0/0");
+                        "DNS:example.com, excluded IP:0.0.0.0/0, excluded IP:::/0");
     ca_leaf_t *leaf = NULL;
     assert_int_equal(ca_leaf_acquire(ca, "127.0.0.1", 9, &leaf), PX_EFORBIDDEN);
     assert_null(leaf);
