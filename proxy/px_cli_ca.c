@@ -16,9 +16,8 @@ const char px_cli_ca_usage[] =
     "                                   sign only for the hosts the allowlist allows\n";
 
 #define PX__CA_USAGE                                                                               \
-    "airlock ca: usage: airlock ca init --confdir DIR\n"                                           \
-    "                   airlock ca init --per-conversation --allowlist PATH "                      \
-    "[--allowlist-format FMT] [--days N] [--proxy-ip IP] --confdir DIR\n"
+    "airlock ca: usage: airlock ca init --confdir DIR [--per-conversation --allowlist PATH "       \
+    "[--allowlist-format FMT] [--days N] [--proxy-ip IP]]\n"
 
 typedef struct ca_init_opts {
     const char *dir;
