@@ -264,8 +264,6 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
         px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
 }
 
-/* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
- * manager. Returns 0, or -1 after saying why on stderr. */
 /* --ca-per-conversation: the CA is made from the allowlist unless this conversation has one. */
 static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
 {
@@ -285,6 +283,8 @@ static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
     return rc;
 }
 
+/* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
+ * manager. Returns 0, or -1 after saying why on stderr. */
 static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 {
     const px_config_t *cfg = eng->cfg;
