@@ -10,6 +10,7 @@
 #include "addons/addon_policy.h"
 #include "ca/ca.h"
 #include "proxy/px_answer.h"
+#include "proxy/px_caconv.h"
 #include "base/px_err.h"
 #include "proxy/px_h1.h"
 #include "proxy/px_h2.h"
@@ -441,7 +442,10 @@ int px_client_cert_cb(SSL *ssl, void *arg)
         name = ipbuf;
     }
     ca_leaf_t *leaf = NULL;
-    if (ca_leaf_acquire(eng->ca, name, strlen(name), &leaf) != 0)
+    int rc = ca_leaf_acquire(eng->ca, name, strlen(name), &leaf);
+    if (rc == PX_EFORBIDDEN) /* the conversation CA may not sign for it: no leaf, no handshake */
+        px_caconv_log_refused(eng, name);
+    if (rc != 0)
         return 0;
     int ok = SSL_use_certificate(ssl, ca_leaf_get_cert(leaf)) == 1 &&
              SSL_use_PrivateKey(ssl, ca_leaf_get_key(leaf)) == 1 &&

@@ -7,7 +7,9 @@
 #include <strings.h>
 
 #include "addons/addon_policy.h"
+#include "ca/ca.h"
 #include "proxy/px_answer.h"
+#include "proxy/px_caconv.h"
 #include "proxy/px_client_int.h"
 #include "base/px_err.h"
 #include "proxy/px_hello.h"
@@ -88,6 +90,27 @@ static const px_up_cbs_t px__dial_cbs = {
     .on_error = on_dial_error,
 };
 
+/* An allowed CONNECT whose host the conversation CA may not sign for: intercepting it would
+ * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
+static void connect_outside_ca(px_client_t *c, px_msg_t *m)
+{
+    px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403 (" PX_CACONV_WHY ")", c->connect_url);
+    char json[1024];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": \"outside_conversation_ca\", \"host\": ");
+    px_sbuf_json_str(&b, m->buf + m->target.off, m->target.len < 300 ? m->target.len : 300);
+    px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": \"The network allowlist allows "
+                     "this host, but it is " PX_CACONV_WHY ": airlock cannot make a certificate "
+                     "for it with this conversation's CA, and never uses another. Ask the user "
+                     "to start a new conversation with the current allowlist.\"}");
+    char out[PX_ANSWER_MAX];
+    size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
+    px_sock_write(&c->sock, out, n);
+    px_msg_free(m);
+    px__cl_close_flush(c);
+}
+
 /* `CONNECT host:port` on the explicit-proxy listener: refused at once when no entry names the
  * host; otherwise intercepted (TLS with a minted certificate inside, every request checked), or
  * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
@@ -120,6 +143,10 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         px_sock_write(&c->sock, out, n);
         px_msg_free(m);
         px__cl_close_flush(c);
+        return;
+    }
+    if (!passthrough && !ca_name_permitted(c->eng->ca, pre->norm_host, strlen(pre->norm_host))) {
+        connect_outside_ca(c, m);
         return;
     }
     px_msg_free(m);

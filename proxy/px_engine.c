@@ -21,6 +21,7 @@
 #include "proxy/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
+#include "proxy/px_caconv.h"
 
 px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng)
 {
@@ -299,6 +300,25 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
         px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
 }
 
+/* --ca-per-conversation: the CA is made from the allowlist unless this conversation has one. */
+static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
+{
+    const px_config_t *cfg = eng->cfg;
+    char ip[INET_ADDRSTRLEN] = "";
+    int created = 0;
+    if (!cfg->ca_per_conversation)
+        return 0;
+    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
+    int rc = px_caconv_ensure(cfg->confdir, cfg->allowlist_path,
+                              (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
+                              &created, err, errlen);
+    if (rc == 0 && created)
+        px_diag(PX_DIAG_WARN, "created a per-conversation CA in %s (valid %d days, only for the "
+                              "allowlist's hosts): agents must trust %s/%s",
+                cfg->confdir, cfg->ca_days, cfg->confdir, CA_FILE_CERT_PEM);
+    return rc;
+}
+
 /* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
  * manager. Returns 0, or -1 after saying why on stderr. */
 static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
@@ -322,8 +342,16 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 
     if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
         cfg->listen_transparent.enabled) {
-        if (ca_load(&eng->ca, cfg->confdir, CA_CREATE, 0, err, sizeof(err)) != 0) {
+        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
+            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
+                    sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
+            return -1;
+        }
+        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
+            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
+                                   "never uses an unconstrained CA (give it an empty confdir)",
+                    cfg->confdir, CA_FILE_KEY_CERT);
             return -1;
         }
         if (ca_was_generated(eng->ca))
