@@ -577,6 +577,8 @@ static void down_finished(void *down, int reuse)
         return; /* the stream lives on as the tunnel's end */
     if (!s->resp_ended)
         px_h2_reset(c->h2, s->sid, reuse < 0 ? PX_H2_CANCEL : PX_H2_INTERNAL_ERROR);
+    else
+        px_h2_discard(c->h2, s->sid); /* an early answer: the rest of the body is dropped */
     px__unlink(s);
     if (c->closing)
         return;

@@ -40,6 +40,7 @@ http {
         root $T_DIR/www;
         location /okecho { return 200 "\$request_method \$request_uri cl=\$http_content_length te=\$http_transfer_encoding\n"; }
         location /okpost { proxy_pass http://127.0.0.3:8080/; }
+        location /oksmall { client_max_body_size 1k; proxy_pass http://127.0.0.3:8080/; }
     }
     server {
         listen 127.0.0.3:8080;
@@ -87,6 +88,16 @@ out=$(c2 -w ' %{http_code}' -T "$T_DIR/big" https://up.test/okpost)
 t_eq "h2: a 30 MB upload with content-length" "got 30000000 200" "$(echo $out)"
 out=$(c2 -w ' %{http_code}' -T - https://up.test/okpost < "$T_DIR/big")
 t_eq "h2: a 30 MB upload of unknown length" "got 30000000 200" "$(echo $out)"
+
+# an answer before the body ended (nginx refuses a body over 1 KiB at once): the client gets
+# it and finishes its stream; the rest of the body is dropped by airlock (no RST_STREAM, which
+# curl 7.88 takes for a failure)
+out=$(c2 -w ' %{http_code}' -o /dev/null -T "$T_DIR/big" https://up.test/oksmall)
+t_eq "h2: an early 413 for a 30 MB upload reaches the client" " 413" "$out"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    echo abc | c2 -w '%{http_code}\n' -o /dev/null -T - https://up.test/okecho
+done > "$T_DIR/early.out" 2>&1
+t_eq "h2: an answer before a short body's end, 10 times: all delivered" 10 "$(grep -c '^200$' "$T_DIR/early.out")"
 
 # many streams over few connections
 out=$(h2load -n 2000 -c 2 -m 50 https://up.test/ok 2>&1 | grep -E '^(requests|status codes):')
