@@ -17,8 +17,7 @@
 
 /* ---- sandbox.conf ------------------------------------------------------------------------ */
 
-/* Parses the text of sandbox.conf into sb's sources and limit. Returns 0 or -1 with err. */
-static int px__sb_conf(px_sandbox_t *sb, char *text, char *err, size_t errlen)
+int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen)
 {
     sb->nsrc = 0;
     sb->max_conns = 0;
@@ -87,7 +86,7 @@ static int px__sb_read(const px_config_t *ecfg, const char *name, px_sandbox_t *
     }
     text[n] = '\0';
     char why[200];
-    if (px__sb_conf(sb, text, why, sizeof(why)) != 0) {
+    if (px_sandbox_conf_parse(sb, text, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "%.300s: %.200s", path, why);
         return -1;
     }

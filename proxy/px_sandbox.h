@@ -51,6 +51,10 @@ typedef struct px_sandbox {
     px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
 } px_sandbox_t;
 
+/* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and
+ * limit. Returns 0, or -1 with a reason in err. */
+int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen);
+
 /* Reads (startup) or re-reads (SIGHUP) eng->cfg->sandboxes_dir. At startup any problem is an
  * error: returns -1 after saying why on stderr. On a reload, a sandbox whose files are invalid
  * keeps its old policy (said on stderr); returns 0. */
