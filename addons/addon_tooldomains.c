@@ -315,6 +315,87 @@ static int td_precision(const json_t *root)
     return best;
 }
 
+/* ---- lone surrogates ----------------------------------------------------------------------
+ * A JavaScript client that cuts a string inside a surrogate pair sends "\ud83d" alone, which
+ * Python's json (the reference) accepts and jansson refuses. So that such a conversation is not
+ * refused on every later turn, each lone surrogate escape is swapped for a private-use
+ * character (U+E000 + v - 0xD800, same escape length) before parsing, and swapped back in the
+ * re-serialised text. A body already holding U+E000-U+E7FF cannot be mapped: refused. */
+
+#define TD_PUA_BASE 0xE000
+
+static long td_hex4(const char *s, size_t len, size_t i)
+{
+    if (i + 4 > len)
+        return -1;
+    char buf[5] = {s[i], s[i + 1], s[i + 2], s[i + 3], '\0'};
+    char *end;
+    long v = strtol(buf, &end, 16);
+    return end == buf + 4 && buf[0] != '-' && buf[0] != '+' && buf[0] != ' ' ? v : -1;
+}
+
+/* *out: a copy with the lone surrogates mapped, or NULL when there are none. 0, PX_ENOMEM, or
+ * PX_EPARSE when the body already holds the private-use range. */
+static int td_unpair(const char *data, size_t len, char **out)
+{
+    *out = NULL;
+    for (size_t i = 0; i + 2 < len; i++) {
+        const unsigned char *u = (const unsigned char *)data + i;
+        if (u[0] == 0xEE && u[1] >= 0x80 && u[1] <= 0x9F)
+            return PX_EPARSE; /* U+E000-U+E7FF as UTF-8 */
+    }
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (data[i] != '\\')
+            continue;
+        if (data[i + 1] != 'u') {
+            i++; /* an escaped character, "\\\\" included */
+            continue;
+        }
+        long v = td_hex4(data, len, i + 2);
+        if (v >= TD_PUA_BASE && v < TD_PUA_BASE + 0x800)
+            return PX_EPARSE;
+        long next = i + 7 < len && data[i + 6] == '\\' && data[i + 7] == 'u'
+                        ? td_hex4(data, len, i + 8)
+                        : -1;
+        if (v >= 0xD800 && v <= 0xDBFF && next >= 0xDC00 && next <= 0xDFFF) {
+            i += 11; /* a pair */
+            continue;
+        }
+        if (v >= 0xD800 && v <= 0xDFFF) {
+            if (*out == NULL) {
+                *out = malloc(len);
+                if (*out == NULL)
+                    return PX_ENOMEM;
+                memcpy(*out, data, len);
+            }
+            char hex[8];
+            snprintf(hex, sizeof(hex), "%04lx", (unsigned long)(TD_PUA_BASE + v - 0xD800));
+            memcpy(*out + i + 2, hex, 4);
+        }
+        i += 5;
+    }
+    return 0;
+}
+
+/* Writes text to out with every U+E000-U+E7FF (UTF-8 EE 80..9F xx) back as "\udXXX". */
+static int td_repair(const char *text, size_t len, const addon_sink_t *out)
+{
+    size_t from = 0;
+    for (size_t i = 0; i + 2 < len; i++) {
+        const unsigned char *u = (const unsigned char *)text + i;
+        if (u[0] != 0xEE || u[1] < 0x80 || u[1] > 0x9F)
+            continue;
+        unsigned cp = ((u[0] & 0x0Fu) << 12) | ((u[1] & 0x3Fu) << 6) | (u[2] & 0x3Fu);
+        char esc[8];
+        snprintf(esc, sizeof(esc), "\\u%04x", cp - TD_PUA_BASE + 0xD800);
+        if (out->write(out->data, text + from, i - from) != 0 || out->write(out->data, esc, 6) != 0)
+            return PX_ENOMEM;
+        i += 2;
+        from = i + 1;
+    }
+    return out->write(out->data, text + from, len - from) == 0 ? 0 : PX_ENOMEM;
+}
+
 static int td_dump_cb(const char *buf, size_t size, void *data)
 {
     const addon_sink_t *out = data;
@@ -346,8 +427,17 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
     const addon_str_t *cev = ce >= 0 ? &req->headers[ce].value : NULL;
     json_error_t jerr;
     json_t *body = NULL;
-    if (cev == NULL || cev->len == 0 || (cev->len == 8 && strncasecmp(cev->base, "identity", 8) == 0))
-        body = json_loadb(data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    char *mapped = NULL;
+    int urc = td_unpair(data, len, &mapped);
+    if (urc == PX_ENOMEM)
+        return urc;
+    int plain = cev == NULL || cev->len == 0 ||
+                (cev->len == 8 && strncasecmp(cev->base, "identity", 8) == 0);
+    if (plain && urc == 0)
+        body = json_loadb(mapped != NULL ? mapped : data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                          &jerr);
+    int was_mapped = mapped != NULL;
+    free(mapped);
     if (body == NULL) {
         addon_req_annotate(req, "tool-domains: <invalid-json>");
         return td_block(ans, "tool_config_invalid", "<invalid-json>", td_msg_invalid);
@@ -356,8 +446,15 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
     int rc = td_walk(&c, body, ans);
     if (rc == ADDON_NEXT && c.changed) {
         size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(td_precision(body));
-        rc = json_dump_callback(body, td_dump_cb, (void *)out, flags) == 0 ? ADDON_REWRITTEN
-                                                                          : PX_ENOMEM;
+        if (!was_mapped) {
+            rc = json_dump_callback(body, td_dump_cb, (void *)out, flags) == 0 ? ADDON_REWRITTEN
+                                                                              : PX_ENOMEM;
+        } else {
+            char *text = json_dumps(body, flags);
+            rc = text != NULL && td_repair(text, strlen(text), out) == 0 ? ADDON_REWRITTEN
+                                                                         : PX_ENOMEM;
+            free(text);
+        }
     }
     if (c.taglen > 0)
         addon_req_annotate(req, "tool-domains: %.*s%s", (int)c.taglen, c.tag,
