@@ -35,6 +35,8 @@ struct px_xchg {
     px__sink_t sink;
     int filter;               /* an addon rewrites the body as it streams */
     int gather;               /* the body is gathered whole before the head goes upstream */
+    int filtered;             /* the body filters passed it */
+    const addon_t *const *resume; /* the credential stage, waiting for the filters */
     uint64_t gather_cap;      /* ... up to this many bytes */
     char *bodybuf;            /* ADDON_BODY_BUFFER: the body so far, then what the addon made */
     size_t bodylen, bodycap;

@@ -21,13 +21,20 @@ url_prefixes:
     path: /v1/messages*
     methods: [POST]
 YAML
+SURR=ghp_SurrogateSurrogateSurrogate000001
+REAL=ghp_REALVALUE0123456789abcdefREALVALUE
+cat > "$T_DIR/repl.json" <<JSON
+{"$SURR": {"value": "$REAL", "scopes": ["api.github.com"], "headers": ["Authorization"],
+           "allow_plain_http": true}}
+JSON
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
 mkdir -p "$T_DIR/rec"
 "$PY" "$HERE/leak_peers.py" recorder 127.0.0.3 80 "$T_DIR/rec" > /dev/null 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 80 || exit 1
 t_start_resolver --address=/api.github.com/127.0.0.3 --address=/api.anthropic.com/127.0.0.3
-t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 || exit 1
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+    --allow-upstream-cidr 127.0.0.3/32 || exit 1
 
 nrec() { ls "$T_DIR"/rec | wc -l; }
 last_rec() { cat "$(ls -t "$T_DIR"/rec/conn-*.bin | head -1)"; }
@@ -42,7 +49,22 @@ t_logged "... tagged even when allowed" \
 out=$(gql '{"query": "mutation($id: ID!) { addComment(input: {subjectId: $id, body: \"hi\"}) { clientMutationId } }", "variables": {"id": "I_1"}}')
 t_contains "an allowed mutation reaches the upstream" "$out" " 200"
 
+# the credential stage runs after the filter: real values only in requests it let through
+out=$(curl -sS -m 10 -w ' %{http_code}' -H "Authorization: Bearer $SURR" \
+    --data-binary '{"query": "{ viewer { login } }"}' http://api.github.com/graphql)
+t_contains "an allowed query with a surrogate credential: 200" "$out" " 200"
+t_contains "... the upstream got the real value" "$(last_rec)" "Authorization: Bearer $REAL"
+t_logged "... logged with the operation, then the masking" \
+    '^allowed POST http://api\.github\.com/graphql -> 200 \[graphql-op: query/viewer\] \[masked: 1\]$'
 n0=$(nrec)
+out=$(curl -sS -m 10 -w ' %{http_code}' -H "Authorization: Bearer $SURR" \
+    --data-binary '{"query": "mutation { deleteRepository(input: {}) { clientMutationId } }"}' \
+    http://api.github.com/graphql)
+t_contains "a refused mutation with a surrogate credential: 403" "$out" " 403"
+t_logged "... the log line has no masking: no real value was put in" \
+    '^BLOCKED POST http://api\.github\.com/graphql -> 403 \[graphql-op: mutation/deleteRepository\]$'
+t_eq "... and nothing reached the upstream" "$n0" "$(nrec)"
+
 out=$(gql '{"query": "mutation { deleteRepository(input: {repositoryId: \"R_1\"}) { clientMutationId } }"}')
 t_contains "L13: a mutation not in the list: 403" "$out" " 403"
 t_contains "... graphql_operation_blocked" "$out" '"error": "graphql_operation_blocked"'
