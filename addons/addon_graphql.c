@@ -130,8 +130,8 @@ static const addon_gql_op_t *graphql_executing(const addon_gql_doc_t *doc, const
 }
 
 /* Parses and checks the document; every operation must pass, the executing one first. */
-static int graphql_check_doc(addon_req_t *req, const addon_policy_graphql_t *g,
-                             const json_t *body, addon_answer_t *ans)
+static int graphql_check_doc(addon_req_t *req, const addon_policy_graphql_t *g, const json_t *body,
+                             addon_answer_t *ans)
 {
     const json_t *query = json_object_get(body, "query");
     if (!json_is_string(query))

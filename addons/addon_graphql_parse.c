@@ -45,8 +45,8 @@ typedef struct gql_parser {
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static int gql_fail(gql_parser_t *p, int rc,
-                                                          const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int gql_fail(gql_parser_t *p, int rc, const char *fmt,
+                                                          ...)
 {
     if (p->rc != 0)
         return p->rc;
@@ -186,8 +186,9 @@ static int gql_lex_string(gql_parser_t *p)
             break;
         size_t n = c == '\\' ? gql_escape(p, i) : gql_utf8(p->s, p->len, i);
         if (n == 0)
-            return gql_fail(p, PX_EPARSE, c == '\\' ? "invalid escape sequence in a string"
-                                                    : "invalid UTF-8 in a string");
+            return gql_fail(p, PX_EPARSE,
+                            c == '\\' ? "invalid escape sequence in a string"
+                                      : "invalid UTF-8 in a string");
         i += n;
     }
     return gql_fail(p, PX_EPARSE, "unterminated string");

@@ -29,8 +29,8 @@ typedef enum addon_gql_type {
 
 typedef struct addon_gql_op {
     addon_gql_type_t type;
-    addon_str_t name;           /* empty when anonymous; borrowed from the source */
-    const addon_str_t *fields;  /* top-level field names (not aliases), in document order */
+    addon_str_t name;          /* empty when anonymous; borrowed from the source */
+    const addon_str_t *fields; /* top-level field names (not aliases), in document order */
     size_t nfields;
     int root_spread; /* a named fragment spread at the root (or inside a root inline fragment,
                         or inline fragments nested deeper than two): fields is then incomplete */

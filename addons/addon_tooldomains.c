@@ -23,8 +23,8 @@
 
 #define TD_PREFIX_RAW 64 /* raw path bytes decoded to recognise /v1/messages */
 
-static const char *const td_covered[] = {"web_fetch_", "web_search_", "computer_", "bash_",
-                                         "code_execution_", NULL};
+static const char *const td_covered[] = {"web_fetch_", "web_search_",     "computer_",
+                                         "bash_",      "code_execution_", NULL};
 
 typedef struct td_ctx {
     const addon_policy_t *policy;
@@ -72,8 +72,8 @@ static int td_wildcard(const char *d, size_t len)
             return 1;
         /* Unicode white space in UTF-8 (U+1680, U+2000-U+200A, U+2028/9, U+202F, U+205F,
          * U+3000): refused as the reference refuses str.isspace() */
-        if (c == 0xC2 && i + 1 < len && ((unsigned char)d[i + 1] == 0x85 ||
-                                         (unsigned char)d[i + 1] == 0xA0))
+        if (c == 0xC2 && i + 1 < len &&
+            ((unsigned char)d[i + 1] == 0x85 || (unsigned char)d[i + 1] == 0xA0))
             return 1;
         if ((c == 0xE1 || c == 0xE2 || c == 0xE3) && i + 2 < len) {
             unsigned b = ((unsigned char)d[i + 1] << 8) | (unsigned char)d[i + 2];
@@ -196,8 +196,8 @@ static int td_tools(td_ctx_t *c, json_t *tools, addon_answer_t *ans)
     for (size_t i = 0; i < json_array_size(tools); i++) {
         json_t *entry = json_array_get(tools, i);
         const json_t *t = json_object_get(entry, "type");
-        if (!json_is_object(entry) || !json_is_string(t) || !td_prefix(json_string_value(t),
-                                                                       td_covered))
+        if (!json_is_object(entry) || !json_is_string(t) ||
+            !td_prefix(json_string_value(t), td_covered))
             continue;
         char type[128];
         snprintf(type, sizeof(type), "%.*s",
@@ -251,7 +251,8 @@ static int td_walk(td_ctx_t *c, json_t *root, addon_answer_t *ans)
         if (json_is_object(obj)) {
             const char *key;
             json_t *value;
-            json_object_foreach(obj, key, value) {
+            json_object_foreach(obj, key, value)
+            {
                 if (strcmp(key, "tools") == 0 && json_is_array(value))
                     rc = td_tools(c, value, ans);
                 else
@@ -304,8 +305,7 @@ static int td_precision(const json_t *root)
         } else if (json_is_object(v)) {
             const char *key;
             json_t *value;
-            json_object_foreach((json_t *)v, key, value)
-                stack[n++] = value;
+            json_object_foreach((json_t *)v, key, value) stack[n++] = value;
         } else if (json_is_array(v)) {
             for (size_t i = 0; i < json_array_size(v); i++)
                 stack[n++] = json_array_get(v, i);
@@ -448,7 +448,7 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
         size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(td_precision(body));
         if (!was_mapped) {
             rc = json_dump_callback(body, td_dump_cb, (void *)out, flags) == 0 ? ADDON_REWRITTEN
-                                                                              : PX_ENOMEM;
+                                                                               : PX_ENOMEM;
         } else {
             char *text = json_dumps(body, flags);
             rc = text != NULL && td_repair(text, strlen(text), out) == 0 ? ADDON_REWRITTEN

@@ -7,7 +7,7 @@
 #include "addons/addon.h"
 
 #define ADDON_TOOLDOMAINS_BODY_CAP (32 * 1024 * 1024) /* a larger body is refused */
-#define ADDON_TOOLDOMAINS_LOGGED 10 /* domains named in one log annotation, then "+N more" */
+#define ADDON_TOOLDOMAINS_LOGGED 10    /* domains named in one log annotation, then "+N more" */
 #define ADDON_TOOLDOMAINS_TAG_MAX 1000 /* bytes of the [tool-domains: ...] tag */
 
 /* The addon (static storage). It must come after the allowlist in the addon list. */

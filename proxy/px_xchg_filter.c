@@ -52,8 +52,8 @@ int px__x_filters(px_xchg_t *x, int over, addon_answer_t *ans)
         memset(ans, 0, sizeof(*ans));
         x->outlen = 0;
         addon_sink_t sink = {px__sink_scratch, x};
-        int rc = (*a)->on_request_body_filter(*a, r, over ? NULL : x->bodybuf, x->bodylen, &sink,
-                                              ans);
+        int rc =
+            (*a)->on_request_body_filter(*a, r, over ? NULL : x->bodybuf, x->bodylen, &sink, ans);
         if (rc < 0) {
             px__filter_error(*a, r, rc, ans);
             return ADDON_ANSWER;

@@ -17,27 +17,26 @@
 
 #define DATA_DIR AIRLOCK_TEST_DIR "/addons/data/"
 
-static const char *const allow_yaml =
-    "url_prefixes:\n"
-    "  - host: api.github.com\n"
-    "    path: /graphql\n"
-    "    methods: [POST]\n"
-    "    graphql:\n"
-    "      queries: [viewer, \"repository*\", \"[rn]ode\"]\n"
-    "      mutations: [addComment, \"add*Reaction\"]\n"
-    "  - host: api.github.com\n"
-    "    path: /graphql2\n"
-    "    graphql: {}\n"
-    "  - host: api.github.com\n"
-    "    path: /repos/*\n";
+static const char *const allow_yaml = "url_prefixes:\n"
+                                      "  - host: api.github.com\n"
+                                      "    path: /graphql\n"
+                                      "    methods: [POST]\n"
+                                      "    graphql:\n"
+                                      "      queries: [viewer, \"repository*\", \"[rn]ode\"]\n"
+                                      "      mutations: [addComment, \"add*Reaction\"]\n"
+                                      "  - host: api.github.com\n"
+                                      "    path: /graphql2\n"
+                                      "    graphql: {}\n"
+                                      "  - host: api.github.com\n"
+                                      "    path: /repos/*\n";
 
 typedef struct gq_case {
     const char *method;
     const char *path;
-    const char *body;     /* NULL: over the cap (data NULL) */
-    int rc;               /* ADDON_NEXT or ADDON_ANSWER */
-    const char *detail;   /* when answered */
-    const char *annot;    /* the access-line annotations after the call */
+    const char *body;   /* NULL: over the cap (data NULL) */
+    int rc;             /* ADDON_NEXT or ADDON_ANSWER */
+    const char *detail; /* when answered */
+    const char *annot;  /* the access-line annotations after the call */
 } gq_case_t;
 
 #define Q(s) "{\"query\": \"" s "\"}"
@@ -46,8 +45,9 @@ static const gq_case_t cases[] = {
     /* L12: allowed, tagged */
     {"POST", "/graphql", Q("{ viewer { login } }"), ADDON_NEXT, NULL,
      " [graphql-op: query/viewer]"},
-    {"POST", "/graphql", Q("query Q($o: String!) { repository(owner: $o, name: \\\"r\\\") { id } }"),
-     ADDON_NEXT, NULL, " [graphql-op: query/repository]"},
+    {"POST", "/graphql",
+     Q("query Q($o: String!) { repository(owner: $o, name: \\\"r\\\") { id } }"), ADDON_NEXT, NULL,
+     " [graphql-op: query/repository]"},
     /* L13: a mutation not listed */
     {"POST", "/graphql", Q("mutation { deleteRepository(input: {}) { clientMutationId } }"),
      ADDON_ANSWER, "deleteRepository", " [graphql-op: mutation/deleteRepository]"},
@@ -58,14 +58,15 @@ static const gq_case_t cases[] = {
     {"POST", "/graphql", Q("{ viewer: organization(login: \\\"x\\\") { id } }"), ADDON_ANSWER,
      "organization", " [graphql-op: query/organization]"},
     /* fnmatch: globs and classes, case-sensitive */
-    {"POST", "/graphql", Q("{ node(id: 1) { id } }"), ADDON_NEXT, NULL, " [graphql-op: query/node]"},
+    {"POST", "/graphql", Q("{ node(id: 1) { id } }"), ADDON_NEXT, NULL,
+     " [graphql-op: query/node]"},
     {"POST", "/graphql", Q("{ Viewer { login } }"), ADDON_ANSWER, "Viewer",
      " [graphql-op: query/Viewer]"},
     {"POST", "/graphql", Q("mutation { addPullRequestReviewReaction { id } }"), ADDON_NEXT, NULL,
      " [graphql-op: mutation/addPullRequestReviewReaction]"},
     /* a type with no patterns: default deny */
-    {"POST", "/graphql", Q("subscription { issues { id } }"), ADDON_ANSWER, "subscription:<blocked>",
-     " [graphql-op: subscription/issues]"},
+    {"POST", "/graphql", Q("subscription { issues { id } }"), ADDON_ANSWER,
+     "subscription:<blocked>", " [graphql-op: subscription/issues]"},
     {"POST", "/graphql2", Q("{ viewer { login } }"), ADDON_ANSWER, "query:<blocked>",
      " [graphql-op: query/viewer]"},
     /* inline fragments at the root are resolved two levels deep */
@@ -76,8 +77,8 @@ static const gq_case_t cases[] = {
     /* fail-secure: fragment spreads at the root, deeper inline nesting */
     {"POST", "/graphql", Q("{ ...F } fragment F on Query { viewer { id } }"), ADDON_ANSWER,
      "<fragment-spread>", ""},
-    {"POST", "/graphql", Q("{ ... { ...F } } fragment F on Query { viewer { id } }"),
-     ADDON_ANSWER, "<fragment-spread>", ""},
+    {"POST", "/graphql", Q("{ ... { ...F } } fragment F on Query { viewer { id } }"), ADDON_ANSWER,
+     "<fragment-spread>", ""},
     {"POST", "/graphql", Q("{ ... { ... { ... { viewer { id } } } } }"), ADDON_ANSWER,
      "<fragment-spread>", ""},
     /* ... but a spread below a top-level field is fine */
@@ -91,13 +92,14 @@ static const gq_case_t cases[] = {
     {"POST", "/graphql", "{\"query\": 1}", ADDON_ANSWER, "<unparseable>", ""},
     {"POST", "/graphql", "{\"variables\": {}}", ADDON_ANSWER, "<unparseable>", ""},
     {"POST", "/graphql", Q("{ viewer { login }"), ADDON_ANSWER, "<unparseable>", ""},
-    {"POST", "/graphql", Q("fragment F on Query { viewer { id } }"), ADDON_ANSWER,
-     "<unparseable>", ""},
+    {"POST", "/graphql", Q("fragment F on Query { viewer { id } }"), ADDON_ANSWER, "<unparseable>",
+     ""},
     {"POST", "/graphql", Q("type Query { viewer: User } { viewer { id } }"), ADDON_ANSWER,
      "<unparseable>", ""},
     /* several operations: operationName picks the executing one */
-    {"POST", "/graphql", "{\"query\": \"query A { viewer { id } } query B { node(id: 1) { id } }\"}",
-     ADDON_ANSWER, "<operation-name-invalid>", ""},
+    {"POST", "/graphql",
+     "{\"query\": \"query A { viewer { id } } query B { node(id: 1) { id } }\"}", ADDON_ANSWER,
+     "<operation-name-invalid>", ""},
     {"POST", "/graphql",
      "{\"query\": \"query A { viewer { id } } query B { node(id: 1) { id } }\", "
      "\"operationName\": \"B\"}",
@@ -107,13 +109,15 @@ static const gq_case_t cases[] = {
      "\"operationName\": \"A\"}",
      ADDON_ANSWER, "<operation-name-invalid>", ""},
     {"POST", "/graphql",
-     "{\"query\": \"query A { viewer { id } } query B { viewer { id } }\", \"operationName\": \"C\"}",
+     "{\"query\": \"query A { viewer { id } } query B { viewer { id } }\", \"operationName\": "
+     "\"C\"}",
      ADDON_ANSWER, "<operation-name-invalid>", ""},
     /* deliberate difference: the operations that do not execute are checked too */
     {"POST", "/graphql",
      "{\"query\": \"query A { viewer { id } } mutation B { deleteRepository { id } }\", "
      "\"operationName\": \"A\"}",
-     ADDON_ANSWER, "deleteRepository", " [graphql-op: query/viewer] [graphql-op: mutation/deleteRepository]"},
+     ADDON_ANSWER, "deleteRepository",
+     " [graphql-op: query/viewer] [graphql-op: mutation/deleteRepository]"},
     /* over the cap */
     {"POST", "/graphql", NULL, ADDON_ANSWER, "<too-large>", ""},
     /* any method of the entry: a GET with no body is unparseable */
@@ -124,16 +128,15 @@ static addon_policy_t *gq_policy(void)
 {
     char err[512];
     addon_policy_t *p = NULL;
-    int rc = addon_policy_load_buffer("al.yaml", allow_yaml, strlen(allow_yaml), &p, err,
-                                      sizeof(err));
+    int rc =
+        addon_policy_load_buffer("al.yaml", allow_yaml, strlen(allow_yaml), &p, err, sizeof(err));
     if (rc != 0)
         print_error("%s\n", err);
     assert_int_equal(rc, 0);
     return p;
 }
 
-static void gq_req(addon_req_t *r, const addon_config_t *cfg, const char *method,
-                   const char *path)
+static void gq_req(addon_req_t *r, const addon_config_t *cfg, const char *method, const char *path)
 {
     addon_req_reset(r);
     r->method = (addon_str_t){method, strlen(method)};
@@ -224,8 +227,11 @@ static void test_graphql_policy_block(void **state)
 {
     (void)state;
     addon_policy_t *p = gq_policy();
-    addon_policy_query_t q = {.method = {"POST", 4}, .host = {"API.github.com", 14},
-                              .path = {"/%67raphql", 10}, .port = 443, .tls = 1};
+    addon_policy_query_t q = {.method = {"POST", 4},
+                              .host = {"API.github.com", 14},
+                              .path = {"/%67raphql", 10},
+                              .port = 443,
+                              .tls = 1};
     addon_policy_decision_t d;
     addon_policy_decide(p, &q, &d);
     assert_true(d.allowed);

@@ -48,8 +48,8 @@ static addon_policy_t *td_policy(void)
 {
     char err[512];
     addon_policy_t *p = NULL;
-    int rc = addon_policy_load_buffer("al.yaml", allow_yaml, strlen(allow_yaml), &p, err,
-                                      sizeof(err));
+    int rc =
+        addon_policy_load_buffer("al.yaml", allow_yaml, strlen(allow_yaml), &p, err, sizeof(err));
     if (rc != 0)
         print_error("%s\n", err);
     assert_int_equal(rc, 0);
@@ -64,10 +64,18 @@ static void test_tooldomains_get_open(void **state)
         const char *host;
         int open;
     } cases[] = {
-        {"pypi.org", 1},         {"PyPI.Org", 1},           {"pypi.org.", 1},
-        {"a.docs.example", 1},   {"docs.example", 0},       {"get.example", 1},
-        {"any.example", 1},      {"post.example", 0},       {"path.example", 0},
-        {"unlisted.example", 0}, {"api.anthropic.com", 0}, {"blocked-path.example", 0},
+        {"pypi.org", 1},
+        {"PyPI.Org", 1},
+        {"pypi.org.", 1},
+        {"a.docs.example", 1},
+        {"docs.example", 0},
+        {"get.example", 1},
+        {"any.example", 1},
+        {"post.example", 0},
+        {"path.example", 0},
+        {"unlisted.example", 0},
+        {"api.anthropic.com", 0},
+        {"blocked-path.example", 0},
         {"", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -96,14 +104,14 @@ static const td_case_t cases[] = {
      ADDON_REWRITTEN, "{\"tools\":[" WF ",\"allowed_domains\":[\"pypi.org\"]}]}",
      " [tool-domains: web_fetch_20250910: dropped 1 of 2 domains: airut.org]"},
     /* H12: the decoded path decides */
-    {"/v1/messag%65s", "{\"tools\":[" WF ",\"allowed_domains\":[\"evil.test\"]}]}",
-     ADDON_REWRITTEN, "{\"tools\":[" WF ",\"allowed_domains\":[]}]}",
+    {"/v1/messag%65s", "{\"tools\":[" WF ",\"allowed_domains\":[\"evil.test\"]}]}", ADDON_REWRITTEN,
+     "{\"tools\":[" WF ",\"allowed_domains\":[]}]}",
      " [tool-domains: web_fetch_20250910: dropped 1 of 1 domains: evil.test]"},
     {"/v1/messages?beta=true", "{\"tools\":[" WF "}]}", ADDON_REWRITTEN,
      "{\"tools\":[" WF ",\"allowed_domains\":[]}]}",
      " [tool-domains: web_fetch_20250910: forced allowed_domains: []]"},
-    {"/v1/messages/count_tokens", "{\"tools\":[" WF ",\"allowed_domains\":null}]}",
-     ADDON_REWRITTEN, "{\"tools\":[" WF ",\"allowed_domains\":[]}]}",
+    {"/v1/messages/count_tokens", "{\"tools\":[" WF ",\"allowed_domains\":null}]}", ADDON_REWRITTEN,
+     "{\"tools\":[" WF ",\"allowed_domains\":[]}]}",
      " [tool-domains: web_fetch_20250910: forced allowed_domains: []]"},
     {"/v1/messages_legacy", "{\"tools\":[" WF "}]}", ADDON_NEXT, NULL, ""},
     {"/v1/models", "not json", ADDON_NEXT, NULL, ""},
@@ -111,8 +119,10 @@ static const td_case_t cases[] = {
     {"/v1/messages", "{\"model\":\"m\"}", ADDON_NEXT, NULL, ""},
     {"/v1/messages", "{\"tools\":[]}", ADDON_NEXT, NULL, ""},
     {"/v1/messages", "{\"tools\":{\"type\":\"web_fetch_1\"}}", ADDON_NEXT, NULL, ""},
-    {"/v1/messages", "{\"tools\":[{\"type\":\"custom\",\"allowed_domains\":[\"evil.test\"]},1,"
-                     "null,\"web_fetch_1\",{\"name\":\"mcp\"}]}", ADDON_NEXT, NULL, ""},
+    {"/v1/messages",
+     "{\"tools\":[{\"type\":\"custom\",\"allowed_domains\":[\"evil.test\"]},1,"
+     "null,\"web_fetch_1\",{\"name\":\"mcp\"}]}",
+     ADDON_NEXT, NULL, ""},
     {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[\"pypi.org\",\"get.example\"]}]}",
      ADDON_NEXT, NULL, ""},
     {"/v1/messages", "42", ADDON_NEXT, NULL, ""},
@@ -123,17 +133,21 @@ static const td_case_t cases[] = {
      "{\"tools\":[" WF ",\"blocked_domains\":[],\"allowed_domains\":[]}]}",
      " [tool-domains: web_fetch_20250910: forced allowed_domains: []]"},
     /* other fields are kept, in their order; the type prefix is case-insensitive */
-    {"/v1/messages", "{\"a\":1,\"tools\":[{\"name\":\"f\",\"type\":\"Web_Fetch_2\",\"max_uses\":5,"
-                     "\"allowed_domains\":[\"x.test\"],\"z\":{}}],\"b\":[true,false,null]}",
-     ADDON_REWRITTEN, "{\"a\":1,\"tools\":[{\"name\":\"f\",\"type\":\"Web_Fetch_2\",\"max_uses\":5,"
-                      "\"allowed_domains\":[],\"z\":{}}],\"b\":[true,false,null]}",
+    {"/v1/messages",
+     "{\"a\":1,\"tools\":[{\"name\":\"f\",\"type\":\"Web_Fetch_2\",\"max_uses\":5,"
+     "\"allowed_domains\":[\"x.test\"],\"z\":{}}],\"b\":[true,false,null]}",
+     ADDON_REWRITTEN,
+     "{\"a\":1,\"tools\":[{\"name\":\"f\",\"type\":\"Web_Fetch_2\",\"max_uses\":5,"
+     "\"allowed_domains\":[],\"z\":{}}],\"b\":[true,false,null]}",
      " [tool-domains: Web_Fetch_2: dropped 1 of 1 domains: x.test]"},
     /* bash_, computer_, code_execution_ */
-    {"/v1/messages", "{\"tools\":[{\"type\":\"bash_20250124\"},{\"type\":\"computer_1\"},"
-                     "{\"type\":\"code_execution_2\"}]}",
-     ADDON_REWRITTEN, "{\"tools\":[{\"type\":\"bash_20250124\",\"allowed_domains\":[]},"
-                      "{\"type\":\"computer_1\",\"allowed_domains\":[]},"
-                      "{\"type\":\"code_execution_2\",\"allowed_domains\":[]}]}",
+    {"/v1/messages",
+     "{\"tools\":[{\"type\":\"bash_20250124\"},{\"type\":\"computer_1\"},"
+     "{\"type\":\"code_execution_2\"}]}",
+     ADDON_REWRITTEN,
+     "{\"tools\":[{\"type\":\"bash_20250124\",\"allowed_domains\":[]},"
+     "{\"type\":\"computer_1\",\"allowed_domains\":[]},"
+     "{\"type\":\"code_execution_2\",\"allowed_domains\":[]}]}",
      " [tool-domains: bash_20250124: forced allowed_domains: []; computer_1: forced "
      "allowed_domains: []; code_execution_2: forced allowed_domains: []]"},
     /* web_search: never [] */
@@ -143,32 +157,38 @@ static const td_case_t cases[] = {
      " [tool-domains: web_search_20250305: cleared allowed_domains (2 outside allowlist: "
      "evil.test,x.test)]"},
     {"/v1/messages", "{\"tools\":[" WS ",\"allowed_domains\":[]}]}", ADDON_REWRITTEN,
-     "{\"tools\":[" WS "}]}", " [tool-domains: web_search_20250305: removed empty allowed_domains]"},
+     "{\"tools\":[" WS "}]}",
+     " [tool-domains: web_search_20250305: removed empty allowed_domains]"},
     {"/v1/messages", "{\"tools\":[" WS ",\"allowed_domains\":[\"evil.test\",\"pypi.org\"]}]}",
      ADDON_REWRITTEN, "{\"tools\":[" WS ",\"allowed_domains\":[\"pypi.org\"]}]}",
      " [tool-domains: web_search_20250305: dropped 1 of 2 domains: evil.test]"},
     /* Batches, and tools anywhere */
-    {"/v1/messages/batches", "{\"requests\":[{\"custom_id\":\"a\",\"params\":{\"tools\":[" WF
-                             ",\"allowed_domains\":[\"evil.test\"]}]}}]}",
-     ADDON_REWRITTEN, "{\"requests\":[{\"custom_id\":\"a\",\"params\":{\"tools\":[" WF
-                      ",\"allowed_domains\":[]}]}}]}",
+    {"/v1/messages/batches",
+     "{\"requests\":[{\"custom_id\":\"a\",\"params\":{\"tools\":[" WF
+     ",\"allowed_domains\":[\"evil.test\"]}]}}]}",
+     ADDON_REWRITTEN,
+     "{\"requests\":[{\"custom_id\":\"a\",\"params\":{\"tools\":[" WF
+     ",\"allowed_domains\":[]}]}}]}",
      " [tool-domains: web_fetch_20250910: dropped 1 of 1 domains: evil.test]"},
     {"/v1/messages", "[{\"tools\":[" WF "}]}]", ADDON_REWRITTEN,
      "[{\"tools\":[" WF ",\"allowed_domains\":[]}]}]",
      " [tool-domains: web_fetch_20250910: forced allowed_domains: []]"},
     /* more than ten dropped domains are summarised */
-    {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[\"a1\",\"a2\",\"a3\",\"a4\",\"a5\","
-                     "\"a6\",\"a7\",\"a8\",\"a9\",\"a10\",\"a11\",\"a12\"]}]}",
+    {"/v1/messages",
+     "{\"tools\":[" WF ",\"allowed_domains\":[\"a1\",\"a2\",\"a3\",\"a4\",\"a5\","
+     "\"a6\",\"a7\",\"a8\",\"a9\",\"a10\",\"a11\",\"a12\"]}]}",
      ADDON_REWRITTEN, "{\"tools\":[" WF ",\"allowed_domains\":[]}]}",
      " [tool-domains: web_fetch_20250910: dropped 12 of 12 domains: "
      "a1,a2,a3,a4,a5,a6,a7,a8,a9,a10,+2 more]"},
     /* non-ASCII stays as it is, numbers keep their value (0.7 stays 0.7; jansson spells 1e-05
      * 1e-5), lone surrogates survive */
-    {"/v1/messages", "{\"tools\":[" WF "}],\"temperature\":0.7,\"top_p\":1e-05,\"n\":3,"
-                     "\"x\":1.0,\"content\":\"caf\\u00e9 \xe2\x9c\x93 \\ud83d\\ude00 tail \\ud83d\"}",
-     ADDON_REWRITTEN, "{\"tools\":[" WF ",\"allowed_domains\":[]}],\"temperature\":0.7,"
-                      "\"top_p\":1e-5,\"n\":3,\"x\":1.0,"
-                      "\"content\":\"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80 tail \\ud83d\"}",
+    {"/v1/messages",
+     "{\"tools\":[" WF "}],\"temperature\":0.7,\"top_p\":1e-05,\"n\":3,"
+     "\"x\":1.0,\"content\":\"caf\\u00e9 \xe2\x9c\x93 \\ud83d\\ude00 tail \\ud83d\"}",
+     ADDON_REWRITTEN,
+     "{\"tools\":[" WF ",\"allowed_domains\":[]}],\"temperature\":0.7,"
+     "\"top_p\":1e-5,\"n\":3,\"x\":1.0,"
+     "\"content\":\"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80 tail \\ud83d\"}",
      " [tool-domains: web_fetch_20250910: forced allowed_domains: []]"},
     /* refusals */
     {"/v1/messages", "{\"tools\":[" WF ",\"blocked_domains\":[\"evil.test\"]}]}", ADDON_ANSWER,
@@ -183,9 +203,8 @@ static const td_case_t cases[] = {
      "wildcard_tool_domain_unsupported", " [tool-domains: web_fetch_20250910: wildcard]"},
     {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[\"pypi.org \"]}]}", ADDON_ANSWER,
      "wildcard_tool_domain_unsupported", " [tool-domains: web_fetch_20250910: wildcard]"},
-    {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[\"pypi\\u00a0org\"]}]}",
-     ADDON_ANSWER, "wildcard_tool_domain_unsupported",
-     " [tool-domains: web_fetch_20250910: wildcard]"},
+    {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[\"pypi\\u00a0org\"]}]}", ADDON_ANSWER,
+     "wildcard_tool_domain_unsupported", " [tool-domains: web_fetch_20250910: wildcard]"},
     {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[\"\"]}]}", ADDON_ANSWER,
      "wildcard_tool_domain_unsupported", " [tool-domains: web_fetch_20250910: wildcard]"},
     {"/v1/messages", "{\"tools\":[" WF ",\"allowed_domains\":[1]}]}", ADDON_ANSWER,
@@ -195,8 +214,8 @@ static const td_case_t cases[] = {
      "blocklist_tool_config_unsupported",
      " [tool-domains: web_fetch_20250910: forced allowed_domains: []; web_search_20250305: "
      "blocked-domains]"},
-    {"/v1/messages/batches", "{\"requests\":[{\"params\":{\"tools\":[" WF
-                             ",\"blocked_domains\":[\"x\"]}]}}]}",
+    {"/v1/messages/batches",
+     "{\"requests\":[{\"params\":{\"tools\":[" WF ",\"blocked_domains\":[\"x\"]}]}}]}",
      ADDON_ANSWER, "blocklist_tool_config_unsupported",
      " [tool-domains: web_fetch_20250910: blocked-domains]"},
     {"/v1/messages", "not json{{{", ADDON_ANSWER, "tool_config_invalid",
@@ -238,7 +257,7 @@ static void test_tooldomains_catalogue(void **state)
         memset(&ans, 0, sizeof(ans));
         assert_int_equal(a->on_request_head(a, r, &ans), ADDON_NEXT);
         int applies = r->filter_cap == ADDON_TOOLDOMAINS_BODY_CAP;
-        size_t len = c->body == NULL                  ? ADDON_TOOLDOMAINS_BODY_CAP + 1
+        size_t len = c->body == NULL                    ? ADDON_TOOLDOMAINS_BODY_CAP + 1
                      : strncmp(c->body, "\xff", 1) == 0 ? 4
                                                         : strlen(c->body);
         int rc = a->on_request_body_filter(a, r, c->body, len, &sink, &ans);
@@ -323,8 +342,7 @@ static void test_tooldomains_edges(void **state)
     /* a body already holding the private-use range used for lone surrogates: refused */
     td_req(r, &cfg, "api.anthropic.com", "/v1/messages");
     const char *pua = "{\"tools\":[" WF "}],\"c\":\"\\ue000 \\ud800\"}";
-    assert_int_equal(a->on_request_body_filter(a, r, pua, strlen(pua), &sink, &ans),
-                     ADDON_ANSWER);
+    assert_int_equal(a->on_request_body_filter(a, r, pua, strlen(pua), &sink, &ans), ADDON_ANSWER);
     addon_req_reset(r);
     free(r);
     free(o);
