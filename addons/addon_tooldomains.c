@@ -103,6 +103,23 @@ __attribute__((format(printf, 2, 3))) static void td_note(td_ctx_t *c, const cha
         c->taglen = cap;
 }
 
+/* s[0..len) for the log line into out (NUL-ended, cut to cap): printable ASCII as is except
+ * '[', ']' and '\\', everything else as \xHH, so that a request cannot break the line or its
+ * bracketed annotations. */
+static const char *td_esc(const char *s, size_t len, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '[' && ch != ']' && ch != '\\')
+            out[o++] = (char)ch;
+        else
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", ch);
+    }
+    out[o] = '\0';
+    return out;
+}
+
 /* "a,b,c" (at most ADDON_TOOLDOMAINS_LOGGED, then ",+N more") of the strings in list. */
 static void td_domains(const json_t *list, char *buf, size_t cap)
 {
@@ -110,8 +127,9 @@ static void td_domains(const json_t *list, char *buf, size_t cap)
     buf[0] = '\0';
     for (size_t i = 0; i < n && i < ADDON_TOOLDOMAINS_LOGGED && pos < cap; i++) {
         const json_t *d = json_array_get(list, i);
-        int w = snprintf(buf + pos, cap - pos, "%s%.*s", i ? "," : "", (int)json_string_length(d),
-                         json_string_value(d));
+        char e[256];
+        int w = snprintf(buf + pos, cap - pos, "%s%s", i ? "," : "",
+                         td_esc(json_string_value(d), json_string_length(d), e, sizeof(e)));
         pos += w > 0 ? (size_t)w : 0;
     }
     if (n > ADDON_TOOLDOMAINS_LOGGED && pos < cap)
@@ -144,7 +162,7 @@ static const char td_msg_too_large[] =
     "The request body exceeds the 32 MiB limit for Anthropic Messages tool-config parsing.";
 
 /* allowed_domains of one covered tool entry: checked, then cut to the open hosts. */
-static int td_trim(td_ctx_t *c, json_t *entry, const char *type, json_t *allowed,
+static int td_trim(td_ctx_t *c, json_t *entry, const char *type, const char *tag, json_t *allowed,
                    addon_answer_t *ans)
 {
     int search = td_prefix(type, (const char *const[]){"web_search_", NULL});
@@ -152,7 +170,7 @@ static int td_trim(td_ctx_t *c, json_t *entry, const char *type, json_t *allowed
     for (size_t i = 0; i < n; i++) {
         const json_t *d = json_array_get(allowed, i);
         if (!json_is_string(d) || td_wildcard(json_string_value(d), json_string_length(d))) {
-            td_note(c, "%s: wildcard", type);
+            td_note(c, "%s: wildcard", tag);
             return td_block(ans, "wildcard_tool_domain_unsupported", type, td_msg_wildcard);
         }
     }
@@ -174,14 +192,14 @@ static int td_trim(td_ctx_t *c, json_t *entry, const char *type, json_t *allowed
         /* web_search_* refuses [] upstream: an empty list is said by removing the key */
         td_domains(allowed, list, sizeof(list));
         if (n > 0)
-            td_note(c, "%s: cleared allowed_domains (%zu outside allowlist: %s)", type, n, list);
+            td_note(c, "%s: cleared allowed_domains (%zu outside allowlist: %s)", tag, n, list);
         else
-            td_note(c, "%s: removed empty allowed_domains", type);
+            td_note(c, "%s: removed empty allowed_domains", tag);
         rc = json_object_del(entry, "allowed_domains");
         c->changed = 1;
     } else if (json_array_size(dropped) > 0) {
         td_domains(dropped, list, sizeof(list));
-        td_note(c, "%s: dropped %zu of %zu domains: %s", type, json_array_size(dropped), n, list);
+        td_note(c, "%s: dropped %zu of %zu domains: %s", tag, json_array_size(dropped), n, list);
         rc = json_object_set(entry, "allowed_domains", kept);
         c->changed = 1;
     }
@@ -199,13 +217,18 @@ static int td_tools(td_ctx_t *c, json_t *tools, addon_answer_t *ans)
         if (!json_is_object(entry) || !json_is_string(t) ||
             !td_prefix(json_string_value(t), td_covered))
             continue;
-        char type[128];
-        snprintf(type, sizeof(type), "%.*s",
-                 (int)(json_string_length(t) < 100 ? json_string_length(t) : 100),
-                 json_string_value(t));
+        /* the type as sent (cut at 100 bytes on a character boundary) for the answer's detail,
+         * escaped for the log line */
+        size_t tl = json_string_length(t) < 100 ? json_string_length(t) : 100;
+        while (tl > 0 && tl < json_string_length(t) &&
+               ((unsigned char)json_string_value(t)[tl] & 0xC0) == 0x80)
+            tl--;
+        char type[128], tag[512];
+        snprintf(type, sizeof(type), "%.*s", (int)tl, json_string_value(t));
+        td_esc(json_string_value(t), tl, tag, sizeof(tag));
         const json_t *blocked = json_object_get(entry, "blocked_domains");
         if (blocked != NULL && (!json_is_array(blocked) || json_array_size(blocked) > 0)) {
-            td_note(c, "%s: blocked-domains", type);
+            td_note(c, "%s: blocked-domains", tag);
             return td_block(ans, "blocklist_tool_config_unsupported", type, td_msg_blocklist);
         }
         json_t *allowed = json_object_get(entry, "allowed_domains");
@@ -214,11 +237,11 @@ static int td_tools(td_ctx_t *c, json_t *tools, addon_answer_t *ans)
                 continue; /* absent stays absent: web_search refuses [] */
             if (json_object_set_new(entry, "allowed_domains", json_array()) != 0)
                 return PX_ENOMEM;
-            td_note(c, "%s: forced allowed_domains: []", type);
+            td_note(c, "%s: forced allowed_domains: []", tag);
             c->changed = 1;
             continue;
         }
-        int rc = td_trim(c, entry, type, allowed, ans);
+        int rc = td_trim(c, entry, type, tag, allowed, ans);
         if (rc != ADDON_NEXT)
             return rc;
     }
@@ -402,6 +425,22 @@ static int td_dump_cb(const char *buf, size_t size, void *data)
     return out->write(out->data, buf, size) == 0 ? 0 : -1;
 }
 
+/* [tool-domains: ...] cut to what the access line has room for, never inside the "[]" of
+ * "forced allowed_domains: []" (readers of the log match brackets). */
+static void td_annotate(addon_req_t *req, const td_ctx_t *c)
+{
+    static const char more[] = "... (truncated)";
+    size_t used = req->annot_len + sizeof(" [tool-domains: ]");
+    size_t room = used < ADDON_ANNOT_MAX ? ADDON_ANNOT_MAX - used : 0;
+    size_t n = c->taglen;
+    int cut = n >= ADDON_TOOLDOMAINS_TAG_MAX || n > room;
+    if (n > room)
+        n = room > sizeof(more) ? room - sizeof(more) : 0;
+    if (n > 0 && c->tag[n - 1] == '[')
+        n--;
+    addon_req_annotate(req, "tool-domains: %.*s%s", (int)n, c->tag, cut ? more : "");
+}
+
 static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t *ans)
 {
     (void)self;
@@ -457,8 +496,7 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
         }
     }
     if (c.taglen > 0)
-        addon_req_annotate(req, "tool-domains: %.*s%s", (int)c.taglen, c.tag,
-                           c.taglen >= ADDON_TOOLDOMAINS_TAG_MAX ? "... (truncated)" : "");
+        td_annotate(req, &c);
     json_decref(body);
     return rc;
 }

@@ -332,6 +332,39 @@ static void test_tooldomains_edges(void **state)
     assert_string_equal(ans.detail, "<invalid-json>");
     free(deep);
 
+    /* what comes from the request is escaped on the log line, raw (JSON-escaped) in the answer */
+    td_req(r, &cfg, "api.anthropic.com", "/v1/messages");
+    const char *inj = "{\"tools\":[{\"type\":\"web_fetch_\\n] x\",\"allowed_domains\":[\"a]b\","
+                      "\"c\\u0001d\"]}]}";
+    o->len = 0;
+    assert_int_equal(a->on_request_body_filter(a, r, inj, strlen(inj), &sink, &ans),
+                     ADDON_REWRITTEN);
+    assert_string_equal(r->annot, " [tool-domains: web_fetch_\\x0a\\x5d x: dropped 2 of 2 "
+                                  "domains: a\\x5db,c\\x01d]");
+    td_req(r, &cfg, "api.anthropic.com", "/v1/messages");
+    const char *inj2 = "{\"tools\":[{\"type\":\"web_fetch_\\n] x\",\"blocked_domains\":[1]}]}";
+    assert_int_equal(a->on_request_body_filter(a, r, inj2, strlen(inj2), &sink, &ans),
+                     ADDON_ANSWER);
+    assert_string_equal(ans.detail, "web_fetch_\n] x");
+
+    /* a long tag is cut to the line's room, never inside "[]" */
+    td_req(r, &cfg, "api.anthropic.com", "/v1/messages");
+    char many[4096];
+    size_t m = (size_t)snprintf(many, sizeof(many), "{\"tools\":[");
+    for (int i = 0; i < 40; i++)
+        m += (size_t)snprintf(many + m, sizeof(many) - m, "%s{\"type\":\"bash_%d\"}", i ? "," : "",
+                              i);
+    m += (size_t)snprintf(many + m, sizeof(many) - m, "]}");
+    assert_int_equal(a->on_request_body_filter(a, r, many, m, &sink, &ans), ADDON_REWRITTEN);
+    assert_true(r->annot_len < ADDON_ANNOT_MAX);
+    assert_non_null(strstr(r->annot, "... (truncated)]"));
+    int level = 0;
+    for (size_t i = 0; i < r->annot_len; i++) {
+        level += r->annot[i] == '[' ? 1 : r->annot[i] == ']' ? -1 : 0;
+        assert_true(level >= 0);
+    }
+    assert_int_equal(level, 0);
+
     /* a Content-Encoding cannot be read: refused */
     td_req(r, &cfg, "api.anthropic.com", "/v1/messages");
     assert_int_equal(addon_req_add_header(r, "Content-Encoding", 16, "gzip", 4), 0);
