@@ -37,6 +37,10 @@ struct px_xchg {
     px__rq_t rq;
     px__sink_t sink;
     int filter;               /* an addon rewrites the body as it streams */
+    int gather;               /* the body is gathered whole before the head goes upstream */
+    int filtered;             /* the body filters passed it */
+    const addon_t *const *resume; /* the credential stage, waiting for the filters */
+    uint64_t gather_cap;      /* ... up to this many bytes */
     char *bodybuf;            /* ADDON_BODY_BUFFER: the body so far, then what the addon made */
     size_t bodylen, bodycap;
     char *outbody;
@@ -87,6 +91,12 @@ int px__x_leak_head(px_xchg_t *x);
 void px__x_leak_body(px_xchg_t *x, const char *data, size_t len);
 /* The body ended: the held tail goes on. */
 void px__x_leak_flush(px_xchg_t *x);
+
+/* px_xchg_filter.c */
+/* Runs the body filters on the gathered body (over: it went past gather_cap, and only its
+ * length is known). ADDON_NEXT (the body, possibly rewritten, is in bodybuf) or ADDON_ANSWER
+ * with ans filled. Uses outbody as scratch. */
+int px__x_filters(px_xchg_t *x, int over, addon_answer_t *ans);
 
 /* px_xchg_answer.c */
 void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close);
