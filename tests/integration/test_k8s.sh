@@ -357,7 +357,6 @@ t_eq "the CA key is not in the agent's file system" "absent" \
     "$(ax dash -c '[ -e /etc/airlock/ca/mitmproxy-ca.pem ] && echo present || echo absent')"
 
 # ---- teardown ---------------------------------------------------------------------------------
-[ -n "${K8S_DEBUG:-}" ] && INFRA_PID=$INFRA_PID GW=$GW bash -c "$K8S_DEBUG"
 "$PY" "$KUBELET" down "$T_DIR/overrides.json" "${MANIFESTS[@]}" 2>/dev/null
 t_eq "the pod is gone" "" "$(podman ps -a --format '{{.Names}}')"
 t_done
