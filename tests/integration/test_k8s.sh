@@ -141,10 +141,7 @@ if [ $rc -ne 0 ] || [ -z "$IMG" ]; then
     exit 1
 fi
 if ! out=$(podman run --rm --network none --entrypoint /usr/sbin/nft "$IMG" --version 2>&1); then
-    case $out in
-    nftables*) ;;
-    *) t_skip podman "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')" ;;
-    esac
+    t_skip podman "podman cannot run containers here: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
 fi
 t_contains "the airlock image runs its nft" "$out" "nftables v"
 out=$(podman run --rm --network none --entrypoint /airlock "$IMG" --version 2>&1)
@@ -187,6 +184,34 @@ t_start_nginx "
         root $T_DIR/www;
         location /auth { return 200 \"auth=\$http_authorization\\n\"; }
 " || exit 1
+
+# ---- does `podman kube play` handle init containers yet? ----------------------------------------
+# A pod of the manifest's init container (its image replaced) and a sleeping container, with
+# the ConfigMap it mounts. Podman 4.3 fails removing the init container; the pod below is then
+# built by k8s_pod.py. Only reported: the checks do not depend on it.
+"$PY" - "$K8S" "$IMG" > "$T_DIR/kubeplay.yaml" <<'PY'
+import sys, yaml
+k8s, img = sys.argv[1:3]
+pod = next(d for d in yaml.safe_load_all(open(f"{k8s}/agent-pod.yaml")) if d["kind"] == "Pod")
+cms = [d for d in yaml.safe_load_all(open(f"{k8s}/airlock-config.yaml"))
+       if d["metadata"]["name"] == "airlock-netinit"]
+init = dict(pod["spec"]["initContainers"][0], image=img)
+vols = [v for v in pod["spec"]["volumes"] if v["name"] in
+        {m["name"] for m in init.get("volumeMounts", [])}]
+probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "kubeplay-probe"},
+         "spec": {"initContainers": [init], "volumes": vols,
+                  "containers": [{"name": "main", "image": "localhost/alk-agent:latest",
+                                  "command": ["sleep", "60"]}]}}
+print(yaml.safe_dump_all(cms + [probe]))
+PY
+t0=$(date +%s%N)
+if out=$(timeout 120 podman kube play --network "$NET" "$T_DIR/kubeplay.yaml" 2>&1); then
+    echo "# podman kube play ran the init container: k8s_pod.py may no longer be needed"
+else
+    echo "# podman kube play still fails on init containers: $(echo "$out" | tail -n 1 | cut -c1-160)"
+fi
+echo "# (kube play: $((($(date +%s%N) - t0) / 1000000)) ms)"
+podman pod rm -f -t 0 kubeplay-probe > /dev/null 2>&1
 
 # ---- configuration: what an operator puts into the ConfigMaps and Secrets -------------------
 "$AIRLOCK" ca init --confdir "$T_DIR/confdir" > /dev/null || { echo "FAIL - ca init"; exit 1; }
