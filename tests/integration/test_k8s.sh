@@ -187,8 +187,9 @@ t_start_nginx "
 
 # ---- does `podman kube play` handle init containers yet? ----------------------------------------
 # A pod of the manifest's init container (its image replaced) and a sleeping container, with
-# the ConfigMap it mounts. Podman 4.3 fails removing the init container; the pod below is then
-# built by k8s_pod.py. Only reported: the checks do not depend on it.
+# the ConfigMap it mounts. Podman 4.3 removes a run-once init container right after starting it
+# and fails when it is still running: a race that nft mostly loses. Native sidecars it does
+# not know at all, so the pod below is built by k8s_pod.py either way. Only reported.
 "$PY" - "$K8S" "$IMG" > "$T_DIR/kubeplay.yaml" <<'PY'
 import sys, yaml
 k8s, img = sys.argv[1:3]
@@ -206,9 +207,10 @@ print(yaml.safe_dump_all(cms + [probe]))
 PY
 t0=$(date +%s%N)
 if out=$(timeout 120 podman kube play --network "$NET" "$T_DIR/kubeplay.yaml" 2>&1); then
-    echo "# podman kube play ran the init container: k8s_pod.py may no longer be needed"
+    echo "# podman kube play ran the init container this time (it does not fail every time)"
 else
-    echo "# podman kube play still fails on init containers: $(echo "$out" | tail -n 1 | cut -c1-160)"
+    echo "# podman kube play still fails on init containers:" \
+        "$(echo "$out" | tail -n 1 | cut -c1-160)"
 fi
 echo "# (kube play: $((($(date +%s%N) - t0) / 1000000)) ms)"
 podman pod rm -f -t 0 kubeplay-probe > /dev/null 2>&1
@@ -246,7 +248,8 @@ INFRA_PID=$(echo "$POD" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[
 AGENT=agent-agent
 AIR=agent-airlock
 NETLOG=$T_DIR/pod/volumes/log/network-sandbox.log
-POD_IP=$(podman inspect "$AGENT" --format "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" 2>/dev/null)
+POD_IP=$(podman inspect "$AGENT" \
+    --format "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" 2>/dev/null)
 [ -n "$POD_IP" ] || POD_IP=$(nsenter -t "$INFRA_PID" -n ip -4 -o addr show scope global |
     awk '{ sub("/.*", "", $4); print $4; exit }')
 t_check "pod IP $POD_IP" test -n "$POD_IP"
@@ -254,9 +257,10 @@ t_eq "the init container is gone, airlock and the agent run" "agent-agent runnin
 agent-airlock running" "$(podman ps -a --filter pod=agent --format '{{.Names}}' | grep -v infra |
     sort | while read -r c; do echo "$c $(podman inspect -f '{{.State.Status}}' "$c")"; done)"
 t_eq "airlock runs as 17000, the agent as 1000" "17000:17000 1000:1000" \
-    "$(podman inspect -f '{{.Config.User}}' "$AIR") $(podman inspect -f '{{.Config.User}}' "$AGENT")"
+    "$(podman inspect -f '{{.Config.User}}' "$AIR" "$AGENT" | tr '\n' ' ' | sed 's/ $//')"
 t_eq "the agent has no capabilities" "0000000000000000" \
-    "$(podman exec "$AGENT" dash -c 'while read -r k v; do [ "$k" = CapEff: ] && echo "$v"; done < /proc/self/status')"
+    "$(podman exec "$AGENT" dash -c \
+        'while read -r k v; do [ "$k" = CapEff: ] && echo "$v"; done < /proc/self/status')"
 
 ax() { podman exec "$AGENT" "$@" 2>&1; }
 
