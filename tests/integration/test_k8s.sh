@@ -356,6 +356,11 @@ if [ -n "$pk" ] && [ "$pk" -gt 0 ]; then
 else
     t_fail "the uid exemption matched nothing: $RULES"
 fi
+if grep -q "query\[A\] nginx.test from $POD_IP\$" "$T_DIR/dnsmasq.log"; then
+    t_ok "airlock's DNS queries reached UPSTREAM_DNS from the pod's address"
+else
+    t_fail "no query from $POD_IP in dnsmasq's log: $(tail -3 "$T_DIR/dnsmasq.log")"
+fi
 uplines=$(grep -c '"GET / HTTP' "$T_DIR/nginx/gw.log")
 t_eq "one upstream request per allowed client request (no loop through airlock)" 2 "$uplines"
 t_eq "nothing else reached the upstream host (2 x GET /, 1 x /auth)" 3 \
