@@ -2,9 +2,9 @@
 """Runs a Kubernetes Pod manifest with plain podman commands: a small stand-in for the kubelet,
 for tests/integration/test_k8s.sh.
 
-Podman 4.3's `podman kube play` starts an init container and then fails removing it ("cannot
-remove container ... as it is running"), and knows no native sidecars (init containers with
-restartPolicy: Always). So the pod is built from the manifest's own pieces, in Kubernetes'
+Podman 4.3's `podman kube play` starts an init container and removes it at once, failing
+("cannot remove container ... as it is running") unless it has already exited, and knows no
+native sidecars (init containers with restartPolicy: Always). So the pod is built from the manifest's own pieces, in Kubernetes'
 order: `podman pod create` (network, dnsConfig), each init container run to completion, each
 native sidecar started and its startupProbe polled, then the containers. Images, commands,
 args, env, securityContext, volumes and probes all come from the manifest; the test's changes

@@ -2,7 +2,7 @@
 # Issue 20 part 2: airlock as a Kubernetes sidecar, with real podman. The pod of
 # container/k8s/agent-pod.yaml (init container installing the nftables redirect, airlock as a
 # native sidecar, the agent) is built from the manifest's own pieces by k8s_pod.py (Podman
-# 4.3's `kube play` fails on init containers; see that file), with the ConfigMaps of
+# 4.3's `kube play` mishandles init containers; see that file), with the ConfigMaps of
 # container/k8s/airlock-config.yaml. The test changes only what a cluster operator would: the
 # images (the airlock image built here, with the test CA as its upstream bundle; the agent is a
 # FROM-scratch image holding curl, getent, dash, kdig and nft with their libraries), the
@@ -18,7 +18,7 @@ if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ "$(id -u)" = 0 ] || t_skip root "needs root (podman networks, namespaces)"
     for tool in podman runc nft nsenter readelf strip ldd kdig curl dash getent nginx dnsmasq; do
         command -v "$tool" >/dev/null ||
-            t_skip package "$tool is not installed (apt-get install podman runc nftables)"
+            t_skip package "$tool is not installed (.ci/install-deps test installs it)"
     done
     /usr/bin/python3 -c 'import yaml' 2>/dev/null ||
         t_skip package "python3-yaml is not installed (apt-get install python3-yaml)"
