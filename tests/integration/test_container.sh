@@ -16,9 +16,9 @@
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ "$(id -u)" = 0 ] || t_skip root "needs root (podman networks, namespaces)"
-    for tool in podman runc flock timeout readelf strip; do
+    for tool in podman runc flock timeout readelf strip nft ldd; do
         command -v "$tool" >/dev/null ||
-            t_skip package "$tool is not installed (apt-get install podman runc)"
+            t_skip package "$tool is not installed (apt-get install podman runc nftables)"
     done
 fi
 t_enter_netns "$@"
@@ -103,7 +103,12 @@ podman create --name "$P-inspect" "$IMG" >/dev/null 2>&1
 files=$(podman export "$P-inspect" | tar -t | grep -v '/$' | grep -v -e '^etc/' -e '^run/' \
     -e '^dev/' -e '^proc/' -e '^sys/' | sort | tr '\n' ' ')
 podman rm -f "$P-inspect" >/dev/null 2>&1
-t_eq "the image holds the binary and the CA bundle only" "airlock usr/lib/ssl/cert.pem " "$files"
+# nft and its libraries serve the Kubernetes init container (container/k8s/)
+expected=$({ printf '%s\n' airlock usr/lib/ssl/cert.pem usr/sbin/nft
+    ldd /usr/sbin/nft | awk '/=> \// { print $3 } /^\t\// { print $1 }' | sed 's|^/||'; } |
+    sort | tr '\n' ' ')
+t_eq "the image holds the binary, the CA bundle, and nft with its libraries only" "$expected" \
+    "$files"
 out=$(podman run --rm --network none "$IMG" 2>&1)
 rc=$?
 t_eq "no UPSTREAM_DNS: exit 1" 1 "$rc"
