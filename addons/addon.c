@@ -49,6 +49,7 @@ void addon_req_reset(addon_req_t *req)
     req->credentials_done = 0;
     req->body_mode = ADDON_BODY_PASS;
     req->body_cap = 0;
+    req->filter_cap = 0;
     req->state = NULL;
     req->state_owner = NULL;
 }

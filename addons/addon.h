@@ -68,6 +68,9 @@ typedef struct addon_req {
     int credentials_done; /* one credential mechanism per request: set by the one that ran */
     addon_body_mode_t body_mode;
     uint64_t body_cap;    /* ADDON_BODY_BUFFER: more than this is answered 413 */
+    uint64_t filter_cap;  /* set by a body filter's on_request_head: the body is gathered whole
+                             (up to the largest cap asked) and filtered before the credential
+                             addon's body hooks and before the head goes upstream */
     void *state;          /* the credential addon's per-request state (freed by on_end) */
     const struct addon *state_owner;
 } addon_req_t;
@@ -108,6 +111,8 @@ typedef struct addon_answer {
     char message[512];
     const char *verdict;  /* "BLOCKED" or "ERROR" (static) */
     char log_tail[200];   /* e.g. " (signing failed: ...)"; may be empty */
+    int with_detail;      /* add "detail": detail after "message" (body filters) */
+    char detail[256];
 } addon_answer_t;
 
 /* Where a body-rewriting addon writes its output. write returns 0 or a negative code. */
@@ -119,6 +124,7 @@ typedef struct addon_sink {
 typedef enum addon_result {
     ADDON_NEXT = 0,   /* go on with the next addon / forward */
     ADDON_ANSWER = 1, /* ans is filled: answer it, forward nothing */
+    ADDON_REWRITTEN = 2, /* on_request_body_filter: out holds the new body */
 } addon_result_t;
 
 /* One addon. Hooks may be NULL. Negative returns mean an internal failure (the proxy then
@@ -136,6 +142,13 @@ typedef struct addon {
      * sent yet and may still be rewritten; an answer is still possible then. */
     int (*on_request_body_end)(const struct addon *self, addon_req_t *req,
                                const addon_sink_t *out, addon_answer_t *ans);
+    /* A request-body filter, called (in list order, each seeing the previous one's output)
+     * when some filter set filter_cap: the whole body in data[0..len) (borrowed), or data NULL
+     * when the body went over the gathered cap (len: the bytes seen so far). Returns ADDON_NEXT
+     * (forward unchanged; also when the filter does not apply), ADDON_REWRITTEN (the new body
+     * was written to out) or ADDON_ANSWER (ans filled, usually 403 with a detail). */
+    int (*on_request_body_filter)(const struct addon *self, addon_req_t *req, const char *data,
+                                  size_t len, const addon_sink_t *out, addon_answer_t *ans);
     /* The response head arrived (status as sent by upstream). */
     void (*on_response_head)(const struct addon *self, addon_req_t *req, int status);
     /* The request is over (answered, relayed or failed): free req->state here. */

@@ -252,6 +252,7 @@ static void policy_decide_path(const addon_policy_t *p, const addon_policy_query
         policy_note(d, ADDON_POLICY_ALLOW, ADDON_POLICY_URL_PREFIXES, i, e);
         d->allowed = 1;
         d->passthrough = e->passthrough;
+        d->graphql = e->graphql;
         return;
     }
 }
@@ -320,6 +321,38 @@ int addon_policy_host_blocked(const addon_policy_t *p, addon_str_t host, size_t 
                 *index = i;
             return 1;
         }
+    }
+    return 0;
+}
+
+const addon_policy_graphql_t *addon_policy_graphql(const addon_policy_t *p, size_t index)
+{
+    if (p == NULL || index >= p->urls.n)
+        return NULL;
+    return p->urls.v[index].graphql;
+}
+
+int addon_policy_host_get_open(const addon_policy_t *p, addon_str_t host)
+{
+    static const addon_str_t get = {"GET", 3};
+    if (p == NULL)
+        return 0;
+    char hbuf[POLICY_HOST_BUF];
+    host = policy_norm_host(host, hbuf);
+    /* a block on any path of the host takes some GET away: not open */
+    for (size_t i = 0; i < p->blocks.n; i++) {
+        const addon__policy_entry_t *e = &p->blocks.v[i];
+        if (policy_host_ok(e, host) && policy_method_ok(e, get))
+            return 0;
+    }
+    for (size_t i = 0; i < p->domains.n; i++) {
+        if (policy_host_ok(&p->domains.v[i], host))
+            return 1;
+    }
+    for (size_t i = 0; i < p->urls.n; i++) {
+        const addon__policy_entry_t *e = &p->urls.v[i];
+        if (e->path.len == 0 && policy_host_ok(e, host) && policy_method_ok(e, get))
+            return 1;
     }
     return 0;
 }

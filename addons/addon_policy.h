@@ -80,6 +80,18 @@ typedef struct addon_policy_query {
     int tls;            /* 1 on TLS: the default port is then 443 instead of 80 */
 } addon_policy_query_t;
 
+/* A url_prefixes entry's `graphql` block (docs/graphql.md): fnmatch patterns for the top-level
+ * fields of each operation type, case-sensitive; an empty list denies that type. Borrowed from
+ * the policy. */
+typedef struct addon_policy_graphql {
+    const addon_str_t *queries;
+    size_t nqueries;
+    const addon_str_t *mutations;
+    size_t nmutations;
+    const addon_str_t *subscriptions;
+    size_t nsubscriptions;
+} addon_policy_graphql_t;
+
 typedef struct addon_policy_decision {
     int allowed;                    /* 1 allowed, 0 blocked */
     addon_policy_verdict_t verdict; /* why */
@@ -90,6 +102,8 @@ typedef struct addon_policy_decision {
     addon_str_t host_pattern;         /* its host pattern (borrowed from the policy) */
     addon_str_t path_pattern;         /* its path pattern, empty = any (borrowed) */
     int passthrough;                  /* allowed by an entry with tls: passthrough */
+    const addon_policy_graphql_t *graphql; /* allowed by a url_prefixes entry with a graphql
+                                              block: its rules (borrowed), else NULL */
 } addon_policy_decision_t;
 
 /* Parses an allowlist (YAML or JSON) from data[0..len) (borrowed); name (copied) is used in
@@ -147,6 +161,15 @@ void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
  * whether the first such entry asks for tls: passthrough. host is borrowed. */
 int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t port, int tls,
                           int *passthrough);
+
+/* The graphql block of url_prefixes[index] (borrowed from p), or NULL when it has none. */
+const addon_policy_graphql_t *addon_policy_graphql(const addon_policy_t *p, size_t index);
+
+/* 1 when host (borrowed) is open to unrestricted GET over https: no block entry names it (any
+ * path) for GET, and a domains entry, or a url_prefixes entry without path whose methods are
+ * empty or hold GET, matches it on port 443. What an Anthropic server-side tool may be allowed
+ * to fetch (docs/anthropic-tools.md). */
+int addon_policy_host_get_open(const addon_policy_t *p, addon_str_t host);
 
 /* 1 when a block entry without path or methods matches host (a CONNECT to it is refused), with
  * its index in *index (may be NULL); else 0. host is borrowed. */

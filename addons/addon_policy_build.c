@@ -36,6 +36,17 @@ void addon__policy_entry_free(addon__policy_entry_t *e)
     free(e->methods);
     free(e->ports);
     free(e->src);
+    if (e->graphql != NULL) {
+        const addon_policy_graphql_t *g = e->graphql;
+        const addon_str_t *lists[] = {g->queries, g->mutations, g->subscriptions};
+        size_t counts[] = {g->nqueries, g->nmutations, g->nsubscriptions};
+        for (size_t k = 0; k < 3; k++) {
+            for (size_t i = 0; i < counts[k]; i++)
+                free((char *)lists[k][i].base);
+            free((addon_str_t *)lists[k]);
+        }
+        free(e->graphql);
+    }
 }
 
 static void policy_list_free(addon__policy_list_t *l)

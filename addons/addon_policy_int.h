@@ -27,6 +27,7 @@ typedef struct addon__policy_entry {
     uint16_t *ports; /* allowed besides the scheme's default port */
     size_t nports;
     int passthrough;
+    addon_policy_graphql_t *graphql; /* url_prefixes only; NULL = no graphql block */
     char *src; /* where it was written: "file:line", "default", ...; NULL = not said */
 } addon__policy_entry_t;
 

@@ -27,6 +27,31 @@ static void out_host(addon_out_t *o, const addon__policy_entry_t *e)
     addon_out_esc(o, e->host);
 }
 
+static void out_yaml_str(addon_out_t *o, const char *s, size_t len);
+
+/* A graphql block: ", graphql queries a,b mutations none ..." (yaml 0) or its YAML lines. */
+static void out_graphql(addon_out_t *o, const addon_policy_graphql_t *g, int yaml)
+{
+    const char *names[] = {"queries", "mutations", "subscriptions"};
+    const addon_str_t *lists[] = {g->queries, g->mutations, g->subscriptions};
+    size_t counts[] = {g->nqueries, g->nmutations, g->nsubscriptions};
+    addon_out_fmt(o, yaml ? "    graphql:\n" : ", graphql");
+    for (size_t k = 0; k < 3; k++) {
+        addon_out_fmt(o, yaml ? "      %s: [" : " %s ", names[k]);
+        if (counts[k] == 0 && !yaml)
+            addon_out_fmt(o, "none");
+        for (size_t i = 0; i < counts[k]; i++) {
+            addon_out_fmt(o, i == 0 ? "" : yaml ? ", " : ",");
+            if (yaml)
+                out_yaml_str(o, lists[k][i].base, lists[k][i].len);
+            else
+                addon_out_esc(o, lists[k][i]);
+        }
+        if (yaml)
+            addon_out_fmt(o, "]\n");
+    }
+}
+
 static void out_entry(addon_out_t *o, addon_policy_kind_t kind, const addon__policy_entry_t *e)
 {
     if (kind == ADDON_POLICY_DOMAINS) {
@@ -52,6 +77,8 @@ static void out_entry(addon_out_t *o, addon_policy_kind_t kind, const addon__pol
         addon_out_fmt(o, "%s%u", i == 0 ? ", also ports " : ",", e->ports[i]);
     if (e->passthrough)
         addon_out_fmt(o, ", tls passthrough");
+    if (e->graphql != NULL)
+        out_graphql(o, e->graphql, 0);
 }
 
 static void out_list(addon_out_t *o, const addon_policy_t *p, addon_policy_kind_t kind)
@@ -168,6 +195,8 @@ static void out_yaml_map(addon_out_t *o, const addon__policy_entry_t *e)
     }
     if (e->passthrough)
         addon_out_fmt(o, "    tls: passthrough\n");
+    if (e->graphql != NULL)
+        out_graphql(o, e->graphql, 1);
 }
 
 size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t len)

@@ -11,7 +11,9 @@
 #include "base/px_err.h"
 
 static const char *const policy_top_keys[] = {"domains", "url_prefixes", "block", NULL};
-static const char *const policy_entry_keys[] = {"host", "path", "methods", "ports", "tls", NULL};
+static const char *const policy_entry_keys[] = {"host",  "path",    "methods",
+                                                "ports", "tls",     "graphql", NULL};
+static const char *const policy_graphql_keys[] = {"queries", "mutations", "subscriptions", NULL};
 static const char *const policy_block_keys[] = {"host", "path", "methods", NULL};
 
 static int policy_nomem(char *err, size_t errlen)
@@ -130,6 +132,68 @@ static int policy_ports(const addon_yaml_node_t *n, const char *what, addon__pol
     return 0;
 }
 
+/* One list of a graphql block: field-name patterns (fnmatch, case-sensitive). */
+static int policy_graphql_list(const addon_yaml_node_t *n, const char *what,
+                               const addon_str_t **out, size_t *count, char *err, size_t errlen)
+{
+    *out = NULL;
+    *count = 0;
+    if (n == NULL || addon_yaml_type(n) == ADDON_YAML_NULL)
+        return 0;
+    int rc = addon_yaml_expect(n, ADDON_YAML_SEQ, what, err, errlen);
+    if (rc != 0 || addon_yaml_count(n) == 0)
+        return rc;
+    addon_str_t *v = calloc(addon_yaml_count(n), sizeof(*v));
+    if (v == NULL)
+        return policy_nomem(err, errlen);
+    *out = v;
+    for (size_t i = 0; i < addon_yaml_count(n); i++) {
+        char item[ADDON__POLICY_WHAT_MAX * 2];
+        snprintf(item, sizeof(item), "%s[%zu]", what, i);
+        const char *s;
+        size_t len;
+        rc = addon_yaml_get_string(addon_yaml_item(n, i), item, &s, &len, err, errlen);
+        if (rc != 0)
+            return rc;
+        char *d = policy_dup(s, len);
+        if (d == NULL)
+            return policy_nomem(err, errlen);
+        v[i] = (addon_str_t){d, len};
+        *count = i + 1;
+    }
+    return 0;
+}
+
+/* graphql: {queries: [...], mutations: [...], subscriptions: [...]}; missing lists deny. */
+static int policy_graphql(const addon_yaml_node_t *n, const char *what, addon__policy_entry_t *e,
+                          char *err, size_t errlen)
+{
+    int rc = addon_yaml_expect(n, ADDON_YAML_MAP, what, err, errlen);
+    if (rc == 0)
+        rc = addon_yaml_check_keys(n, policy_graphql_keys, what, err, errlen);
+    if (rc != 0)
+        return rc;
+    addon_policy_graphql_t *g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return policy_nomem(err, errlen);
+    e->graphql = g;
+    char sub[ADDON__POLICY_WHAT_MAX * 2 + 32];
+    snprintf(sub, sizeof(sub), "%s.queries", what);
+    rc = policy_graphql_list(addon_yaml_get(n, "queries"), sub, &g->queries, &g->nqueries, err,
+                             errlen);
+    if (rc == 0) {
+        snprintf(sub, sizeof(sub), "%s.mutations", what);
+        rc = policy_graphql_list(addon_yaml_get(n, "mutations"), sub, &g->mutations,
+                                 &g->nmutations, err, errlen);
+    }
+    if (rc == 0) {
+        snprintf(sub, sizeof(sub), "%s.subscriptions", what);
+        rc = policy_graphql_list(addon_yaml_get(n, "subscriptions"), sub, &g->subscriptions,
+                                 &g->nsubscriptions, err, errlen);
+    }
+    return rc;
+}
+
 static int policy_url_entry(const addon_yaml_node_t *n, const char *list, size_t idx,
                             addon__policy_entry_t *e, char *err, size_t errlen)
 {
@@ -138,18 +202,6 @@ static int policy_url_entry(const addon_yaml_node_t *n, const char *list, size_t
     int rc = addon_yaml_expect(n, ADDON_YAML_MAP, what, err, errlen);
     if (rc != 0)
         return rc;
-    const addon_yaml_node_t *graphql = addon_yaml_get(n, "graphql");
-    if (graphql != NULL) {
-        for (size_t i = 0; i < addon_yaml_count(n); i++) {
-            if (addon_yaml_value(n, i) == graphql)
-                graphql = addon_yaml_key(n, i);
-        }
-        return addon_yaml_errorf(graphql, err, errlen,
-                                 "%s: 'graphql' (GraphQL operation filtering) is not supported "
-                                 "by airlock; remove the key and restrict the entry with "
-                                 "'path' and 'methods'",
-                                 what);
-    }
     rc = addon_yaml_check_keys(n, policy_entry_keys, what, err, errlen);
     if (rc != 0)
         return rc;
@@ -191,6 +243,13 @@ static int policy_url_entry(const addon_yaml_node_t *n, const char *list, size_t
         if (rc != 0)
             return rc;
     }
+    const addon_yaml_node_t *graphql = addon_yaml_get(n, "graphql");
+    if (graphql != NULL && addon_yaml_type(graphql) != ADDON_YAML_NULL) {
+        snprintf(sub, sizeof(sub), "%s.graphql", what);
+        rc = policy_graphql(graphql, sub, e, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
     const addon_yaml_node_t *tls = addon_yaml_get(n, "tls");
     if (tls != NULL && addon_yaml_type(tls) != ADDON_YAML_NULL) {
         snprintf(sub, sizeof(sub), "%s.tls", what);
@@ -204,10 +263,12 @@ static int policy_url_entry(const addon_yaml_node_t *n, const char *list, size_t
         else if (strcmp(s, "intercept") != 0 || len != strlen("intercept"))
             return addon_yaml_errorf(tls, err, errlen, "%s: must be 'passthrough' or 'intercept'",
                                      sub);
-        if (e->passthrough && (e->path.len > 0 || e->nmethods > 0))
+        if (e->passthrough &&
+            (e->path.len > 0 || e->nmethods > 0 || addon_yaml_get(n, "graphql") != NULL))
             return addon_yaml_errorf(tls, err, errlen,
-                                     "%s: a passthrough entry cannot restrict 'path' or "
-                                     "'methods' (airlock does not see inside the TLS stream)",
+                                     "%s: a passthrough entry cannot restrict 'path', "
+                                     "'methods' or 'graphql' (airlock does not see inside the "
+                                     "TLS stream)",
                                      sub);
     }
     return 0;

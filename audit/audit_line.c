@@ -223,7 +223,15 @@ static int audit__access_rest(audit_str_t r, audit_line_t *out)
 {
     out->annot.base = r.base;
     while (audit__starts(r, " [")) {
-        const char *close = memchr(r.base, ']', r.len);
+        /* brackets nest: "[tool-domains: web_fetch_1: forced allowed_domains: []]" */
+        const char *close = NULL;
+        size_t depth = 0;
+        for (size_t i = 1; i < r.len && close == NULL; i++) {
+            if (r.base[i] == '[')
+                depth++;
+            else if (r.base[i] == ']' && --depth == 0)
+                close = r.base + i;
+        }
         if (close == NULL)
             return PX_EPARSE;
         audit_str_t in = {r.base + 2, (size_t)(close - r.base - 2)};

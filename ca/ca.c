@@ -19,7 +19,6 @@
 #include "ca/ca_int.h"
 #include "base/px_err.h"
 
-#define CA__KEY_MODE 0600
 #define CA__CERT_MODE 0644
 #define CA__DIR_MODE 0700
 #define CA__ROOT_CN "airlock CA"
@@ -67,8 +66,8 @@ void ca__err_ssl(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- files ---- */
 
-static int path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
-                     size_t errlen)
+int ca__path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
+                  size_t errlen)
 {
     int n = snprintf(out, outlen, "%s/%s", dir, file);
 
@@ -215,7 +214,7 @@ static int load_pem_file(const char *path, EVP_PKEY **key, X509 **cert, char *er
 }
 
 /* mkdir -p with mode for the directories it creates. */
-static int mkdir_p(const char *dir, char *err, size_t errlen)
+int ca__mkdir_p(const char *dir, char *err, size_t errlen)
 {
     char tmp[CA_PATH_MAX];
     size_t len = strlen(dir);
@@ -290,7 +289,7 @@ static int publish(const char *tmp, const char *dir, const char *file, int norep
                    size_t errlen)
 {
     char path[CA_PATH_MAX];
-    int rc = path_join(path, sizeof(path), dir, file, err, errlen);
+    int rc = ca__path_join(path, sizeof(path), dir, file, err, errlen);
 
     if (rc < 0) {
         unlink(tmp);
@@ -333,8 +332,8 @@ static void sync_dir(const char *dir)
 }
 
 /* Writes a PEM of (key if non-NULL, then) cert into dir/file atomically. */
-static int write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
-                          int noreplace, char *err, size_t errlen)
+int ca__write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
+                       int noreplace, char *err, size_t errlen)
 {
     char tmp[CA_PATH_MAX];
     char *data = NULL;
@@ -360,14 +359,14 @@ static int write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509
     return publish(tmp, dir, file, noreplace, err, errlen);
 }
 
-static int write_cert_files(const char *dir, X509 *cert, char *err, size_t errlen)
+int ca__write_cert_files(const char *dir, X509 *cert, char *err, size_t errlen)
 {
-    int rc = write_pem_file(dir, CA_FILE_CERT_PEM, NULL, cert, CA__CERT_MODE, 0, err, errlen);
+    int rc = ca__write_pem_file(dir, CA_FILE_CERT_PEM, NULL, cert, CA__CERT_MODE, 0, err, errlen);
 
     if (rc < 0) {
         return rc;
     }
-    rc = write_pem_file(dir, CA_FILE_CERT_CER, NULL, cert, CA__CERT_MODE, 0, err, errlen);
+    rc = ca__write_pem_file(dir, CA_FILE_CERT_CER, NULL, cert, CA__CERT_MODE, 0, err, errlen);
     sync_dir(dir);
     return rc;
 }
@@ -383,33 +382,50 @@ static int add_ext(X509 *x, X509V3_CTX *ctx, int nid, const char *value)
     return ok;
 }
 
-static int generate(EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errlen)
+int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errlen)
 {
     EVP_PKEY *key = EVP_EC_gen("P-256");
     X509 *x = X509_new();
     X509_NAME *name = x != NULL ? X509_get_subject_name(x) : NULL;
     X509V3_CTX ctx;
     time_t now = time(NULL);
+    int rc = PX_ECRYPTO;
 
     if (key == NULL || x == NULL || X509_set_version(x, X509_VERSION_3) != 1 ||
         ca__serial_set_random(x) < 0 ||
         X509_NAME_add_entry_by_NID(name, NID_commonName, V_ASN1_UTF8STRING,
-                                   (const unsigned char *)CA__ROOT_CN, -1, -1, 0) != 1 ||
+                                   (const unsigned char *)g->cn, -1, -1, 0) != 1 ||
         X509_NAME_add_entry_by_NID(name, NID_organizationName, V_ASN1_UTF8STRING,
                                    (const unsigned char *)CA__ROOT_O, -1, -1, 0) != 1 ||
-        X509_set_issuer_name(x, name) != 1 ||
+        X509_set_issuer_name(x, g->issuer_cert != NULL ? X509_get_subject_name(g->issuer_cert)
+                                                       : name) != 1 ||
         ASN1_TIME_adj(X509_getm_notBefore(x), now, -CA_ROOT_BACKDATE_DAYS, 0) == NULL ||
-        ASN1_TIME_adj(X509_getm_notAfter(x), now, CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS, 0) ==
-            NULL ||
+        ASN1_TIME_adj(X509_getm_notAfter(x), now, (int)g->days, 0) == NULL ||
         X509_set_pubkey(x, key) != 1) {
         goto fail;
     }
     X509V3_set_ctx_nodb(&ctx);
-    X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-    if (!add_ext(x, &ctx, NID_basic_constraints, "critical,CA:TRUE") ||
+    X509V3_set_ctx(&ctx, g->issuer_cert != NULL ? g->issuer_cert : x, x, NULL, NULL, 0);
+    if (!add_ext(x, &ctx, NID_basic_constraints, g->bc) ||
         !add_ext(x, &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") ||
         !add_ext(x, &ctx, NID_subject_key_identifier, "hash") ||
-        X509_sign(x, key, EVP_sha256()) <= 0) {
+        (g->issuer_cert != NULL && !add_ext(x, &ctx, NID_authority_key_identifier, "keyid"))) {
+        goto fail;
+    }
+    if (g->nc != NULL) {
+        rc = ca__nc_add_ext(x, g->nc);
+        if (rc == PX_ECONFIG) {
+            ca__err_set(err, errlen,
+                        "no host name to permit: a CA constrained to IP addresses "
+                        "alone would leave every DNS name open");
+            goto fail_quiet;
+        }
+        if (rc < 0) {
+            goto fail;
+        }
+        rc = PX_ECRYPTO;
+    }
+    if (X509_sign(x, g->issuer_key != NULL ? g->issuer_key : key, EVP_sha256()) <= 0) {
         goto fail;
     }
     *key_out = key;
@@ -417,9 +433,11 @@ static int generate(EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errle
     return 0;
 fail:
     ca__err_ssl(err, errlen, "cannot generate a CA");
+fail_quiet:
+    ERR_clear_error();
     X509_free(x);
     EVP_PKEY_free(key);
-    return PX_ECRYPTO;
+    return rc;
 }
 
 /* Loads dir's CA, or with CA_CREATE generates and writes one; *generated tells which. */
@@ -428,7 +446,7 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
 {
     char path[CA_PATH_MAX];
     struct stat st;
-    int rc = path_join(path, sizeof(path), dir, CA_FILE_KEY_CERT, err, errlen);
+    int rc = ca__path_join(path, sizeof(path), dir, CA_FILE_KEY_CERT, err, errlen);
 
     *generated = 0;
     if (rc < 0) {
@@ -446,15 +464,18 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
         }
         return PX_ENOENT;
     }
-    rc = mkdir_p(dir, err, errlen);
+    rc = ca__mkdir_p(dir, err, errlen);
     if (rc < 0) {
         return rc;
     }
-    rc = generate(key, cert, err, errlen);
+    ca__gen_t g = {.cn = CA__ROOT_CN,
+                   .days = CA_ROOT_VALID_DAYS - CA_ROOT_BACKDATE_DAYS,
+                   .bc = "critical,CA:TRUE"};
+    rc = ca__generate(&g, key, cert, err, errlen);
     if (rc < 0) {
         return rc;
     }
-    rc = write_pem_file(dir, CA_FILE_KEY_CERT, *key, *cert, CA__KEY_MODE, 1, err, errlen);
+    rc = ca__write_pem_file(dir, CA_FILE_KEY_CERT, *key, *cert, CA__KEY_MODE, 1, err, errlen);
     if (rc != 0) {
         X509_free(*cert);
         EVP_PKEY_free(*key);
@@ -465,7 +486,7 @@ static int load_or_create(const char *dir, unsigned flags, EVP_PKEY **key, X509 
     }
     /* The key file exists from here on, so a crash below leaves a CA whose certificate
      * files ca_init_confdir() rewrites. */
-    rc = write_cert_files(dir, *cert, err, errlen);
+    rc = ca__write_cert_files(dir, *cert, err, errlen);
     if (rc < 0) {
         X509_free(*cert);
         EVP_PKEY_free(*key);
@@ -515,6 +536,10 @@ int ca_load(ca_t **out, const char *confdir, unsigned flags, size_t cache_cap, c
     if (rc < 0) {
         goto fail;
     }
+    rc = ca__nc_from_cert(ca->issuer->cert, &ca->nc, err, errlen);
+    if (rc < 0) {
+        goto fail;
+    }
     rc = ca__cache_init(&ca->cache, cache_cap);
     if (rc < 0) {
         ca__err_set(err, errlen, "cannot create the certificate cache");
@@ -534,6 +559,7 @@ void ca_free(ca_t *ca)
         return;
     }
     ca__cache_cleanup(&ca->cache);
+    ca_constraints_free(ca->nc);
     ca__mint_cleanup(ca);
     ca__issuer_release(ca->issuer);
     EVP_PKEY_free(ca->key);
@@ -565,7 +591,7 @@ int ca_init_confdir(const char *confdir, int *result, char *err, size_t errlen)
     }
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[CA_PATH_MAX];
-        rc = path_join(path, sizeof(path), confdir, files[i], err, errlen);
+        rc = ca__path_join(path, sizeof(path), confdir, files[i], err, errlen);
         if (rc < 0) {
             goto done;
         }
@@ -573,8 +599,15 @@ int ca_init_confdir(const char *confdir, int *result, char *err, size_t errlen)
             missing = 1;
         }
     }
-    if (missing) {
-        rc = write_cert_files(confdir, cert, err, errlen);
+    if (missing && X509_get_ext_by_NID(cert, NID_name_constraints, -1) >= 0) {
+        /* a per-conversation CA: the agents trust its root, which is not kept */
+        ca__err_set(err, errlen,
+                    "%s holds a per-conversation CA whose certificate files are missing; they "
+                    "cannot be rebuilt: make a new CA",
+                    confdir);
+        rc = PX_ECONFIG;
+    } else if (missing) {
+        rc = ca__write_cert_files(confdir, cert, err, errlen);
         if (rc == 0) {
             *result = CA_INIT_REPAIRED;
         }
@@ -631,4 +664,16 @@ void ca_cache_get_stats(const ca_t *ca, ca_cache_stats_t *out)
     out->hits = ca->cache.hits;
     out->misses = ca->cache.misses;
     out->evictions = ca->cache.evictions;
+}
+
+/* ---- per-conversation CAs ---- */
+
+const ca_constraints_t *ca_get_constraints(const ca_t *ca)
+{
+    return ca->nc;
+}
+
+int ca_name_permitted(const ca_t *ca, const char *name, size_t len)
+{
+    return ca->nc == NULL || ca_constraints_permits(ca->nc, name, len);
 }

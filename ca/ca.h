@@ -28,6 +28,9 @@
 #define CA_LEAF_VALID_DAYS 198      /* leaf notAfter = notBefore + this (< 200 days) */
 #define CA_ROOT_BACKDATE_DAYS 2     /* generated CA notBefore = now - this */
 #define CA_ROOT_VALID_DAYS 3650     /* generated CA notAfter = notBefore + this */
+#define CA_CONV_DEFAULT_DAYS 7      /* a per-conversation CA's validity when none is asked for */
+#define CA_CONV_MAX_DAYS 365        /* the longest one accepted */
+#define CA_CONSTRAINTS_MAX 1024     /* names in one CA's name constraints */
 
 /* File names inside the confdir, as mitmproxy writes them. */
 #define CA_FILE_KEY_CERT "mitmproxy-ca.pem"      /* private key then certificate, 0600 */
@@ -48,6 +51,7 @@ enum ca_init_result {
 
 typedef struct ca ca_t;
 typedef struct ca_leaf ca_leaf_t;
+typedef struct ca_constraints ca_constraints_t;
 
 typedef struct ca_cache_stats {
     size_t count;       /* leaves in the cache now */
@@ -92,7 +96,8 @@ int ca_name_normalize(const char *name, size_t len, char *out, size_t outlen, in
 
 /* Sets *out to the leaf for name (borrowed): cached, or minted and cached, evicting the least
  * recently used leaf when full. The caller owns one reference (ca_leaf_release()).
- * Returns 0, PX_EPARSE (bad name), PX_ENOMEM or PX_ECRYPTO. */
+ * Returns 0, PX_EPARSE (bad name), PX_EFORBIDDEN (outside the CA's name constraints: nothing
+ * is minted), PX_ENOMEM or PX_ECRYPTO. */
 int ca_leaf_acquire(ca_t *ca, const char *name, size_t len, ca_leaf_t **out);
 
 /* Mints a new leaf for name without touching the cache; *out is the caller's only reference.
@@ -123,5 +128,52 @@ const char *ca_leaf_get_name(const ca_leaf_t *leaf);
 
 /* Copies the cache counters into *out. */
 void ca_cache_get_stats(const ca_t *ca, ca_cache_stats_t *out);
+
+/* ---- name constraints (a per-conversation CA) ----
+ * A CA whose certificate carries Name Constraints signs only for the names they permit: every
+ * ca_t reads them from its certificate at ca_load(), and minting refuses any other name. */
+
+/* A new empty list of permitted names, or NULL when out of memory. */
+ca_constraints_t *ca_constraints_new(void);
+
+/* Frees c. NULL is a no-op. */
+void ca_constraints_free(ca_constraints_t *c);
+
+/* Adds the subtree an allowlist host pattern (borrowed, len bytes, normalized as the policy
+ * keeps it: lowercase A-labels, no brackets) needs: "github.com" and ".github.com" permit
+ * github.com and every name under it, a glob the labels right of its last glob character
+ * ("*.github.com" -> github.com), an IP address that address alone (/32, /128). Names already
+ * covered are not repeated. 0; PX_EPARSE when no subtree can hold the pattern ("*",
+ * "10.0.0.*", "github.*") or it is no name; PX_ETOOBIG past CA_CONSTRAINTS_MAX; PX_ENOMEM;
+ * err says which pattern. */
+int ca_constraints_add_host(ca_constraints_t *c, const char *pattern, size_t len, char *err,
+                            size_t errlen);
+
+/* The number of subtrees in c (0 for NULL). */
+size_t ca_constraints_count(const ca_constraints_t *c);
+
+/* 1 when a leaf for name (borrowed, len bytes, any case, as ca_leaf_acquire() takes it) is
+ * within c, RFC 5280 rules (excluded subtrees win; a name type without permitted subtrees is
+ * unconstrained); 0 when not or when name cannot go in a certificate. c NULL permits all. */
+int ca_constraints_permits(const ca_constraints_t *c, const char *name, size_t len);
+
+/* Writes "DNS:github.com, IP:10.0.0.1/32, excluded IP:0.0.0.0/0" into buf. snprintf-style:
+ * returns the full length. */
+size_t ca_constraints_describe(const ca_constraints_t *c, char *buf, size_t len);
+
+/* For `airlock ca init --per-conversation`: creates DIR (0700) and in it a new EC P-256 CA
+ * valid days (1..CA_CONV_MAX_DAYS) whose critical Name Constraints permit exactly c (c must
+ * hold at least one DNS name; without a permitted address, all addresses are excluded): a
+ * root, written as the certificate files for agents, whose key is freed once it signed the
+ * intermediate, which mitmproxy-ca.pem holds with its key. A CA already in DIR is an error
+ * (PX_ECONFIG): nothing is replaced. */
+int ca_init_constrained(const char *confdir, const ca_constraints_t *c, int days, char *err,
+                        size_t errlen);
+
+/* The name constraints ca's certificate carries, borrowed until ca_free(); NULL when none. */
+const ca_constraints_t *ca_get_constraints(const ca_t *ca);
+
+/* 1 when ca may mint a leaf for name (borrowed): no constraints, or name within them. */
+int ca_name_permitted(const ca_t *ca, const char *name, size_t len);
 
 #endif

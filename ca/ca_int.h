@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
@@ -63,9 +65,39 @@ struct ca {
     X509_EXTENSION *ext_ku;
     X509_EXTENSION *ext_eku;
     X509_EXTENSION *ext_aki; /* NULL when the CA has no SKI */
+    ca_constraints_t *nc;    /* the certificate's name constraints; NULL when none */
+    time_t not_after;        /* the CA's notAfter: no leaf outlives it (0: unknown) */
     int generated;
     ca__cache_t cache;
 };
+
+#define CA__KEY_MODE 0600 /* mitmproxy-ca.pem: it holds the private key */
+
+/* What ca__generate() makes: an EC P-256 CA certificate named cn, valid from
+ * CA_ROOT_BACKDATE_DAYS ago to days from now, with basicConstraints bc, Name Constraints nc
+ * (NULL: none), signed by issuer_key/issuer_cert (NULL: self-signed). */
+typedef struct ca__gen {
+    const char *cn;
+    const ca_constraints_t *nc;
+    long days;
+    const char *bc;
+    EVP_PKEY *issuer_key;
+    X509 *issuer_cert;
+} ca__gen_t;
+
+/* Generates a key and the CA certificate g describes. 0, PX_ECONFIG (nc permits no DNS
+ * name) or PX_ECRYPTO, err filled. */
+int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *err, size_t errlen);
+
+/* File helpers of ca.c: "dir/file" into out; mkdir -p (0700); a PEM of (key if non-NULL, then)
+ * cert written atomically (noreplace: an existing file wins, returning 1); the two
+ * certificate-only files. 0 or a negative code with err filled. */
+int ca__path_join(char *out, size_t outlen, const char *dir, const char *file, char *err,
+                  size_t errlen);
+int ca__mkdir_p(const char *dir, char *err, size_t errlen);
+int ca__write_pem_file(const char *dir, const char *file, EVP_PKEY *key, X509 *cert, mode_t mode,
+                       int noreplace, char *err, size_t errlen);
+int ca__write_cert_files(const char *dir, X509 *cert, char *err, size_t errlen);
 
 /* Prints into err (if non-NULL) like snprintf; always NUL-terminates. */
 void ca__err_set(char *err, size_t errlen, const char *fmt, ...)
@@ -90,6 +122,17 @@ void ca__mint_cleanup(ca_t *ca);
 
 /* Mints a leaf for a parsed name; *out has one reference. 0, PX_ENOMEM or PX_ECRYPTO. */
 int ca__leaf_mint(ca_t *ca, const ca__name_t *name, ca_leaf_t **out);
+
+/* 1 when the parsed name n is within the constraints c (RFC 5280 rules), else 0. */
+int ca__nc_permits(const ca_constraints_t *c, const ca__name_t *n);
+
+/* Reads cert's Name Constraints into *out (NULL when it has none). 0, PX_EPARSE, PX_ETOOBIG or
+ * PX_ENOMEM with err filled. */
+int ca__nc_from_cert(X509 *cert, ca_constraints_t **out, char *err, size_t errlen);
+
+/* Adds c as a critical Name Constraints extension to x. 0, PX_ECONFIG (c permits no DNS name,
+ * which would leave DNS names unconstrained) or PX_ECRYPTO. */
+int ca__nc_add_ext(X509 *x, const ca_constraints_t *c);
 
 /* Drops one issuer reference; the last frees it. */
 void ca__issuer_release(ca__issuer_t *issuer);

@@ -267,6 +267,10 @@ int ca__mint_init(ca_t *ca, X509 *cert, char *err, size_t errlen)
         return PX_ENOMEM;
     }
     X509_up_ref(cert);
+    struct tm tm;
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1) {
+        ca->not_after = timegm(&tm); /* no leaf outlives its CA */
+    }
     ca->subject = X509_NAME_dup(X509_get_subject_name(cert));
     ca->ext_bc = ext_basic_constraints();
     ca->ext_ku = ext_key_usage();
@@ -363,8 +367,11 @@ static X509 *leaf_build(ca_t *ca, const ca__name_t *n)
 {
     X509 *x = X509_new();
     X509 *out = NULL;
-    int has_cn = n->len <= CA_CN_MAX;
+    /* Under name constraints an IP leaf carries no CN: OpenSSL checks a CN against the DNS
+     * constraints when the leaf has no DNS SAN, and an address is in no DNS subtree. */
+    int has_cn = n->len <= CA_CN_MAX && !(n->is_ip && ca->nc != NULL);
     time_t now = time(NULL);
+    time_t end = now + (time_t)(CA_LEAF_VALID_DAYS - CA_LEAF_BACKDATE_DAYS) * CA__SECS_PER_DAY;
 
     if (x == NULL || X509_set_version(x, X509_VERSION_3) != 1 || ca__serial_set_random(x) < 0) {
         goto done;
@@ -376,8 +383,8 @@ static X509 *leaf_build(ca_t *ca, const ca__name_t *n)
     }
     if (X509_set_issuer_name(x, ca->subject) != 1 ||
         ASN1_TIME_adj(X509_getm_notBefore(x), now, -CA_LEAF_BACKDATE_DAYS, 0) == NULL ||
-        ASN1_TIME_adj(X509_getm_notAfter(x), now, CA_LEAF_VALID_DAYS - CA_LEAF_BACKDATE_DAYS, 0) ==
-            NULL ||
+        ASN1_TIME_set(X509_getm_notAfter(x),
+                      ca->not_after > 0 && ca->not_after < end ? ca->not_after : end) == NULL ||
         X509_set_pubkey(x, ca->leaf_pub) != 1) {
         goto done;
     }
@@ -430,6 +437,9 @@ int ca_mint_leaf(ca_t *ca, const char *name, size_t len, ca_leaf_t **out)
     if (rc < 0) {
         return rc;
     }
+    if (ca->nc != NULL && !ca__nc_permits(ca->nc, &n)) {
+        return PX_EFORBIDDEN;
+    }
     return ca__leaf_mint(ca, &n, out);
 }
 
@@ -452,6 +462,9 @@ int ca_leaf_acquire(ca_t *ca, const char *name, size_t len, ca_leaf_t **out)
         return 0;
     }
     ca->cache.misses++;
+    if (ca->nc != NULL && !ca__nc_permits(ca->nc, &n)) {
+        return PX_EFORBIDDEN; /* never minted, so never cached: each try is checked again */
+    }
     rc = ca__leaf_mint(ca, &n, &leaf);
     if (rc < 0) {
         return rc;

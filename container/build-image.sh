@@ -1,14 +1,18 @@
 #!/bin/sh
-# Builds the airlock proxy image FROM scratch with podman: a static airlock (stripped) and the
-# host's CA bundle, nothing else; no registry is contacted. Tags NAME:VERSION-HASH (HASH: the
-# first 12 hex digits of the SHA-256 over the Containerfile, the binary and the bundle) and
-# NAME:latest, and prints NAME:VERSION-HASH on stdout. An image with that tag is reused.
+# Builds the airlock proxy image FROM scratch with podman: a static airlock (stripped), the
+# host's CA bundle and the host's nft with its shared libraries (for the Kubernetes init
+# container, container/k8s/), nothing else; no registry is contacted. Tags NAME:VERSION-HASH
+# (HASH: the first 12 hex digits of the SHA-256 over the Containerfile and every file of the
+# image) and NAME:latest, and prints NAME:VERSION-HASH on stdout. An image with that tag is
+# reused.
 #
 #   container/build-image.sh [--binary STATIC-AIRLOCK] [--build-dir DIR] [--name NAME]
-#                            [--ca-bundle FILE]
+#                            [--ca-bundle FILE] [--nft PATH | --no-nft]
 #
 # Without --binary, airlock is built with -DAIRLOCK_STATIC=ON -DCMAKE_BUILD_TYPE=Release in
 # DIR (default build-static/ in the repository); AIRLOCK_CMAKE_ARGS adds cmake arguments.
+# nft: /usr/sbin/nft (package nftables) unless --nft or AIRLOCK_NFT names another; --no-nft
+# (AIRLOCK_NFT=none) leaves it out.
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +22,7 @@ NAME=${AIRLOCK_IMAGE_NAME:-localhost/airlock-proxy}
 BUILD_DIR=${AIRLOCK_STATIC_BUILD_DIR:-$ROOT/build-static}
 BINARY=${AIRLOCK_STATIC_BINARY:-}
 CA_BUNDLE=${AIRLOCK_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+NFT=${AIRLOCK_NFT:-/usr/sbin/nft}
 
 die() {
     echo "build-image: $*" >&2
@@ -26,18 +31,23 @@ die() {
 
 while [ $# -gt 0 ]; do
     case $1 in
-    --binary | --build-dir | --name | --ca-bundle)
+    --no-nft)
+        NFT=none
+        shift
+        ;;
+    --binary | --build-dir | --name | --ca-bundle | --nft)
         [ $# -ge 2 ] || die "$1 needs a value"
         case $1 in
         --binary) BINARY=$2 ;;
         --build-dir) BUILD_DIR=$2 ;;
         --name) NAME=$2 ;;
         --ca-bundle) CA_BUNDLE=$2 ;;
+        --nft) NFT=$2 ;;
         esac
         shift 2
         ;;
     -h | --help)
-        sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
     *) die "unexpected argument '$1' (see --help)" ;;
@@ -46,6 +56,10 @@ done
 
 command -v "$PODMAN" >/dev/null 2>&1 || die "$PODMAN not found"
 [ -s "$CA_BUNDLE" ] || die "no CA bundle at $CA_BUNDLE (install ca-certificates)"
+if [ "$NFT" != none ]; then
+    [ -x "$NFT" ] || die "no nft at $NFT (apt-get install nftables, or --no-nft)"
+    command -v ldd >/dev/null 2>&1 || die "ldd not found (needed to copy nft's libraries)"
+fi
 
 if [ -z "$BINARY" ]; then
     command -v cmake >/dev/null 2>&1 || die "cmake not found"
@@ -72,7 +86,24 @@ cp "$CA_BUNDLE" "$CTX/cert.pem"
 cp "$HERE/Containerfile" "$CTX/Containerfile"
 chmod 0755 "$CTX/airlock"
 chmod 0644 "$CTX/cert.pem"
-HASH=$(cat "$CTX/Containerfile" "$CTX/airlock" "$CTX/cert.pem" | sha256sum | cut -c1-12)
+# nft for the init container that installs the pod's redirect (container/k8s/README.md): the
+# binary at /usr/sbin/nft, its libraries and the loader at the paths ldd names. The static
+# airlock never loads any of them.
+mkdir -p "$CTX/root"
+if [ "$NFT" != none ]; then
+    mkdir -p "$CTX/root/usr/sbin"
+    cp -L "$NFT" "$CTX/root/usr/sbin/nft" || die "cannot copy $NFT"
+    libs=$(ldd "$NFT" | awk '/=> \// { print $3 } /^\t\// { print $1 }')
+    [ -n "$libs" ] || die "ldd names no library of $NFT"
+    for f in $libs; do
+        mkdir -p "$CTX/root$(dirname "$f")"
+        cp -L "$f" "$CTX/root$f" || die "cannot copy $f"
+    done
+fi
+HASH=$(cd "$CTX" && {
+    cat Containerfile airlock cert.pem
+    find root -type f | LC_ALL=C sort | xargs -r sha256sum
+} | sha256sum | cut -c1-12)
 TAG=$NAME:$VERSION-$HASH
 
 if ! "$PODMAN" image exists "$TAG"; then
@@ -82,5 +113,7 @@ if ! "$PODMAN" image exists "$TAG"; then
 fi
 "$PODMAN" tag "$TAG" "$NAME:latest" || die "podman tag failed"
 SIZE=$("$PODMAN" image inspect --format '{{.Size}}' "$TAG")
-echo "build-image: $TAG ($SIZE bytes; airlock $(wc -c <"$CTX/airlock") bytes stripped)" >&2
+NFT_BYTES=$(find "$CTX/root" -type f -exec cat {} + | wc -c)
+echo "build-image: $TAG ($SIZE bytes; airlock $(wc -c <"$CTX/airlock") bytes stripped;" \
+    "nft and its libraries $NFT_BYTES bytes)" >&2
 echo "$TAG"

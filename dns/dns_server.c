@@ -38,6 +38,7 @@ struct dns__conn {
     int eof;
     int writing;
     int paused;
+    struct sockaddr_storage peer; /* for the route */
     size_t rlen; /* query bytes buffered in rbuf */
     size_t olen; /* answer bytes in obuf not yet given to libuv */
     uint8_t rbuf[2 + DNS_SERVER_TCP_MSG_MAX];
@@ -54,6 +55,7 @@ struct dns_server {
     int accept_stalled; /* a connection waits in the backlog until reject is free */
     uint8_t proxy_ip[4];
     dns_server_log_cb log_cb;
+    dns_server_route_cb route;
     void *data;
     dns_server_close_cb close_cb;
     void *close_data;
@@ -92,21 +94,24 @@ static void dns__server_maybe_done(dns_server_t *srv)
         cb(data);
 }
 
-/* Answers one query into out; logs it. Returns the answer length, 0 for none. */
-static int dns__server_answer(dns_server_t *srv, const uint8_t *q, size_t len, uint8_t *out,
-                              size_t cap)
+/* Answers one query from src into out; logs it. Returns the answer length, 0 for none. */
+static int dns__server_answer(dns_server_t *srv, const struct sockaddr *src, const uint8_t *q,
+                              size_t len, uint8_t *out, size_t cap)
 {
     dns_answer_info_t info;
     int n;
     int l;
+    void *data = srv->data;
 
+    if (srv->route != NULL && (data = srv->route(srv->data, src)) == NULL)
+        return 0; /* a source in no sandbox: no answer */
     n = dns_codec_answer(q, len, srv->proxy_ip, out, cap, srv->log_cb != NULL ? &info : NULL);
     if (n <= 0)
         return 0;
     if (srv->log_cb != NULL) {
         l = dns_codec_log_line(&info, srv->proxy_ip, srv->line, sizeof(srv->line));
         if (l > 0)
-            srv->log_cb(srv->data, srv->line, (size_t)l);
+            srv->log_cb(data, srv->line, (size_t)l);
     }
     return n;
 }
@@ -170,7 +175,7 @@ static void on_udp_recv(uv_udp_t *h, ssize_t nread, const uv_buf_t *buf,
     /* nread < 0: a transient socket error; addr == NULL: nothing read or the end of a batch */
     if (nread <= 0 || addr == NULL || (flags & UV_UDP_PARTIAL) || srv->closing)
         return;
-    n = dns__server_answer(srv, (const uint8_t *)buf->base, (size_t)nread, srv->sbuf,
+    n = dns__server_answer(srv, addr, (const uint8_t *)buf->base, (size_t)nread, srv->sbuf,
                            sizeof(srv->sbuf));
     if (n > 0)
         dns__udp_send(srv, (size_t)n, addr);
@@ -311,8 +316,8 @@ static void dns__conn_process(dns__conn_t *c)
             c->paused = 1; /* the client is not reading its answers */
             break;
         }
-        n = dns__server_answer(srv, c->rbuf + off + 2, msglen, c->obuf + c->olen + 2,
-                               DNS_CODEC_ANSWER_MAX);
+        n = dns__server_answer(srv, (const struct sockaddr *)&c->peer, c->rbuf + off + 2, msglen,
+                               c->obuf + c->olen + 2, DNS_CODEC_ANSWER_MAX);
         if (n > 0) {
             c->obuf[c->olen] = (uint8_t)(n >> 8);
             c->obuf[c->olen + 1] = (uint8_t)n;
@@ -422,6 +427,9 @@ static void on_tcp_connection(uv_stream_t *server, int status)
         return;
     }
     srv->stats.tcp_accepted++;
+    int plen = sizeof(c->peer);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &plen) != 0)
+        c->peer.ss_family = AF_UNSPEC;
     uv_tcp_nodelay(&c->tcp, 1);
     uv_timer_start(&c->timer, on_conn_timeout, srv->tcp_timeout_ms, srv->tcp_timeout_ms);
     if (uv_read_start((uv_stream_t *)&c->tcp, on_conn_alloc, on_conn_read) != 0)
@@ -551,6 +559,11 @@ int dns_server_start(uv_loop_t *loop, const struct sockaddr *addr, const char *p
             return r;
     }
     return UV_EADDRINUSE;
+}
+
+void dns_server_set_route(dns_server_t *srv, dns_server_route_cb route)
+{
+    srv->route = route;
 }
 
 int dns_server_address(const dns_server_t *srv, struct sockaddr_storage *out)

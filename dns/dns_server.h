@@ -25,6 +25,11 @@ typedef struct dns_server dns_server_t;
 /* Receives one line per answered query ("DNS A example.com -> 10.199.1.100"), NUL-terminated,
  * without a newline; line is borrowed for the call. Never called when no answer is sent. */
 typedef void (*dns_server_log_cb)(void *data, const char *line, size_t len);
+/* Where a query from src goes (several sandboxes behind one responder): the data handed to
+ * log_cb for its line, or NULL to send no answer at all. Called for every query, synchronously;
+ * the pointer is used only within the call. */
+typedef void *(*dns_server_route_cb)(void *data, const struct sockaddr *src);
+
 /* Fires once, after the last handle of the server closed; the server is gone by then. */
 typedef void (*dns_server_close_cb)(void *data);
 
@@ -43,6 +48,10 @@ typedef struct dns_server_stats {
  * until the close callback. Returns 0 and *out, or a negative code (UV_EADDRINUSE, UV_EINVAL). */
 int dns_server_start(uv_loop_t *loop, const struct sockaddr *addr, const char *proxy_ip,
                      dns_server_log_cb log_cb, void *data, dns_server_t **out);
+
+/* Routes every query by its source from now on (route gets the data given to
+ * dns_server_start); NULL: every query is answered and logged with that data. */
+void dns_server_set_route(dns_server_t *srv, dns_server_route_cb route);
 
 /* Writes the bound address (with the real port) into *out. Returns 0 or a libuv code. */
 int dns_server_address(const dns_server_t *srv, struct sockaddr_storage *out);

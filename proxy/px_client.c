@@ -10,11 +10,13 @@
 #include "addons/addon_policy.h"
 #include "ca/ca.h"
 #include "proxy/px_answer.h"
+#include "proxy/px_caconv.h"
 #include "base/px_err.h"
 #include "proxy/px_h1.h"
 #include "proxy/px_h2.h"
 #include "proxy/px_hello.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_sandbox.h"
 #include "proxy/px_sock.h"
 #include "proxy/px_tls.h"
 #include "proxy/px_upstream.h"
@@ -88,7 +90,7 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
     }
     case PX__HELLO:
         if (px__cl_in_keep(c, data, len) != 0 || c->in_len > PX_HELLO_MAX) {
-            px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
+            px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
                           c->connect_url);
             px__cl_close(c);
             return;
@@ -152,10 +154,10 @@ static void px__tls_rejected(px_client_t *c)
     eng->rejected[slot].at = now;
     px_runtime_t rt = px_tls_runtime(t);
     if (rt == PX_RT_UNKNOWN)
-        px_log_printf(eng->log, "TLS REJECTED %s (%s; the client does not trust airlock's CA)",
+        px_log_printf(c->log, "TLS REJECTED %s (%s; the client does not trust airlock's CA)",
                       host, why);
     else
-        px_log_printf(eng->log,
+        px_log_printf(c->log,
                       "TLS REJECTED %s (%s; the client does not trust airlock's CA; it looks "
                       "like %s: %s)",
                       host, why, px_runtime_name(rt), px_runtime_fix(rt));
@@ -223,7 +225,7 @@ static void on_client_timer(uv_timer_t *t)
         return;
     }
     if (c->mode == PX__HTTP && c->x == NULL && px_h1_mid_head(&c->parser))
-        px_log_printf(c->eng->log, "BLOCKED - - -> 408 (request head not received in time)");
+        px_log_printf(c->log, "BLOCKED - - -> 408 (request head not received in time)");
     px__cl_close(c);
 }
 
@@ -234,6 +236,10 @@ static void px__free_if_done(px_client_t *c)
     if (--c->handles > 0)
         return;
     px_engine_client_removed(c->eng, c);
+    if (c->sb != NULL) {
+        c->sb->conns--;
+        px_sandbox_unref(c->sb);
+    }
     px_h1_free(&c->parser);
     if (c->h2 != NULL)
         px_h2_free(c->h2);
@@ -347,6 +353,36 @@ static int px__orig_port(px_client_t *c)
     return 0;
 }
 
+/* --sandboxes: the sandbox of the connection's source address, or the close (one line in the
+ * host log). Returns 0 when c may go on. */
+static int px__sandbox_pick(px_client_t *c)
+{
+    px_engine_t *eng = c->eng;
+    struct sockaddr_storage peer;
+    int len = sizeof(peer);
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0)
+        return -1;
+    px_sandbox_t *sb = px_sandbox_for(eng, (const struct sockaddr *)&peer);
+    if (sb == NULL) {
+        if (peer.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, ip, sizeof(ip));
+        else
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, ip, sizeof(ip));
+        px_log_printf(eng->log, "BLOCKED - - -> closed (source %s is in no sandbox)", ip);
+        return -1;
+    }
+    if (sb->max_conns != 0 && sb->conns >= sb->max_conns) {
+        px_log_printf(sb->log, "BLOCKED - - -> closed (sandbox %s: %zu connections at once)",
+                      sb->name, sb->max_conns);
+        return -1;
+    }
+    c->sb = px_sandbox_ref(sb);
+    c->log = sb->log;
+    sb->conns++;
+    return 0;
+}
+
 void px_client_accept(px_listener_t *l)
 {
     px_engine_t *eng = l->eng;
@@ -354,6 +390,7 @@ void px_client_accept(px_listener_t *l)
     if (c == NULL)
         return;
     c->eng = eng;
+    c->log = eng->log;
     c->kind = l->kind;
     px_sock_init(&eng->loop, &c->sock, &px__client_sock_cbs, c);
     uv_timer_init(eng->loop.uv, &c->timer);
@@ -362,7 +399,8 @@ void px_client_accept(px_listener_t *l)
     px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
     px_engine_client_added(eng, c);
     if (px_sock_accept(&c->sock, (uv_stream_t *)&l->tcp) != 0 || eng->stopping ||
-        eng->nclients > PX_CONNS_MAX) {
+        eng->nclients > PX_CONNS_MAX ||
+        (eng->cfg->sandboxes_dir != NULL && px__sandbox_pick(c) != 0)) {
         px_client_close(c, NULL);
         return;
     }
@@ -392,7 +430,7 @@ int px_client_cert_cb(SSL *ssl, void *arg)
         name = norm;
         if (c->tunnel[0] != '\0' && strcmp(norm, c->tunnel) != 0) {
             /* a tunnel to one host, a handshake for another */
-            px_log_printf(eng->log,
+            px_log_printf(c->log,
                           "BLOCKED CONNECT %s:%u -> 403 (host mismatch: connect=%s, sni=%s)",
                           c->tunnel, c->tunnel_port, c->tunnel, norm);
             return 0;
@@ -404,7 +442,10 @@ int px_client_cert_cb(SSL *ssl, void *arg)
         name = ipbuf;
     }
     ca_leaf_t *leaf = NULL;
-    if (ca_leaf_acquire(eng->ca, name, strlen(name), &leaf) != 0)
+    int rc = ca_leaf_acquire(eng->ca, name, strlen(name), &leaf);
+    if (rc == PX_EFORBIDDEN) /* the conversation CA may not sign for it: no leaf, no handshake */
+        px_caconv_log_refused(eng, name);
+    if (rc != 0)
         return 0;
     int ok = SSL_use_certificate(ssl, ca_leaf_get_cert(leaf)) == 1 &&
              SSL_use_PrivateKey(ssl, ca_leaf_get_key(leaf)) == 1 &&

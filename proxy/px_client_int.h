@@ -9,7 +9,9 @@
 
 #include "proxy/px_client.h"
 #include "proxy/px_h1.h"
+#include "proxy/px_engine.h"
 #include "proxy/px_precheck.h"
+#include "proxy/px_sandbox.h"
 #include "proxy/px_sock.h"
 #include "proxy/px_tunnel.h"
 #include "proxy/px_upstream.h"
@@ -34,6 +36,8 @@ struct px_client {
     uv_timer_t timer;        /* handshake, request-head deadline, idle keep-alive, hello */
     px_defer_t defer;        /* input to process again after a pause */
     px_engine_t *eng;
+    px_sandbox_t *sb;        /* --sandboxes: the one its source address chose (a reference) */
+    px_log_t *log;           /* its network log: the sandbox's, or the engine's */
     px_listener_kind_t kind;
     px__mode_t mode;
     int handles;
@@ -65,6 +69,16 @@ struct px_client {
     int eof;                 /* the client half-closed after a whole request */
     int timer_closed;
 };
+
+/* The configuration and upstream pool of c's sandbox (or the engine's). */
+static inline px_snapshot_t *px__cl_snap(const px_client_t *c)
+{
+    return c->sb != NULL ? c->sb->snap : c->eng->snap;
+}
+static inline px_upmgr_t *px__cl_up(const px_client_t *c)
+{
+    return c->sb != NULL ? c->sb->up : c->eng->up;
+}
 
 #define PX__LINGER_MS 5000 /* a closing connection's last bytes may take this long to leave */
 

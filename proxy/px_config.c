@@ -9,6 +9,7 @@
 
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
+#include "ca/ca.h"
 
 void px_config_defaults(px_config_t *cfg)
 {
@@ -17,6 +18,7 @@ void px_config_defaults(px_config_t *cfg)
     cfg->replacements_path = "/replacements.json";
     cfg->log_path = "/network-sandbox.log";
     cfg->confdir = "/mitmproxy-confdir";
+    cfg->ca_days = CA_CONV_DEFAULT_DAYS;
     px_listen_parse(&cfg->listen_dns, "0.0.0.0:53");
     px_listen_parse(&cfg->listen_http, "0.0.0.0:80");
     px_listen_parse(&cfg->listen_https, "0.0.0.0:443");
@@ -209,6 +211,9 @@ enum {
     OPT_CONNECT,
     OPT_HANDSHAKE,
     OPT_VERBOSE,
+    OPT_SANDBOXES,
+    OPT_CA_CONV,
+    OPT_CA_DAYS,
 };
 
 static const struct option px__run_opts[] = {
@@ -220,6 +225,8 @@ static const struct option px__run_opts[] = {
     {"log", required_argument, NULL, OPT_LOG},
     {"log-create", no_argument, NULL, OPT_LOG_CREATE},
     {"confdir", required_argument, NULL, OPT_CONFDIR},
+    {"ca-per-conversation", no_argument, NULL, OPT_CA_CONV},
+    {"ca-days", required_argument, NULL, OPT_CA_DAYS},
     {"upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
     {"allow-upstream-cidr", required_argument, NULL, OPT_ALLOW_CIDR},
     {"listen-dns", required_argument, NULL, OPT_LISTEN_DNS},
@@ -232,6 +239,7 @@ static const struct option px__run_opts[] = {
     {"connect-timeout", required_argument, NULL, OPT_CONNECT},
     {"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
+    {"sandboxes", required_argument, NULL, OPT_SANDBOXES},
     {NULL, 0, NULL, 0},
 };
 
@@ -297,6 +305,9 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
     case OPT_LOG_CREATE:
         cfg->log_create = 1;
         break;
+    case OPT_SANDBOXES:
+        cfg->sandboxes_dir = v;
+        break;
     case OPT_CONFDIR:
         cfg->confdir = v;
         break;
@@ -349,6 +360,16 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
     case OPT_VERBOSE:
         cfg->verbose++;
         break;
+    case OPT_CA_CONV:
+        cfg->ca_per_conversation = 1;
+        break;
+    case OPT_CA_DAYS: {
+        uint64_t d = CA_CONV_DEFAULT_DAYS;
+        rc = px_parse_u64(v, 1, CA_CONV_MAX_DAYS, &d);
+        cfg->ca_days = (int)d;
+        *what = "--ca-days (1 to 365)";
+        break;
+    }
     default:
         break;
     }

@@ -54,7 +54,10 @@ typedef struct px_config {
     const char *replacements_path;
     const char *log_path;
     int log_create;
+    const char *sandboxes_dir;     /* --sandboxes: many sandboxes by source address; NULL: one */
     const char *confdir;
+    int ca_per_conversation;       /* --ca-per-conversation: a constrained CA, made when absent */
+    int ca_days;                   /* --ca-days: its validity [7] */
     const char *upstream_ca;       /* NULL = system bundle */
     px_cidr_t allow_cidrs[PX_CIDR_MAX];
     size_t n_allow_cidrs;

@@ -7,7 +7,9 @@
 #include <strings.h>
 
 #include "addons/addon_policy.h"
+#include "ca/ca.h"
 #include "proxy/px_answer.h"
+#include "proxy/px_caconv.h"
 #include "proxy/px_client_int.h"
 #include "base/px_err.h"
 #include "proxy/px_hello.h"
@@ -88,6 +90,27 @@ static const px_up_cbs_t px__dial_cbs = {
     .on_error = on_dial_error,
 };
 
+/* An allowed CONNECT whose host the conversation CA may not sign for: intercepting it would
+ * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
+static void connect_outside_ca(px_client_t *c, px_msg_t *m)
+{
+    px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403 (" PX_CACONV_WHY ")", c->connect_url);
+    char json[1024];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": \"outside_conversation_ca\", \"host\": ");
+    px_sbuf_json_str(&b, m->buf + m->target.off, m->target.len < 300 ? m->target.len : 300);
+    px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": \"The network allowlist allows "
+                     "this host, but it is " PX_CACONV_WHY ": airlock cannot make a certificate "
+                     "for it with this conversation's CA, and never uses another. Ask the user "
+                     "to start a new conversation with the current allowlist.\"}");
+    char out[PX_ANSWER_MAX];
+    size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
+    px_sock_write(&c->sock, out, n);
+    px_msg_free(m);
+    px__cl_close_flush(c);
+}
+
 /* `CONNECT host:port` on the explicit-proxy listener: refused at once when no entry names the
  * host; otherwise intercepted (TLS with a minted certificate inside, every request checked), or
  * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
@@ -95,7 +118,7 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
 {
     snprintf(c->connect_url, sizeof(c->connect_url), "%.*s", (int)sizeof(c->connect_url) - 1,
              pre->url);
-    px_snapshot_t *snap = px_engine_snapshot_ref(c->eng);
+    px_snapshot_t *snap = px_snapshot_ref(px__cl_snap(c));
     int passthrough = 0;
     addon_str_t h = {pre->host, pre->host_len};
     int ok = addon_policy_has_host(snap->cfg.policy, h, pre->port, 1, &passthrough);
@@ -106,7 +129,7 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         addon_policy_block_message(snap->cfg.policy, bi, block_msg, sizeof(block_msg));
     px_snapshot_unref(snap);
     if (!ok) {
-        px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403", c->connect_url);
+        px_log_printf(c->log, "BLOCKED CONNECT %s -> 403", c->connect_url);
         char json[1024];
         px_sbuf_t b;
         px_sbuf_init(&b, json, sizeof(json));
@@ -122,10 +145,14 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         px__cl_close_flush(c);
         return;
     }
+    if (!passthrough && !ca_name_permitted(c->eng->ca, pre->norm_host, strlen(pre->norm_host))) {
+        connect_outside_ca(c, m);
+        return;
+    }
     px_msg_free(m);
     snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
     c->tunnel_port = pre->port;
-    px_log_printf(c->eng->log, "allowed CONNECT %s -> 200%s", c->connect_url,
+    px_log_printf(c->log, "allowed CONNECT %s -> 200%s", c->connect_url,
                   passthrough ? " tunnel" : "");
     px_sock_write(&c->sock, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
     px_h1_free(&c->parser);
@@ -150,10 +177,10 @@ void px__cl_hello(px_client_t *c)
         rc = PX_EPARSE; /* longer than any name the CONNECT could have named */
     if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
         if (c->in_len > PX_HELLO_MAX)
-            px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
+            px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
                           c->connect_url);
         else
-            px_log_printf(c->eng->log,
+            px_log_printf(c->log,
                           "BLOCKED CONNECT %s -> 403 (host mismatch: connect=%s, sni=%s)",
                           c->connect_url, c->tunnel, rc < 0 ? "none" : norm);
         px__cl_close(c);
@@ -161,7 +188,7 @@ void px__cl_hello(px_client_t *c)
     }
     c->mode = PX__DIAL;
     px_sock_read_stop(&c->sock);
-    c->dial = px_up_open_raw(c->eng->up, c->tunnel, c->tunnel_port, &px__dial_cbs, c);
+    c->dial = px_up_open_raw(px__cl_up(c), c->tunnel, c->tunnel_port, &px__dial_cbs, c);
     if (c->dial == NULL)
         px__cl_close(c);
 }
@@ -186,7 +213,7 @@ static void on_dial_error(void *owner, const char *why)
 {
     px_client_t *c = owner;
     c->dial = NULL;
-    px_log_printf(c->eng->log, "ERROR CONNECT %s -> %s", c->connect_url, why);
+    px_log_printf(c->log, "ERROR CONNECT %s -> %s", c->connect_url, why);
     px__cl_close(c);
 }
 

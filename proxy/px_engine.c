@@ -17,9 +17,11 @@
 #include "proxy/px_client.h"
 #include "base/px_err.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_sandbox.h"
 #include "proxy/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
+#include "proxy/px_caconv.h"
 
 px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng)
 {
@@ -91,6 +93,7 @@ static void px__engine_stop(px_engine_t *eng)
         c = next;
     }
     px_upmgr_close_idle(eng->up);
+    px_sandboxes_stop(eng);
     if (eng->resolver != NULL)
         dns_resolver_close(eng->resolver, NULL, NULL);
     eng->resolver = NULL;
@@ -106,7 +109,11 @@ static void px__engine_stop(px_engine_t *eng)
 static void on_log_timer(uv_timer_t *t)
 {
     px_engine_t *eng = t->data;
-    if (px_log_kick(eng->log, 1))
+    int left = px_log_kick(eng->log, 1);
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        if (sb->log != NULL)
+            left |= px_log_kick(sb->log, 1);
+    if (left)
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0); /* writer busy */
 }
 
@@ -115,7 +122,11 @@ static void on_log_timer(uv_timer_t *t)
 static void on_log_kick(uv_check_t *h)
 {
     px_engine_t *eng = h->data;
-    if (px_log_kick(eng->log, 0) && !uv_is_active((uv_handle_t *)&eng->log_timer))
+    int left = px_log_kick(eng->log, 0);
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        if (px_log_touched(sb->log))
+            left |= px_log_kick(sb->log, 0);
+    if (left && !uv_is_active((uv_handle_t *)&eng->log_timer))
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0);
 }
 
@@ -144,6 +155,10 @@ static void on_trim(uv_timer_t *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
     px_engine_t *eng = s->data;
+    if (signum == SIGHUP && eng->cfg->sandboxes_dir != NULL) {
+        px_sandboxes_load(eng, 0);
+        return;
+    }
     if (signum == SIGHUP) {
         px_snapshot_t *n = NULL;
         if (px_snapshot_load(eng->cfg, 0, &n) == 0) {
@@ -209,6 +224,28 @@ static void on_dns_log(void *data, const char *line, size_t len)
     px_log_line(eng->log, line, len);
 }
 
+static void on_sandbox_dns_log(void *data, const char *line, size_t len)
+{
+    px_sandbox_t *sb = data;
+    px_log_line(sb->log, line, len);
+}
+
+/* --sandboxes: a query is answered for the sandbox of its source, or not at all. */
+static void *on_dns_route(void *data, const struct sockaddr *src)
+{
+    px_engine_t *eng = data;
+    px_sandbox_t *sb = px_sandbox_for(eng, src);
+    if (sb != NULL)
+        return sb;
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (src->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)src)->sin_addr, ip, sizeof(ip));
+    else if (src->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)src)->sin6_addr, ip, sizeof(ip));
+    px_log_printf(eng->log, "BLOCKED DNS - -> no answer (source %s is in no sandbox)", ip);
+    return NULL;
+}
+
 static void px__own_addresses(px_engine_t *eng)
 {
     struct ifaddrs *ifa = NULL;
@@ -263,6 +300,25 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
         px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
 }
 
+/* --ca-per-conversation: the CA is made from the allowlist unless this conversation has one. */
+static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
+{
+    const px_config_t *cfg = eng->cfg;
+    char ip[INET_ADDRSTRLEN] = "";
+    int created = 0;
+    if (!cfg->ca_per_conversation)
+        return 0;
+    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
+    int rc = px_caconv_ensure(cfg->confdir, cfg->allowlist_path,
+                              (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
+                              &created, err, errlen);
+    if (rc == 0 && created)
+        px_diag(PX_DIAG_WARN, "created a per-conversation CA in %s (valid %d days, only for the "
+                              "allowlist's hosts): agents must trust %s/%s",
+                cfg->confdir, cfg->ca_days, cfg->confdir, CA_FILE_CERT_PEM);
+    return rc;
+}
+
 /* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
  * manager. Returns 0, or -1 after saying why on stderr. */
 static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
@@ -278,15 +334,24 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
                 "network log %s does not exist: no audit log will be written (create the file, "
                 "or pass --log-create)",
                 cfg->log_path);
-    if (px_snapshot_load(cfg, 1, &eng->snap) != 0)
+    /* with --sandboxes every connection has its sandbox's configuration; none is the engine's */
+    if (cfg->sandboxes_dir == NULL && px_snapshot_load(cfg, 1, &eng->snap) != 0)
         return -1;
     px__own_addresses(eng);
     px__pick_proxy_ip(eng, ipbuf, iplen);
 
     if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
         cfg->listen_transparent.enabled) {
-        if (ca_load(&eng->ca, cfg->confdir, CA_CREATE, 0, err, sizeof(err)) != 0) {
+        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
+            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
+                    sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
+            return -1;
+        }
+        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
+            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
+                                   "never uses an unconstrained CA (give it an empty confdir)",
+                    cfg->confdir, CA_FILE_KEY_CERT);
             return -1;
         }
         if (ca_was_generated(eng->ca))
@@ -312,6 +377,8 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     if (eng->up == NULL)
         return -1;
     px_upmgr_set_own(eng->up, eng->own, eng->n_own, eng->proxy_ip);
+    if (cfg->sandboxes_dir != NULL && px_sandboxes_load(eng, 1) != 0)
+        return -1;
     return 0;
 }
 
@@ -323,7 +390,10 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
         int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
-                                  ipbuf, on_dns_log, eng, &eng->dns);
+                                  ipbuf, cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log,
+                                  eng, &eng->dns);
+        if (rc == 0 && cfg->sandboxes_dir != NULL)
+            dns_server_set_route(eng->dns, on_dns_route);
         if (rc != 0) {
             px_diag(PX_DIAG_ERROR, "cannot listen for DNS on %s: %s", cfg->listen_dns.text,
                     uv_strerror(rc));
@@ -413,6 +483,7 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
     if (uv_loop_close(loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     px_snapshot_unref(eng->snap);
+    px_sandboxes_free(eng);
     px_upmgr_free(eng->up);
     SSL_CTX_free(eng->tls_server);
     SSL_CTX_free(eng->tls_client);

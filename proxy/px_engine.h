@@ -49,6 +49,8 @@ struct px_engine {
     uv_timer_t trim;            /* returns a finished burst's heap to the OS */
     dns_server_t *dns;
     dns_resolver_t *resolver;
+    struct px_sandbox *sandboxes; /* --sandboxes: every sandbox (px_sandbox.h) */
+    size_t nsandboxes;          /* ... not removed */
     px_client_t *clients;       /* every client connection, for the shutdown */
     size_t nclients;
     size_t nclients_peak;       /* highest since the last heap trim */

@@ -56,7 +56,7 @@ void px__cl_in_drop(px_client_t *c, size_t n)
 /* A head that cannot be parsed: 400 or 431, logged, then the connection closes. */
 void px__cl_bad_request(px_client_t *c, int status, const char *reason)
 {
-    px_log_printf(c->eng->log, "BLOCKED - - -> %d (%s: %s)", status,
+    px_log_printf(c->log, "BLOCKED - - -> %d (%s: %s)", status,
                   status == 431 ? "request head too large" : "malformed request", reason);
     char json[512];
     px_sbuf_t b;
@@ -96,7 +96,8 @@ static int on_req_head(void *owner, px_msg_t *m)
         free(pre);
         return 1;
     }
-    px_xchg_from_t from = {.ops = &px__cl_down, .down = c, .pre = ctx};
+    px_xchg_from_t from = {.ops = &px__cl_down, .down = c, .pre = ctx, .log = c->log,
+                           .snap = px__cl_snap(c), .up = px__cl_up(c)};
     c->resp_chunked = 0;
     c->close_after = 0;
     c->x = px_xchg_start(c->eng, &from, m, pre);

@@ -36,6 +36,8 @@ struct px_h2s {
     unsigned owner_reset : 1; /* the owner reset the stream: nothing more is reported */
     unsigned deferred : 1;    /* nghttp2 waits for response bytes (resume_data) */
     unsigned over_high : 1, drain : 1, trailer_bad : 1;
+    unsigned discard : 1; /* px_h2_discard(): the rest of the request body is dropped here */
+    uint64_t discarded;
 };
 
 struct px_h2 {
@@ -384,8 +386,13 @@ static int on_h2_data(nghttp2_session *ses, uint8_t flags, int32_t sid, const ui
 {
     px_h2_t *h = ud;
     px_h2s_t *st = px__stream(h, sid);
-    if (st == NULL || !st->reported || st->owner_reset) {
+    if (st == NULL || !st->reported || st->owner_reset || st->discard) {
         nghttp2_session_consume(ses, sid, len); /* nobody takes these: the window reopens */
+        if (st != NULL && st->discard && (st->discarded += len) > PX_H2_DISCARD_MAX &&
+            !st->owner_reset) {
+            st->owner_reset = 1; /* enough: the rest is not wanted (RFC 9113 section 8.1) */
+            nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, sid, NGHTTP2_NO_ERROR);
+        }
         return 0;
     }
     st->unconsumed += len;
@@ -400,7 +407,7 @@ static int on_h2_stream_close(nghttp2_session *ses, int32_t sid, uint32_t code, 
     if (st == NULL)
         return 0;
     nghttp2_session_set_stream_user_data(ses, sid, NULL);
-    if (st->reported && !st->owner_reset && !(st->req_ended && st->owner_done))
+    if (st->reported && !st->owner_reset && !st->discard && !(st->req_ended && st->owner_done))
         h->cbs->on_reset(h->owner, sid, code);
     h->owed += st->unconsumed; /* the connection window gets these back after this call */
     px__stream_free(h, st);
@@ -422,12 +429,7 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
             h->reason = h->reason_buf;
         }
     }
-    /* The response ended before the request: the rest of the request is not wanted (RFC 9113
-     * section 8.1), and its bytes would only hold the windows. */
-    if ((f->hd.type == NGHTTP2_HEADERS || f->hd.type == NGHTTP2_DATA) &&
-        (f->hd.flags & NGHTTP2_FLAG_END_STREAM) && px__stream(h, f->hd.stream_id) != NULL &&
-        !nghttp2_session_get_stream_remote_close(ses, f->hd.stream_id))
-        nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_NO_ERROR);
+    (void)ses;
     return 0;
 }
 
@@ -782,6 +784,17 @@ void px_h2_reset(px_h2_t *h, int32_t sid, uint32_t code)
     st->q = NULL;
     st->q_off = st->q_len = st->q_cap = 0;
     nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, sid, code);
+}
+
+void px_h2_discard(px_h2_t *h, int32_t sid)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    if (st == NULL || st->owner_reset || st->discard || h->failed)
+        return;
+    st->discard = 1;
+    if (st->unconsumed > 0 && nghttp2_session_consume(h->ses, sid, st->unconsumed) != 0)
+        h->failed = PX_ENOMEM;
+    st->unconsumed = 0;
 }
 
 size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid)

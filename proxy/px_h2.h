@@ -50,6 +50,9 @@
  * connection window: every stream's at once, so one slow stream never stalls the others. */
 #define PX_H2_STREAM_WINDOW (64 * 1024)
 #define PX_H2_CONN_WINDOW (PX_H2_MAX_STREAMS * PX_H2_STREAM_WINDOW)
+/* Request body bytes a stream may still send after px_h2_discard() (its answer was complete
+ * before it): consumed and dropped; past this the stream is reset with NO_ERROR. */
+#define PX_H2_DISCARD_MAX (64 * 1024 * 1024)
 /* Output prepared ahead of px_h2_take_output(). */
 #define PX_H2_OUT_MAX (64 * 1024)
 /* Response bytes queued on a stream: above HIGH the owner stops feeding it until on_drain,
@@ -101,9 +104,10 @@ typedef struct px_h2_cbs {
     /* The request ended; trailer fields t (NULL when none) are borrowed for the call. */
     void (*on_end)(void *owner, int32_t sid, const px_fields_t *t);
     /* A stream handed out by on_request closed before the owner saw both ends (its on_end and
-     * its own px_h2_end): the client reset it (its code), the request broke (PROTOCOL_ERROR,
-     * ENHANCE_YOUR_CALM for trailers over the caps), or the response ended first and the rest
-     * of the request was cut (NO_ERROR). The last callback for sid. Not after px_h2_reset(). */
+     * its own px_h2_end): the client reset it (its code), or the request broke
+     * (PROTOCOL_ERROR, ENHANCE_YOUR_CALM for trailers over the caps). A response that ends
+     * first leaves the request going on: the owner takes the rest or px_h2_discard()s it. The
+     * last callback for sid. Not after px_h2_reset() or px_h2_discard(). */
     void (*on_reset)(void *owner, int32_t sid, uint32_t code);
     /* The response queue of sid fell below PX_H2_QUEUE_LOW after passing PX_H2_QUEUE_HIGH.
      * May be NULL. */
@@ -164,6 +168,12 @@ int px_h2_end(px_h2_t *h, int32_t sid, const px_fields_t *t);
 /* Resets sid with code (PX_H2_*): the owner is done with it, no callback follows. Unknown
  * streams are ignored. */
 void px_h2_reset(px_h2_t *h, int32_t sid, uint32_t code);
+
+/* The owner is done with sid's request (its answer may be complete before the request is): the
+ * rest of the body is consumed and dropped here, no callback for sid follows, and past
+ * PX_H2_DISCARD_MAX the stream is reset with NO_ERROR. A client thus finishes sending a body
+ * that was answered early, as many clients expect, without holding the windows. */
+void px_h2_discard(px_h2_t *h, int32_t sid);
 
 /* Response bytes of sid queued and not yet sent (0 for an unknown stream). */
 size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid);

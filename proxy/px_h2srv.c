@@ -8,6 +8,8 @@
  * body wait here (at most the stream's window, PX_H2_STREAM_WINDOW, because the window reopens
  * only as they are handed on), and response bytes wait in the codec's stream queue, whose high
  * mark pauses the upstream. Output is taken from the codec only while the socket has room. */
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,6 +32,8 @@ struct px__h2s {
     int end_held;
     int resp_body;       /* the response head said a body follows */
     int resp_ended;
+    int ws;              /* an extended CONNECT for a WebSocket (RFC 8441) */
+    px_tunnel_t *tun;    /* after its 200: the stream is side 0 of this tunnel */
 };
 
 static const px_down_ops_t px__h2_down;
@@ -70,9 +74,123 @@ static void px__kick(px_client_t *c)
 
 /* ---- the codec's callbacks --------------------------------------------------------------- */
 
+/* ---- WebSocket over HTTP/2 (RFC 8441) ----------------------------------------------------- */
+
+/* Appends field name: value to head m. Returns 0 or -1 (no room, no memory). */
+static int px__msg_add(px_msg_t *m, const char *name, const char *value, size_t vlen)
+{
+    size_t nl = strlen(name);
+    if (m->n >= PX_HEADERS_MAX)
+        return -1;
+    char *nb = realloc(m->buf, m->len + nl + vlen);
+    if (nb == NULL)
+        return -1;
+    m->buf = nb;
+    memcpy(m->buf + m->len, name, nl);
+    m->names[m->n] = (px_span_t){(uint32_t)m->len, (uint32_t)nl};
+    m->len += nl;
+    memcpy(m->buf + m->len, value, vlen);
+    m->values[m->n] = (px_span_t){(uint32_t)m->len, (uint32_t)vlen};
+    m->len += vlen;
+    m->n++;
+    return 0;
+}
+
+/* An extended CONNECT for a WebSocket becomes the HTTP/1.1 upgrade it stands for: a GET of its
+ * :path with Upgrade: websocket and a fresh Sec-WebSocket-Key (RFC 8441 has none), decided by
+ * the policy as any WebSocket is; the upstream's 101 becomes the stream's 200. */
+static int px__ws_request(px_msg_t *m)
+{
+    unsigned char key[16];
+    char b64[32];
+    if (RAND_bytes(key, sizeof(key)) != 1)
+        return -1;
+    int n = EVP_EncodeBlock((unsigned char *)b64, key, sizeof(key));
+    if (px__msg_add(m, "upgrade", "websocket", 9) != 0 ||
+        px__msg_add(m, "connection", "Upgrade", 7) != 0 ||
+        px__msg_add(m, "sec-websocket-key", b64, (size_t)n) != 0)
+        return -1;
+    m->method = HTTP_GET;
+    m->flags |= PX_MSG_NO_BODY; /* what follows the 200 is the tunnel's */
+    return 0;
+}
+
+static void on_tun_release(px_defer_t *d);
+
+static void tun_write(void *end, const char *data, size_t len)
+{
+    px__h2s_t *s = end;
+    if (s->resp_ended)
+        return;
+    if (px_h2_send_data(s->c->h2, s->sid, data, len) != 0)
+        px_h2_reset(s->c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+    px__kick(s->c);
+}
+
+static size_t down_queued(void *down);
+
+static void on_resume(px_defer_t *d);
+
+static void tun_read(void *end, int on)
+{
+    px__h2s_t *s = end;
+    s->paused = !on;
+    if (on && (s->hold_len > 0 || s->end_held))
+        px_defer(&s->c->eng->loop, &s->resume, on_resume);
+}
+
+static void tun_shutdown(void *end)
+{
+    px__h2s_t *s = end;
+    if (!s->resp_ended) {
+        s->resp_ended = 1;
+        px_h2_end(s->c->h2, s->sid, NULL);
+        px__kick(s->c);
+    }
+}
+
+/* Both halves ended (finish) or the tunnel failed (close): the stream lets go of the tunnel
+ * from the loop (never inside the tunnel's own call). */
+static void tun_finish(void *end)
+{
+    px__h2s_t *s = end;
+    tun_shutdown(end);
+    px_defer(&s->c->eng->loop, &s->resume, on_tun_release);
+}
+
+static void tun_close(void *end)
+{
+    px__h2s_t *s = end;
+    if (!s->resp_ended) {
+        s->resp_ended = 1;
+        px_h2_reset(s->c->h2, s->sid, PX_H2_CANCEL);
+        px__kick(s->c);
+    }
+    px_defer(&s->c->eng->loop, &s->resume, on_tun_release);
+}
+
+static void on_tun_release(px_defer_t *d)
+{
+    px__h2s_t *s = px_container_of(d, px__h2s_t, resume);
+    px_tunnel_t *t = s->tun;
+    s->tun = NULL;
+    px__unlink(s);
+    if (t != NULL)
+        px_tunnel_release(t, 0);
+}
+
+/* A tunnel stream's end: the tunnel goes without it. */
+static void px__tun_gone(px__h2s_t *s)
+{
+    px_tunnel_t *t = s->tun;
+    s->tun = NULL;
+    px__unlink(s);
+    if (t != NULL)
+        px_tunnel_release(t, 0);
+}
+
 static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req_t *rq)
 {
-    (void)rq; /* the head carries all the pre-checks read (Host made from :authority) */
     px_client_t *c = owner;
     if (c->closing) {
         px_msg_free(m);
@@ -94,6 +212,16 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
         c->h2s->prev = s;
     c->h2s = s;
     c->h2n++;
+    if (m->method == HTTP_CONNECT && px_msg_span_ieq(m, rq->protocol, "websocket")) {
+        if (px__ws_request(m) != 0) {
+            px_msg_free(m);
+            px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+            px__unlink(s);
+            free(pre);
+            return;
+        }
+        s->ws = 1;
+    }
     /* a body of unknown length goes on as chunked (toward an HTTP/1 upstream); every stream
      * is its own message, so the "connection" always stays */
     if (!(m->flags & (PX_MSG_LENGTH | PX_MSG_NO_BODY)) && m->method != HTTP_CONNECT)
@@ -108,7 +236,8 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
     px_precheck(m, &ctx, pre);
     if (pre->verdict == PX_PRE_TUNNEL)
         pre->verdict = PX_PRE_NO_TUNNEL; /* a CONNECT stream never becomes a tunnel here */
-    px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx};
+    px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx, .log = c->log,
+                           .snap = px__cl_snap(c), .up = px__cl_up(c)};
     uv_timer_stop(&c->timer);
     s->x = px_xchg_start(c->eng, &from, m, pre);
     free(pre);
@@ -139,16 +268,19 @@ static void on_h2_data(void *owner, int32_t sid, const char *data, size_t len)
 {
     px_client_t *c = owner;
     px__h2s_t *s = px__find(c, sid);
-    if (s == NULL || s->x == NULL) {
+    if (s == NULL || (s->x == NULL && s->tun == NULL)) {
         px_h2_consume(c->h2, sid, len); /* nobody wants these: the window reopens */
         return;
     }
-    if (s->paused || s->hold_len > 0) {
+    if (s->paused || s->hold_len > 0 || (s->ws && (s->tun == NULL || !px_tunnel_ready(s->tun)))) {
         if (px__hold(s, data, len) != 0)
             px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
         return;
     }
-    px_xchg_body(s->x, data, len);
+    if (s->tun != NULL)
+        px_tunnel_data(s->tun, 0, data, len);
+    else
+        px_xchg_body(s->x, data, len);
     px_h2_consume(c->h2, sid, len);
 }
 
@@ -156,9 +288,9 @@ static void on_h2_end(void *owner, int32_t sid, const px_fields_t *t)
 {
     px_client_t *c = owner;
     px__h2s_t *s = px__find(c, sid);
-    if (s == NULL || s->x == NULL)
+    if (s == NULL || (s->x == NULL && s->tun == NULL))
         return;
-    if (s->hold_len > 0) {
+    if (s->hold_len > 0 || (s->ws && s->tun == NULL)) {
         s->end_held = 1;
         if (t != NULL && t->n > 0) {
             s->end_t = malloc(sizeof(*s->end_t));
@@ -167,7 +299,10 @@ static void on_h2_end(void *owner, int32_t sid, const px_fields_t *t)
         }
         return;
     }
-    px_xchg_body_end(s->x, t);
+    if (s->tun != NULL)
+        px_tunnel_eof(s->tun, 0, UV_EOF);
+    else if (!s->ws)
+        px_xchg_body_end(s->x, t);
 }
 
 static void on_h2_reset(void *owner, int32_t sid, uint32_t code)
@@ -176,6 +311,10 @@ static void on_h2_reset(void *owner, int32_t sid, uint32_t code)
     px__h2s_t *s = px__find(c, sid);
     if (s == NULL)
         return;
+    if (s->tun != NULL) {
+        px__tun_gone(s);
+        return;
+    }
     px_xchg_t *x = s->x;
     s->x = NULL;
     px__unlink(s);
@@ -189,7 +328,9 @@ static void on_h2_drain(void *owner, int32_t sid)
 {
     px_client_t *c = owner;
     px__h2s_t *s = px__find(c, sid);
-    if (s != NULL && s->x != NULL)
+    if (s != NULL && s->tun != NULL)
+        px_tunnel_drain(s->tun, 0);
+    else if (s != NULL && s->x != NULL)
         px_xchg_drain(s->x);
 }
 
@@ -197,7 +338,7 @@ static void on_h2_refused(void *owner, int32_t sid, int status, const char *reas
 {
     (void)sid;
     px_client_t *c = owner;
-    px_log_printf(c->eng->log, "BLOCKED - - -> %d (%s: %s)", status,
+    px_log_printf(c->log, "BLOCKED - - -> %d (%s: %s)", status,
                   status == 431 ? "request head too large" : "malformed request", reason);
 }
 
@@ -261,7 +402,7 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
     if (c->closing)
         return;
     if (rc != 0)
-        px_log_printf(c->eng->log, "BLOCKED - - -> 400 (HTTP/2 connection error: %s)",
+        px_log_printf(c->log, "BLOCKED - - -> 400 (HTTP/2 connection error: %s)",
                       px_h2_reason(c->h2));
     px__cl_h2_pump(c);
     if (rc != 0 && !c->closing)
@@ -276,6 +417,10 @@ void px__cl_h2_shut(px_client_t *c, const char *reason)
         px__h2s_t *s = c->h2s;
         px_xchg_t *x = s->x;
         s->x = NULL;
+        if (s->tun != NULL) {
+            px__tun_gone(s);
+            continue;
+        }
         px__unlink(s);
         if (x != NULL)
             px_xchg_abort(x, reason);
@@ -310,6 +455,19 @@ static void down_head(void *down, const px_resp_t *r)
         f[n++] = (px_h2_field_t){"content-length", 14, len, (size_t)ln};
     }
     int has_body = r->body != PX_RESP_NONE && !(r->ctype != NULL && r->length == 0);
+    if (r->status == 101 && s->ws) {
+        /* the upgrade took: the stream answers 200 and carries the WebSocket (the handshake's
+         * own fields are HTTP/1.1's) */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!(f[i].name_len == 20 && strncasecmp(f[i].name, "sec-websocket-accept", 20) == 0) &&
+                !(f[i].name_len == 7 && strncasecmp(f[i].name, "upgrade", 7) == 0))
+                f[k++] = f[i];
+        if (px_h2_respond(c->h2, s->sid, 200, f, k, 1) != 0)
+            px_h2_reset(c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+        px__kick(c);
+        return;
+    }
     if (r->status < 200) {
         if (r->status != 101)
             px_h2_respond(c->h2, s->sid, r->status, f, n, 0);
@@ -361,19 +519,25 @@ static void on_resume(px_defer_t *d)
 {
     px__h2s_t *s = px_container_of(d, px__h2s_t, resume);
     px_client_t *c = s->c;
-    if (s->paused || s->x == NULL || c->closing)
+    if (s->paused || (s->x == NULL && s->tun == NULL) || c->closing)
         return;
     size_t n = s->hold_len;
     if (n > 0) {
         s->hold_len = 0;
-        px_xchg_body(s->x, s->hold, n);
+        if (s->tun != NULL)
+            px_tunnel_data(s->tun, 0, s->hold, n);
+        else
+            px_xchg_body(s->x, s->hold, n);
         px_h2_consume(c->h2, s->sid, n);
         if (s->paused)
             return; /* the end waits for the next resume */
     }
     if (s->end_held) {
         s->end_held = 0;
-        px_xchg_body_end(s->x, s->end_t);
+        if (s->tun != NULL)
+            px_tunnel_eof(s->tun, 0, UV_EOF);
+        else
+            px_xchg_body_end(s->x, s->end_t);
     }
     px__kick(c);
 }
@@ -388,8 +552,20 @@ static void down_pause_body(void *down, int pause)
 
 static void down_tunnel(void *down, px_tunnel_t *t)
 {
-    (void)down;
-    px_tunnel_release(t, 0); /* no stream becomes a tunnel: nothing asks for one over h2 */
+    px__h2s_t *s = down;
+    if (!s->ws) {
+        px_tunnel_release(t, 0); /* only a WebSocket stream becomes a tunnel */
+        return;
+    }
+    s->tun = t;
+    px_tunnel_end_t e = {.write = tun_write,
+                         .queued = down_queued,
+                         .read = tun_read,
+                         .shutdown = tun_shutdown,
+                         .finish = tun_finish,
+                         .close = tun_close,
+                         .end = s};
+    px_tunnel_attach(t, 0, &e);
 }
 
 static void down_finished(void *down, int reuse)
@@ -397,8 +573,12 @@ static void down_finished(void *down, int reuse)
     px__h2s_t *s = down;
     px_client_t *c = s->c;
     s->x = NULL;
+    if (s->tun != NULL)
+        return; /* the stream lives on as the tunnel's end */
     if (!s->resp_ended)
         px_h2_reset(c->h2, s->sid, reuse < 0 ? PX_H2_CANCEL : PX_H2_INTERNAL_ERROR);
+    else
+        px_h2_discard(c->h2, s->sid); /* an early answer: the rest of the body is dropped */
     px__unlink(s);
     if (c->closing)
         return;
@@ -436,7 +616,7 @@ void px__cl_h2c_refuse(px_client_t *c)
         0, 0, 0, 0x4, 0, 0, 0, 0, 0,                  /* SETTINGS, empty */
         0, 0, 8, 0x7, 0, 0, 0, 0, 0,                  /* GOAWAY */
         0, 0, 0, 0, 0, 0, 0, 0xd};                    /* last stream 0, HTTP_1_1_REQUIRED */
-    px_log_printf(c->eng->log, "BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) "
+    px_log_printf(c->log, "BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) "
                                "is refused; use HTTP/1.1 or TLS)");
     px_sock_write(&c->sock, (const char *)frames, sizeof(frames));
     px__cl_close_flush(c);

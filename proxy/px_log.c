@@ -33,6 +33,7 @@ struct px_log {
     int busy;              /* the writer holds a batch */
     int waiting;           /* the writer sleeps on `wake` */
     int batched;           /* wake the writer from px_log_kick() only (once per loop turn) */
+    int touched;           /* a line was queued since the last px_log_kick() (loop thread only) */
     int stop;
     unsigned long lost;
     int reported;
@@ -190,6 +191,7 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
 {
     if (!px_log_enabled(log))
         return;
+    log->touched = 1;
     static const char cut[] = " ...(truncated)";
     static const char hexd[] = "0123456789abcdef";
     /* the escaped length, capped: what is over the cap is cut */
@@ -262,6 +264,7 @@ int px_log_kick(px_log_t *log, int force)
     if (!px_log_enabled(log))
         return 0;
     int left = 0;
+    log->touched = 0;
     pthread_mutex_lock(&log->mu);
     if (log->pending.len > 0 && log->waiting &&
         (force || log->pending.len >= PX_LOG_KICK_BYTES))
@@ -270,6 +273,11 @@ int px_log_kick(px_log_t *log, int force)
         left = log->pending.len > 0;
     pthread_mutex_unlock(&log->mu);
     return left;
+}
+
+int px_log_touched(const px_log_t *log)
+{
+    return log != NULL && log->touched;
 }
 
 void px_log_flush(px_log_t *log)

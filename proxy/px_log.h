@@ -42,6 +42,10 @@ void px_log_set_batched(px_log_t *log, int on);
  * PX_LOG_DELAY_MS. */
 int px_log_kick(px_log_t *log, int force);
 
+/* 1 when a line was queued since the last px_log_kick() (a cheap test for a loop that kicks
+ * many logs; the lines are queued and kicked on the same thread). */
+int px_log_touched(const px_log_t *log);
+
 /* Blocks until every queued line was written (or failed). */
 void px_log_flush(px_log_t *log);
 

@@ -4,10 +4,12 @@
 
 #include "addons/addon_allowlist.h"
 #include "addons/addon_aws.h"
+#include "addons/addon_graphql.h"
 #include "addons/addon_leak.h"
 #include "addons/addon_masking.h"
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
+#include "addons/addon_tooldomains.h"
 #include "base/px_err.h"
 #include "proxy/px_log.h"
 
@@ -98,13 +100,17 @@ void px_snapshot_unref(px_snapshot_t *s)
 
 const addon_t *const *px_addons(void)
 {
-    static const addon_t *list[4];
+    static const addon_t *list[6];
     if (list[0] == NULL) {
-        /* policy first; then exactly one credential mechanism: AWS re-signing, else masking */
+        /* policy first; then the request-body filters (GraphQL operations, then the Anthropic
+         * tool-domain trim: each sees the previous one's output); then exactly one credential
+         * mechanism: AWS re-signing, else masking */
         list[0] = addon_allowlist();
-        list[1] = addon_aws();
-        list[2] = addon_masking();
-        list[3] = NULL;
+        list[1] = addon_graphql();
+        list[2] = addon_tooldomains();
+        list[3] = addon_aws();
+        list[4] = addon_masking();
+        list[5] = NULL;
     }
     return list;
 }

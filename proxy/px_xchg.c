@@ -27,17 +27,17 @@ void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
     const char *annot = x->view != NULL ? x->view->annot : "";
     const char *url = x->pre.url[0] != '\0' ? x->pre.url : "-";
     if (status < 0)
-        px_log_printf(x->eng->log, "%s %s %s -> %s", verdict, x->method, url,
+        px_log_printf(x->log, "%s %s %s -> %s", verdict, x->method, url,
                       tail != NULL ? tail : "unknown error");
     else
-        px_log_printf(x->eng->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
+        px_log_printf(x->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
                       tail != NULL ? tail : "");
 }
 
 static void on_addon_log(void *data, const char *line, size_t len)
 {
     px_xchg_t *x = data;
-    px_log_line(x->eng->log, line, len);
+    px_log_line(x->log, line, len);
 }
 
 /* ---- timers ---------------------------------------------------------------------------------- */
@@ -104,7 +104,7 @@ static int px__view(px_xchg_t *x)
         h->value.base = m->values[i].len ? m->buf + m->values[i].off : "";
         h->value.len = m->values[i].len;
     }
-    x->snap = px_engine_snapshot_ref(x->eng);
+    x->snap = px_snapshot_ref(x->snap_from);
     r->config = &x->snap->cfg;
     r->url = x->pre.url;
     return 0;
@@ -196,14 +196,70 @@ static void px__filter_failed(px_xchg_t *x, int err)
     px__x_finish(x, -1);
 }
 
+/* Runs the head hooks from a on. Once a body filter asked for the body, the credential stage
+ * (the first later addon without a filter hook) waits in x->resume until the filters passed:
+ * no real credential is put in a request a filter refuses. 1 when the exchange answered. */
+static int px__heads(px_xchg_t *x, const addon_t *const *a)
+{
+    addon_req_t *r = x->view;
+    for (; *a != NULL; a++) {
+        if (r->filter_cap > 0 && !x->filtered && (*a)->on_request_body_filter == NULL) {
+            x->resume = a;
+            return 0;
+        }
+        if ((*a)->on_request_head == NULL)
+            continue;
+        addon_answer_t ans;
+        memset(&ans, 0, sizeof(ans));
+        int rc = (*a)->on_request_head(*a, r, &ans);
+        if (rc == ADDON_ANSWER) {
+            px__x_addon_answer(x, &ans);
+            return 1;
+        }
+        if (rc < 0) {
+            px__x_log(x, "ERROR", -1, "internal error in an addon");
+            px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request",
+                               1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The gathered body went over its cap: a body filter refuses it its own way, else 413. */
+static void px__over_cap(px_xchg_t *x, size_t len)
+{
+    addon_answer_t ans;
+    x->bodylen += len;
+    if (x->view->filter_cap > 0 && px__x_filters(x, 1, &ans) == ADDON_ANSWER) {
+        free(x->bodybuf);
+        x->bodybuf = NULL;
+        x->bodylen = x->bodycap = 0;
+        px__x_addon_answer(x, &ans);
+        return;
+    }
+    px__filter_failed(x, PX_ETOOBIG);
+}
+
 /* ADDON_BODY_BUFFER: the whole body is here; the addon makes the body and may still change the
  * head (or answer), then the request goes upstream. */
 static void px__buffered_end(px_xchg_t *x)
 {
     addon_req_t *r = x->view;
-    const addon_t *a = r->state_owner;
     addon_answer_t ans;
     memset(&ans, 0, sizeof(ans));
+    if (r->filter_cap > 0 && !x->filtered) {
+        if (px__x_filters(x, 0, &ans) == ADDON_ANSWER) {
+            px__x_addon_answer(x, &ans);
+            return;
+        }
+        x->filtered = 1;
+        if (x->resume != NULL && px__heads(x, x->resume))
+            return; /* the credential stage, now */
+    }
+    const addon_t *a = r->state_owner;
+    memset(&ans, 0, sizeof(ans));
+    x->outlen = 0;
     addon_sink_t sink = {px__sink_buffer, x};
     int rc = 0;
     if (a != NULL && a->on_request_body != NULL && x->bodylen > 0)
@@ -236,24 +292,15 @@ static void px__decide(px_xchg_t *x)
     if (px__x_leak_head(x))
         return; /* before any addon: the policy, and the credentials that put real values in */
     addon_req_t *r = x->view;
-    for (const addon_t *const *a = px_addons(); *a != NULL; a++) {
-        if ((*a)->on_request_head == NULL)
-            continue;
-        addon_answer_t ans;
-        memset(&ans, 0, sizeof(ans));
-        int rc = (*a)->on_request_head(*a, r, &ans);
-        if (rc == ADDON_ANSWER) {
-            px__x_addon_answer(x, &ans);
-            return;
-        }
-        if (rc < 0) {
-            px__x_log(x, "ERROR", -1, "internal error in an addon");
-            px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request",
-                             1);
-            return;
-        }
-    }
-    if (r->body_mode == ADDON_BODY_BUFFER) {
+    if (px__heads(x, px_addons()))
+        return;
+    if (r->body_mode == ADDON_BODY_BUFFER || r->filter_cap > 0) {
+        /* a body filter, or a credential addon whose head depends on the body: a streaming
+         * credential addon then gets the gathered body in one piece */
+        x->gather = 1;
+        x->gather_cap = r->body_mode == ADDON_BODY_BUFFER ? r->body_cap : 0;
+        if (r->filter_cap > x->gather_cap)
+            x->gather_cap = r->filter_cap;
         if (x->rq == PX__RQ_DONE) {
             px__buffered_end(x);
             return;
@@ -292,7 +339,7 @@ static const px_up_cbs_t px__up_cbs = {
 static void px__open(px_xchg_t *x)
 {
     addon_req_t *r = x->view;
-    int buffered = x->sink == PX__SINK_BUFFER || r->body_mode == ADDON_BODY_BUFFER;
+    int buffered = x->sink == PX__SINK_BUFFER || x->gather;
     px__hop_by_hop(x, x->expect && !buffered);
     px_up_body_t body = PX_UP_BODY_NONE;
     if (buffered) {
@@ -324,7 +371,7 @@ static void px__open(px_xchg_t *x)
     } else if ((x->req->flags & PX_MSG_LENGTH) && x->req->length > 0) {
         body = PX_UP_BODY_LENGTH;
     }
-    x->up = px_up_open(x->eng->up, x->pre.norm_host, x->pre.port, x->tls, r, body,
+    x->up = px_up_open(x->upmgr, x->pre.norm_host, x->pre.port, x->tls, r, body,
                        x->req->method == HTTP_HEAD, &px__up_cbs, x);
     if (x->up == NULL) {
         px__x_finish(x, -1);
@@ -354,6 +401,9 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
         return NULL;
     }
     x->eng = eng;
+    x->log = from->log;
+    x->upmgr = from->up;
+    x->snap_from = from->snap; /* a reference is taken when the addons start */
     x->ops = from->ops;
     x->down = from->down;
     x->req = m;
@@ -408,8 +458,8 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
             px__x_finish(x, 0);
         return;
     case PX__SINK_BUFFER:
-        if (x->bodylen + len > x->view->body_cap) {
-            px__filter_failed(x, PX_ETOOBIG);
+        if (x->bodylen + len > x->gather_cap) {
+            px__over_cap(x, len);
             return;
         }
         if (px__grow(&x->bodybuf, &x->bodycap, x->bodylen + len) != 0) {

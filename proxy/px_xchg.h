@@ -60,11 +60,19 @@ typedef struct px_down_ops {
     void (*finished)(void *down, int reuse);
 } px_down_ops_t;
 
-/* Where the request came from, for the pre-checks and the log. */
+typedef struct px_log px_log_t;
+typedef struct px_snapshot px_snapshot_t;
+typedef struct px_upmgr px_upmgr_t;
+
+/* Where the request came from, for the pre-checks and the log; and the sandbox's own log,
+ * configuration and upstream pool it is decided, logged and sent with. */
 typedef struct px_xchg_from {
     const px_down_ops_t *ops;
     void *down;
     px_pre_ctx_t pre;     /* borrowed for the call */
+    px_log_t *log;        /* borrowed: outlives the exchange */
+    px_snapshot_t *snap;  /* the configuration in force (the exchange takes a reference) */
+    px_upmgr_t *up;       /* borrowed: outlives the exchange */
 } px_xchg_from_t;
 
 /* Starts an exchange for request head m (taken) whose pre-check result is pre (copied). Bodies

@@ -71,6 +71,10 @@ void px__x_addon_answer(px_xchg_t *x, const addon_answer_t *ans)
     }
     px_sbuf_adds(&b, ", \"message\": ");
     px_sbuf_json_str(&b, ans->message, strlen(ans->message));
+    if (ans->with_detail) {
+        px_sbuf_adds(&b, ", \"detail\": ");
+        px_sbuf_json_str(&b, ans->detail, strnlen(ans->detail, sizeof(ans->detail)));
+    }
     px_sbuf_adds(&b, "}");
     if (b.overflow) {
         px_sbuf_init(&b, json, sizeof(json));

@@ -22,18 +22,25 @@ typedef enum { PX__RS_NONE = 0, PX__RS_WAIT, PX__RS_BODY, PX__RS_DONE } px__rs_t
 
 struct px_xchg {
     px_engine_t *eng;
+    px_log_t *log;            /* the sandbox's network log */
+    px_upmgr_t *upmgr;        /* the sandbox's upstream pool */
     const px_down_ops_t *ops;
     void *down;
     px_msg_t *req;            /* the request head (owned) */
     px_pre_t pre;
     addon_req_t *view;        /* what the addons see (owned) */
     px_snapshot_t *snap;      /* the configuration this request is decided under */
+    px_snapshot_t *snap_from; /* borrowed until the head is decided: the one in force */
     char method[PX__METHOD_MAX];
     int tls;
     /* the request */
     px__rq_t rq;
     px__sink_t sink;
     int filter;               /* an addon rewrites the body as it streams */
+    int gather;               /* the body is gathered whole before the head goes upstream */
+    int filtered;             /* the body filters passed it */
+    const addon_t *const *resume; /* the credential stage, waiting for the filters */
+    uint64_t gather_cap;      /* ... up to this many bytes */
     char *bodybuf;            /* ADDON_BODY_BUFFER: the body so far, then what the addon made */
     size_t bodylen, bodycap;
     char *outbody;
@@ -84,6 +91,12 @@ int px__x_leak_head(px_xchg_t *x);
 void px__x_leak_body(px_xchg_t *x, const char *data, size_t len);
 /* The body ended: the held tail goes on. */
 void px__x_leak_flush(px_xchg_t *x);
+
+/* px_xchg_filter.c */
+/* Runs the body filters on the gathered body (over: it went past gather_cap, and only its
+ * length is known). ADDON_NEXT (the body, possibly rewritten, is in bodybuf) or ADDON_ANSWER
+ * with ans filled. Uses outbody as scratch. */
+int px__x_filters(px_xchg_t *x, int over, addon_answer_t *ans);
 
 /* px_xchg_answer.c */
 void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close);

@@ -627,12 +627,19 @@ static const error_case_t error_cases[] = {
     {"domains: [a.com]\ndomain: [b.com]\n", PX_ECONFIG,
      "al.yaml:2:1: unknown key 'domain' (expected domains, url_prefixes or block)"},
     {"url_prefixes:\n  - host: a.com\n    paths: /x\n", PX_ECONFIG,
-     "al.yaml:3:5: url_prefixes[0]: unknown key 'paths' (expected host, path, methods, ports or "
-     "tls)"},
-    /* The reference's GraphQL filter. */
-    {"url_prefixes:\n  - host: api.github.com\n    graphql: {queries: ['*']}\n", PX_ECONFIG,
-     "al.yaml:3:5: url_prefixes[0]: 'graphql' (GraphQL operation filtering) is not supported by "
-     "airlock; remove the key and restrict the entry with 'path' and 'methods'"},
+     "al.yaml:3:5: url_prefixes[0]: unknown key 'paths' (expected host, path, methods, ports, "
+     "tls or graphql)"},
+    /* The reference's GraphQL filter (docs/graphql.md). */
+    {"url_prefixes:\n  - host: api.github.com\n    graphql: {queries: ['*'], query: []}\n",
+     PX_ECONFIG,
+     "al.yaml:3:31: url_prefixes[0].graphql: unknown key 'query' (expected queries, mutations or "
+     "subscriptions)"},
+    {"url_prefixes:\n  - host: api.github.com\n    graphql: {queries: [1]}\n", PX_ECONFIG,
+     "al.yaml:3:25: url_prefixes[0].graphql.queries[0]: expected a string, got an integer"},
+    {"url_prefixes:\n  - host: api.github.com\n    graphql: [viewer]\n", PX_ECONFIG,
+     "al.yaml:3:14: url_prefixes[0].graphql: expected a mapping, got a sequence"},
+    {"block:\n  - host: api.github.com\n    graphql: {}\n", PX_ECONFIG,
+     "al.yaml:3:5: block[0]: unknown key 'graphql' (expected host, path or methods)"},
     /* Top level that is not a mapping. */
     {"- a.com\n- b.com\n", PX_ECONFIG,
      "al.yaml:1:1: the allowlist must be a mapping with 'domains' and/or 'url_prefixes', got a "
@@ -705,8 +712,8 @@ static const error_case_t error_cases[] = {
     {"url_prefixes:\n  - {host: a.com, tls: true}\n", PX_ECONFIG,
      "al.yaml:2:24: url_prefixes[0].tls: expected a string, got a boolean"},
     {"url_prefixes:\n  - {host: a.com, path: /x, tls: passthrough}\n", PX_ECONFIG,
-     "al.yaml:2:34: url_prefixes[0].tls: a passthrough entry cannot restrict 'path' or "
-     "'methods' (airlock does not see inside the TLS stream)"},
+     "al.yaml:2:34: url_prefixes[0].tls: a passthrough entry cannot restrict 'path', "
+     "'methods' or 'graphql' (airlock does not see inside the TLS stream)"},
     /* Document rules of the loader. */
     {"domains: [a.com]\ndomains: [b.com]\n", PX_EPARSE,
      "al.yaml:2:1: duplicate key 'domains' (first at line 1, column 1)"},
@@ -766,13 +773,10 @@ static void test_policy_load_error_files(void **state)
         const char *msg;
     } files[] = {
         {"bad_entry.yaml", PX_ECONFIG,
-         ":7:5: url_prefixes[1]: unknown key 'prots' (expected host, path, methods, ports or "
-         "tls)"},
+         ":7:5: url_prefixes[1]: unknown key 'prots' (expected host, path, methods, ports, tls "
+         "or graphql)"},
         {"bad_port.json", PX_ECONFIG,
          ":3:50: url_prefixes[0].ports[1]: must be between 1 and 65535, got 70000"},
-        {"graphql.yaml", PX_ECONFIG,
-         ":5:5: url_prefixes[0]: 'graphql' (GraphQL operation filtering) is not supported by "
-         "airlock; remove the key and restrict the entry with 'path' and 'methods'"},
     };
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[512];

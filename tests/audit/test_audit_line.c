@@ -40,6 +40,12 @@ static const access_case_t access_cases[] = {
      "/exfiltrate", "", 0},
     {"allowed PUT https://bucket.s3.amazonaws.com/k -> 200 [masked: 1] [region: us-east-1]",
      AUDIT_ALLOWED, "PUT", 200, "bucket.s3.amazonaws.com", 443, "/k", "", 1},
+    /* the body filters' tags (docs/graphql.md, docs/anthropic-tools.md): brackets nest */
+    {"allowed POST https://api.github.com/graphql -> 200 [graphql-op: query/viewer] [masked: 1]",
+     AUDIT_ALLOWED, "POST", 200, "api.github.com", 443, "/graphql", "", 1},
+    {"allowed POST https://api.anthropic.com/v1/messages -> 200 [tool-domains: bash_1: forced "
+     "allowed_domains: []; web_fetch_2: forced allowed_domains: []] [masked: 2]",
+     AUDIT_ALLOWED, "POST", 200, "api.anthropic.com", 443, "/v1/messages", "", 2},
     {"ERROR GET https://down.example.com/api -> Connection failed: Name or service not known",
      AUDIT_ERROR, "GET", -1, "down.example.com", 443, "/api",
      "Connection failed: Name or service not known", 0},

@@ -62,6 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t hlen = size < FUZZ_HOST_MAX ? size : FUZZ_HOST_MAX;
     fuzz_decide(p, "GET", text, hlen, text, size, 443, 1);
     fuzz_decide(p, "GET", "api.github.com", strlen("api.github.com"), text, size, 80, 0);
+    /* the Anthropic tool-domain trim's question, and the graphql blocks */
+    (void)addon_policy_host_get_open(p, (addon_str_t){text, hlen});
+    for (size_t i = 0; i < addon_policy_count(p, ADDON_POLICY_URL_PREFIXES); i++) {
+        const addon_policy_graphql_t *g = addon_policy_graphql(p, i);
+        if (g != NULL && g->nqueries > 0 && g->queries[0].base == NULL)
+            __builtin_trap();
+    }
     addon_policy_unref(p);
     return 0;
 }

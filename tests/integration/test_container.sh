@@ -16,9 +16,9 @@
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ "$(id -u)" = 0 ] || t_skip root "needs root (podman networks, namespaces)"
-    for tool in podman runc flock timeout readelf strip; do
+    for tool in podman runc flock timeout readelf strip nft ldd; do
         command -v "$tool" >/dev/null ||
-            t_skip package "$tool is not installed (apt-get install podman runc)"
+            t_skip package "$tool is not installed (apt-get install podman runc nftables)"
     done
 fi
 t_enter_netns "$@"
@@ -103,7 +103,12 @@ podman create --name "$P-inspect" "$IMG" >/dev/null 2>&1
 files=$(podman export "$P-inspect" | tar -t | grep -v '/$' | grep -v -e '^etc/' -e '^run/' \
     -e '^dev/' -e '^proc/' -e '^sys/' | sort | tr '\n' ' ')
 podman rm -f "$P-inspect" >/dev/null 2>&1
-t_eq "the image holds the binary and the CA bundle only" "airlock usr/lib/ssl/cert.pem " "$files"
+# nft and its libraries serve the Kubernetes init container (container/k8s/)
+expected=$({ printf '%s\n' airlock usr/lib/ssl/cert.pem usr/sbin/nft
+    ldd /usr/sbin/nft | awk '/=> \// { print $3 } /^\t\// { print $1 }' | sed 's|^/||'; } |
+    sort | tr '\n' ' ')
+t_eq "the image holds the binary, the CA bundle, and nft with its libraries only" "$expected" \
+    "$files"
 out=$(podman run --rm --network none "$IMG" 2>&1)
 rc=$?
 t_eq "no UPSTREAM_DNS: exit 1" 1 "$rc"
@@ -278,6 +283,40 @@ t_eq "stop of an unknown sandbox" "0" "$("$SANDBOX" stop never-started 2>&1; ech
 out=$("$SANDBOX" client-args c1 2>&1)
 t_eq "client-args of a stopped sandbox fails" "1" "$?"
 t_contains "client-args of a stopped sandbox says why" "$out" "no sandbox c1"
+
+# ---- a CA per conversation: the default when no CA directory is given ---------------------
+CONVCA=$T_DIR/state/$P-ca-pc.pem
+IPC=$(env -u AIRLOCK_CONFDIR "$SANDBOX" start pc --allowlist "$T_DIR/allow.yaml" \
+    --log "$T_DIR/pc.log" --upstream-dns "$GW" --upstream-ca "$T_DIR/upca.pem" --ca-days 2 \
+    --proxy-arg --allow-upstream-cidr --proxy-arg "$GW/32" 2> "$T_DIR/startpc.err")
+t_eq "start pc without a CA directory" "0|" "$?|$(cat "$T_DIR/startpc.err")"
+t_check "only the conversation CA's certificate came out to the host" test -s "$CONVCA"
+if grep -q "PRIVATE KEY" "$CONVCA"; then t_fail "a private key came out of the proxy"
+else t_ok "no private key came out of the proxy"; fi
+text=$(openssl x509 -in "$CONVCA" -noout -text)
+t_contains "it is name-constrained to the allowlist" "$text" "DNS:nginx.test"
+t_contains "... and the proxy IP" "$text" "IP:$IPC/255.255.255.255"
+t_check "it is not the shared CA" [ "$(openssl x509 -in "$CONVCA" -noout -fingerprint)" != \
+    "$(openssl x509 -in "$T_DIR/confdir/mitmproxy-ca-cert.pem" -noout -fingerprint)" ]
+mounts=$(podman container inspect -f '{{range .Mounts}}{{.Destination}} {{end}}' "$P-proxy-pc")
+case $mounts in
+*/mitmproxy-confdir*) t_fail "the conversation CA's directory is mounted from the host: $mounts" ;;
+*) t_ok "the conversation CA's key stays in the proxy container (tmpfs, no host mount)" ;;
+esac
+mapfile -t CARGSC < <(env -u AIRLOCK_CONFDIR "$SANDBOX" client-args pc)
+t_contains "client-args mounts the conversation's certificate" "${CARGSC[*]}" \
+    "-v $CONVCA:/usr/local/share/ca-certificates/airlock-ca.crt:ro"
+out=$(podman run --rm "${CARGSC[@]}" "$CLIENT" curl -s -m 10 -w ' %{http_code}' \
+    https://nginx.test/ 2>&1)
+t_eq "agent: an allowed host through the conversation CA" "hello from upstream
+ 200" "$out"
+out=$(podman run --rm "${CARGSC[@]}" "$CLIENT" curl -s -m 10 https://evil.test/ 2>&1)
+t_eq "agent: a host outside the allowlist cannot get a certificate (handshake fails: 35)" \
+    35 $?
+c_logged "log: why" "TLS REJECTED evil.test (no certificate: not in the network allowlist, \
+and outside the conversation CA's name constraints)" "$T_DIR/pc.log"
+env -u AIRLOCK_CONFDIR "$SANDBOX" stop pc
+t_check "stop removes the conversation's certificate" test ! -e "$CONVCA"
 
 # ---- subnets: a taken /24 is skipped; concurrent starts get distinct subnets --------------
 podman network create --internal --subnet 10.199.4.0/24 "$P-blocker" >/dev/null

@@ -1,0 +1,120 @@
+/* The per-conversation CA: the allowlist's host patterns become name constraints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addons/addon_policy_hosts.h"
+#include "base/px_err.h"
+#include "proxy/px_caconv.h"
+#include "proxy/px_engine.h"
+#include "proxy/px_log.h"
+#include "proxy/px_policy.h"
+
+typedef struct caconv_walk {
+    ca_constraints_t *c;
+    char *err;
+    size_t errlen;
+} caconv_walk_t;
+
+static int on_policy_host(void *arg, const char *pattern, size_t len, const char *where)
+{
+    caconv_walk_t *w = arg;
+    char why[CA_ERR_LEN + 128];
+    int rc = ca_constraints_add_host(w->c, pattern, len, why, sizeof(why));
+    if (rc < 0)
+        snprintf(w->err, w->errlen, "%s: %s", where, why);
+    return rc;
+}
+
+int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *err, size_t errlen)
+{
+    caconv_walk_t w = {c, err, errlen};
+    snprintf(err, errlen, "%s", "");
+    return addon_policy_each_host(p, on_policy_host, &w);
+}
+
+int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
+                     const char *proxy_ip, char **desc, char *err, size_t errlen)
+{
+    addon_policy_t *p = NULL;
+    ca_constraints_t *c = NULL;
+    char why[1024];
+    int rc;
+
+    if (desc != NULL)
+        *desc = NULL;
+    rc = addon_policy_load_file_as(path, fmt, &p, why, sizeof(why));
+    if (rc == PX_ENOENT)
+        snprintf(err, errlen, "%s: no such file (the allowlist is required)", path);
+    else if (rc < 0)
+        snprintf(err, errlen, "%s", why);
+    if (rc < 0)
+        return rc;
+    c = ca_constraints_new();
+    if (c == NULL) {
+        snprintf(err, errlen, "out of memory");
+        rc = PX_ENOMEM;
+        goto done;
+    }
+    rc = px_caconv_constraints(p, c, err, errlen); /* err names the entry and its line */
+    if (rc < 0)
+        goto done;
+    if (ca_constraints_count(c) == 0) {
+        snprintf(err, errlen, "%s allows no host: a conversation CA would have nothing to sign for",
+                 path);
+        rc = PX_ECONFIG;
+        goto done;
+    }
+    if (proxy_ip != NULL && proxy_ip[0] != '\0') {
+        rc = ca_constraints_add_host(c, proxy_ip, strlen(proxy_ip), why, sizeof(why));
+        if (rc < 0) {
+            snprintf(err, errlen, "proxy IP: %s", why);
+            goto done;
+        }
+    }
+    rc = ca_init_constrained(confdir, c, days, err, errlen);
+    if (rc == 0 && desc != NULL) {
+        size_t n = ca_constraints_describe(c, NULL, 0) + 1;
+        *desc = malloc(n);
+        if (*desc != NULL)
+            ca_constraints_describe(c, *desc, n);
+    }
+done:
+    ca_constraints_free(c);
+    addon_policy_unref(p);
+    return rc;
+}
+
+int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
+                     const char *proxy_ip, int *created, char *err, size_t errlen)
+{
+    char file[CA_PATH_MAX];
+    int n = snprintf(file, sizeof(file), "%s/%s", confdir, CA_FILE_KEY_CERT);
+
+    *created = 0;
+    if (n < 0 || (size_t)n >= sizeof(file)) {
+        snprintf(err, errlen, "confdir path too long");
+        return PX_ECONFIG;
+    }
+    if (access(file, F_OK) == 0)
+        return 0; /* this conversation's CA from an earlier start; ca_load checks it */
+    int rc = px_caconv_create(confdir, path, fmt, days, proxy_ip, NULL, err, errlen);
+    *created = rc == 0;
+    return rc;
+}
+
+void px_caconv_log_refused(px_engine_t *eng, const char *host)
+{
+    px_snapshot_t *snap = px_engine_snapshot_ref(eng);
+    addon_str_t h = {host, strlen(host)};
+    int allowed = addon_policy_has_host(snap->cfg.policy, h, 443, 1, NULL);
+    px_snapshot_unref(snap);
+    if (allowed)
+        px_log_printf(eng->log, "TLS REJECTED %s (no certificate: " PX_CACONV_WHY ")", host);
+    else
+        px_log_printf(eng->log,
+                      "TLS REJECTED %s (no certificate: not in the network allowlist, and outside "
+                      "the conversation CA's name constraints)",
+                      host);
+}

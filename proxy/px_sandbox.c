@@ -1,0 +1,320 @@
+/* Many sandboxes behind one airlock: the directory of sandboxes, each one's files, and the
+ * choice of a sandbox by source address (px_sandbox.h). */
+#include "proxy/px_sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/px_err.h"
+#include "proxy/px_engine.h"
+#include "proxy/px_log.h"
+#include "proxy/px_policy.h"
+#include "proxy/px_upstream.h"
+
+/* ---- sandbox.conf ------------------------------------------------------------------------ */
+
+int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen)
+{
+    sb->nsrc = 0;
+    sb->max_conns = 0;
+    int lineno = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash != NULL)
+            *hash = '\0';
+        char key[32], val[128], extra[2];
+        int n = sscanf(line, "%31s %127s %1s", key, val, extra);
+        if (n <= 0)
+            continue;
+        if (n != 2) {
+            snprintf(err, errlen, "line %d: expected 'source CIDR' or 'max-connections N'",
+                     lineno);
+            return -1;
+        }
+        if (strcmp(key, "source") == 0) {
+            if (sb->nsrc >= PX_SB_SOURCES_MAX || px_cidr_parse(&sb->src[sb->nsrc], val) != 0) {
+                snprintf(err, errlen, "line %d: bad or too many sources ('%s'; at most %d)",
+                         lineno, val, PX_SB_SOURCES_MAX);
+                return -1;
+            }
+            sb->nsrc++;
+        } else if (strcmp(key, "max-connections") == 0) {
+            uint64_t v;
+            if (px_parse_u64(val, 1, PX_CONNS_MAX, &v) != 0) {
+                snprintf(err, errlen, "line %d: max-connections must be 1..%d", lineno,
+                         PX_CONNS_MAX);
+                return -1;
+            }
+            sb->max_conns = (size_t)v;
+        } else {
+            snprintf(err, errlen, "line %d: unknown key '%s'", lineno, key);
+            return -1;
+        }
+    }
+    if (sb->nsrc == 0) {
+        snprintf(err, errlen, "no 'source CIDR' line");
+        return -1;
+    }
+    return 0;
+}
+
+/* Reads DIR/name/sandbox.conf into sb (name, paths, sources, limit, cfg). Returns 0 or -1. */
+static int px__sb_read(const px_config_t *ecfg, const char *name, px_sandbox_t *sb, char *err,
+                       size_t errlen)
+{
+    const char *dir = ecfg->sandboxes_dir;
+    char path[PATH_MAX];
+    snprintf(sb->name, sizeof(sb->name), "%s", name);
+    snprintf(path, sizeof(path), "%s/%s/sandbox.conf", dir, name);
+    FILE *f = fopen(path, "re");
+    if (f == NULL) {
+        snprintf(err, errlen, "%.300s: %s", path, strerror(errno));
+        return -1;
+    }
+    char text[PX_SB_CONF_MAX + 1];
+    size_t n = fread(text, 1, sizeof(text), f);
+    fclose(f);
+    if (n > PX_SB_CONF_MAX) {
+        snprintf(err, errlen, "%.300s: over %d bytes", path, PX_SB_CONF_MAX);
+        return -1;
+    }
+    text[n] = '\0';
+    char why[200];
+    if (px_sandbox_conf_parse(sb, text, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%.300s: %.200s", path, why);
+        return -1;
+    }
+    snprintf(sb->allow_path, sizeof(sb->allow_path), "%s/%s/network-allowlist.yaml", dir, name);
+    snprintf(sb->repl_path, sizeof(sb->repl_path), "%s/%s/replacements.json", dir, name);
+    snprintf(sb->log_path, sizeof(sb->log_path), "%s/%s/network-sandbox.log", dir, name);
+    sb->cfg = *ecfg;
+    sb->cfg.allowlist_path = sb->allow_path;
+    sb->cfg.replacements_path = sb->repl_path;
+    sb->cfg.log_path = sb->log_path;
+    sb->cfg.log_create = 1;
+    sb->cfg.sandboxes_dir = NULL;
+    return 0;
+}
+
+/* ---- the set ----------------------------------------------------------------------------- */
+
+static int px__cidr_overlap(const px_cidr_t *a, const px_cidr_t *b)
+{
+    if (a->family != b->family)
+        return 0;
+    int bits = a->prefix < b->prefix ? a->prefix : b->prefix;
+    int bytes = bits / 8, rest = bits % 8;
+    if (memcmp(a->addr, b->addr, (size_t)bytes) != 0)
+        return 0;
+    if (rest == 0)
+        return 1;
+    uint8_t mask = (uint8_t)(0xff << (8 - rest));
+    return (a->addr[bytes] & mask) == (b->addr[bytes] & mask);
+}
+
+/* The live sandbox (other than self) whose sources overlap sb's, or NULL. */
+static px_sandbox_t *px__sb_overlap(px_engine_t *eng, const px_sandbox_t *sb,
+                                    const px_sandbox_t *self)
+{
+    for (px_sandbox_t *o = eng->sandboxes; o != NULL; o = o->next) {
+        if (o == self || o->gone)
+            continue;
+        for (size_t i = 0; i < sb->nsrc; i++)
+            for (size_t j = 0; j < o->nsrc; j++)
+                if (px__cidr_overlap(&sb->src[i], &o->src[j]))
+                    return o;
+    }
+    return NULL;
+}
+
+static px_sandbox_t *px__sb_named(px_engine_t *eng, const char *name)
+{
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        if (!sb->gone && strcmp(sb->name, name) == 0)
+            return sb;
+    return NULL;
+}
+
+/* A sandbox new to the engine: its files, log and pool. Returns 0 or -1 with err. */
+static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errlen)
+{
+    px_sandbox_t *sb = calloc(1, sizeof(*sb));
+    if (sb == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    px_sandbox_t *o = NULL;
+    if (px__sb_read(eng->cfg, name, sb, err, errlen) != 0)
+        goto fail;
+    if ((o = px__sb_overlap(eng, sb, NULL)) != NULL) {
+        snprintf(err, errlen, "sandbox %s: its sources overlap those of sandbox %s", name,
+                 o->name);
+        goto fail;
+    }
+    if (px_snapshot_load(&sb->cfg, 1, &sb->snap) != 0) {
+        snprintf(err, errlen, "sandbox %s: its files are invalid (see above)", name);
+        goto fail;
+    }
+    if (px_log_open(sb->log_path, 1, &sb->log, err, errlen) != 0)
+        goto fail;
+    px_log_set_batched(sb->log, 1); /* kicked once per loop turn with the engine's */
+    sb->up = px_upmgr_new(&eng->loop, &sb->cfg, eng->resolver, eng->tls_client);
+    if (sb->up == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    px_upmgr_set_own(sb->up, eng->own, eng->n_own, eng->proxy_ip);
+    sb->refs = 1;
+    sb->next = eng->sandboxes;
+    eng->sandboxes = sb;
+    eng->nsandboxes++;
+    return 0;
+fail:
+    px_snapshot_unref(sb->snap);
+    px_log_close(sb->log);
+    free(sb);
+    return -1;
+}
+
+/* A known sandbox re-reads its files; anything invalid keeps what it had. */
+static void px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
+{
+    px_sandbox_t fresh;
+    char err[512];
+    memset(&fresh, 0, sizeof(fresh));
+    if (px__sb_read(eng->cfg, sb->name, &fresh, err, sizeof(err)) != 0 ||
+        (px__sb_overlap(eng, &fresh, sb) != NULL &&
+         snprintf(err, sizeof(err), "sandbox %s: its new sources overlap another's", sb->name))) {
+        px_diag(PX_DIAG_WARN, "sandbox %s keeps its previous configuration: %s", sb->name, err);
+        return;
+    }
+    px_snapshot_t *n = NULL;
+    if (px_snapshot_load(&sb->cfg, 0, &n) != 0) {
+        px_diag(PX_DIAG_WARN, "sandbox %s keeps its previous policy", sb->name);
+        return;
+    }
+    memcpy(sb->src, fresh.src, sizeof(sb->src));
+    sb->nsrc = fresh.nsrc;
+    sb->max_conns = fresh.max_conns;
+    px_snapshot_t *old = sb->snap;
+    sb->snap = n;
+    px_snapshot_unref(old);
+}
+
+static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
+{
+    sb->gone = 1;
+    eng->nsandboxes--;
+    px_upmgr_close_idle(sb->up);
+    px_diag(PX_DIAG_WARN, "sandbox %s removed (its open connections finish)", sb->name);
+    px_sandbox_unref(sb);
+}
+
+static int px__sb_dirent(const struct dirent *d)
+{
+    return d->d_name[0] != '.';
+}
+
+int px_sandboxes_load(px_engine_t *eng, int startup)
+{
+    const char *dir = eng->cfg->sandboxes_dir;
+    struct dirent **names = NULL;
+    int n = scandir(dir, &names, px__sb_dirent, alphasort);
+    if (n < 0) {
+        px_diag(startup ? PX_DIAG_ERROR : PX_DIAG_WARN, "sandboxes %s: %s%s", dir, strerror(errno),
+                startup ? "" : " (every sandbox keeps its configuration)");
+        return startup ? -1 : 0;
+    }
+    int rc = 0;
+    size_t added = 0, kept = 0;
+    /* the ones gone from DIR first, so that a renamed sandbox's sources are free again */
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next) {
+        int found = 0;
+        for (int i = 0; i < n && !found; i++)
+            found = strcmp(names[i]->d_name, sb->name) == 0;
+        if (!sb->gone && !found)
+            px__sb_gone(eng, sb);
+    }
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        char path[PATH_MAX];
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(name) > PX_SB_NAME_MAX)
+            continue;
+        px_sandbox_t *sb = px__sb_named(eng, name);
+        char err[512];
+        if (sb != NULL) {
+            px__sb_reload(eng, sb);
+            kept++;
+        } else if (eng->nsandboxes >= PX_SB_MAX) {
+            px_diag(PX_DIAG_ERROR, "sandbox %s: more than %d sandboxes", name, PX_SB_MAX);
+            rc = -1;
+        } else if (px__sb_add(eng, name, err, sizeof(err)) != 0) {
+            px_diag(PX_DIAG_ERROR, "%s", err);
+            rc = -1;
+        } else {
+            added++;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    px_diag(startup ? PX_DIAG_INFO : PX_DIAG_WARN, "sandboxes %s: %zu in force (%zu new, %zu re-read)",
+            dir, eng->nsandboxes, added, kept);
+    return startup ? rc : 0;
+}
+
+px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src)
+{
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next) {
+        if (sb->gone)
+            continue;
+        for (size_t i = 0; i < sb->nsrc; i++)
+            if (px_cidr_contains(&sb->src[i], src))
+                return sb;
+    }
+    return NULL;
+}
+
+px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb)
+{
+    sb->refs++;
+    return sb;
+}
+
+/* The last reference of a removed sandbox: its log and policy go; the structure (its pool's
+ * configuration) stays until the engine ends. */
+void px_sandbox_unref(px_sandbox_t *sb)
+{
+    if (sb == NULL || --sb->refs > 0)
+        return;
+    px_snapshot_unref(sb->snap);
+    sb->snap = NULL;
+    px_log_close(sb->log);
+    sb->log = NULL;
+}
+
+void px_sandboxes_stop(px_engine_t *eng)
+{
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        px_upmgr_close_idle(sb->up);
+}
+
+void px_sandboxes_free(px_engine_t *eng)
+{
+    while (eng->sandboxes != NULL) {
+        px_sandbox_t *sb = eng->sandboxes;
+        eng->sandboxes = sb->next;
+        if (!sb->gone)
+            px_sandbox_unref(sb);
+        px_upmgr_free(sb->up);
+        free(sb);
+    }
+}

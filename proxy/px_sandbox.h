@@ -1,0 +1,75 @@
+/* Many sandboxes behind one airlock (`--sandboxes DIR`): each subdirectory of DIR is one
+ * sandbox, chosen by the source address of a connection or a DNS query, with its own
+ * allowlist, replacements, network log, upstream pool and connection limit. The source
+ * decides, never anything the client says: a request from sandbox A is decided under A's
+ * policy, swaps A's credentials only, is logged in A's log and rides only A's upstream
+ * connections. A source in no sandbox gets nothing (no DNS answer, the connection closed) and
+ * one line in the host log (--log).
+ *
+ * A sandbox directory holds:
+ *   sandbox.conf            `source CIDR` (one or more lines), `max-connections N` (optional)
+ *   network-allowlist.yaml  its allowlist (any format airlock reads; auto-detected)
+ *   replacements.json       its credentials (optional)
+ *   network-sandbox.log     its network log (created when missing)
+ * SIGHUP re-reads DIR: new subdirectories become sandboxes, known ones re-read their files (an
+ * invalid file keeps that sandbox's previous policy and touches no other), and vanished ones
+ * take no new connection (their open connections finish under their old policy). */
+#ifndef PX_SANDBOX_H
+#define PX_SANDBOX_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+#include "proxy/px_config.h"
+
+#define PX_SB_MAX 4096          /* sandboxes in DIR; more are refused at load */
+#define PX_SB_SOURCES_MAX 16    /* `source` lines per sandbox */
+#define PX_SB_NAME_MAX 64       /* a sandbox's directory name */
+#define PX_SB_CONF_MAX 4096     /* sandbox.conf bytes */
+
+typedef struct px_engine px_engine_t;
+typedef struct px_snapshot px_snapshot_t;
+typedef struct px_log px_log_t;
+typedef struct px_upmgr px_upmgr_t;
+
+typedef struct px_sandbox {
+    struct px_sandbox *next;
+    int refs;                  /* the engine's list, and every connection in it */
+    int gone;                  /* left DIR: takes no new connection */
+    char name[PX_SB_NAME_MAX + 1];
+    char allow_path[PATH_MAX];
+    char repl_path[PATH_MAX];
+    char log_path[PATH_MAX];
+    px_config_t cfg;           /* the engine's, with this sandbox's files */
+    px_cidr_t src[PX_SB_SOURCES_MAX];
+    size_t nsrc;
+    size_t max_conns;          /* 0: only the engine's limit */
+    size_t conns;
+    px_snapshot_t *snap;       /* its configuration now (a reference) */
+    px_log_t *log;
+    px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
+} px_sandbox_t;
+
+/* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and
+ * limit. Returns 0, or -1 with a reason in err. */
+int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen);
+
+/* Reads (startup) or re-reads (SIGHUP) eng->cfg->sandboxes_dir. At startup any problem is an
+ * error: returns -1 after saying why on stderr. On a reload, a sandbox whose files are invalid
+ * keeps its old policy (said on stderr); returns 0. */
+int px_sandboxes_load(px_engine_t *eng, int startup);
+
+/* The sandbox whose sources hold src, or NULL (borrowed: take a reference to keep it). */
+px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src);
+
+px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb);
+void px_sandbox_unref(px_sandbox_t *sb);
+
+/* Shutdown: every sandbox's idle upstream connections close. */
+void px_sandboxes_stop(px_engine_t *eng);
+
+/* After the loop ran dry: the engine's references go; upstream managers are freed. */
+void px_sandboxes_free(px_engine_t *eng);
+
+#endif
