@@ -36,7 +36,7 @@ if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     mkdir -p "$OUT/gopath/src/github.com/summerwind"
     ln -sfn "$(cd "$H2SPEC_SRC" && pwd)" "$OUT/gopath/src/github.com/summerwind/h2spec"
     if ! (cd "$OUT/gopath/src/github.com/summerwind/h2spec" &&
-        GO111MODULE=off GOFLAGS= GOPATH="$OUT/gopath:/usr/share/gocode" GOCACHE="$OUT/gocache" \
+        GO111MODULE=off GOFLAGS='' GOPATH="$OUT/gopath:/usr/share/gocode" GOCACHE="$OUT/gocache" \
             go build -o "$OUT/h2spec" ./cmd/h2spec); then
         echo "h2spec: the build failed"
         exit 1

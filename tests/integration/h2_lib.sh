@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers shared by the HTTP/2 tests (test_h2*.sh; sourced after lib.sh and t_enter_netns).
 #
 # Upstreams: one nginx serving ok.test on 127.0.0.3 and evil.test on 127.0.0.4, :80 plain and

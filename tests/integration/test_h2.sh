@@ -82,7 +82,7 @@ check_pair "node http2" 2 "$out"
 t_contains "node http2: the session closed cleanly" "$out" "session closed"
 mkdir -p "$T_DIR/go"
 cp "$HERE/h2_client.go" "$T_DIR/go/main.go"
-if (cd "$T_DIR/go" && GOCACHE=$T_DIR/gocache GOPATH=$T_DIR/gopath GO111MODULE=off GOFLAGS= \
+if (cd "$T_DIR/go" && GOCACHE=$T_DIR/gocache GOPATH=$T_DIR/gopath GO111MODULE=off GOFLAGS='' \
     go build -o h2client main.go) > "$T_DIR/go/build.log" 2>&1; then
     out=$(timeout 30 "$T_DIR/go/h2client" "$CA" https://ok.test/api/echo https://ok.test/private 2>&1)
     check_pair "go net/http" HTTP/2.0 "$out"

@@ -38,6 +38,7 @@ mark() {
         *"sid=1 status=200 "*) ;;
         *) t_fail "the marker request $1 was not answered"; return ;;
     esac
+    # shellcheck disable=SC2034 # read by until_ok's eval
     MARK=$1
     # shellcheck disable=SC2016 # expanded by until_ok's eval
     until_ok 'grep -q "mark=$MARK " "$T_DIR/ok.access"' || t_fail "the marker request $1 never arrived"
