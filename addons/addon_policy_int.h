@@ -53,6 +53,8 @@ struct addon_policy {
     addon__policy_removed_t *removed;
     size_t nremoved;
     size_t removed_cap;
+    struct addon_budget *budgets; /* egress budgets (addon_policy_budget.c) */
+    size_t nbudgets;
 };
 
 /* A new policy named name (copied), one reference; NULL when out of memory. */
@@ -105,6 +107,18 @@ int addon__agentbox_read(addon_policy_t *p, const char *name, const char *data, 
 /* Loads data in fmt as addon_policy_load_buffer_as, read_files as above. */
 int addon__policy_load(const char *name, const char *data, size_t len, addon_policy_format_t fmt,
                        int read_files, addon_policy_t **out, char *err, size_t errlen);
+
+/* Reads a `budgets:` list (YAML node n, borrowed) into p (addon_policy_budget.c); 0, or
+ * PX_ECONFIG/PX_ENOMEM with "name:line:col: budgets[i]...: message" in err. */
+struct addon_yaml_node;
+int addon__policy_budgets_yaml(addon_policy_t *p, const struct addon_yaml_node *n, char *err,
+                               size_t errlen);
+
+/* Frees p's budgets (addon_policy_budget.c). */
+void addon__policy_budgets_free(addon_policy_t *p);
+
+/* 1 when entry e's host pattern matches host (any case, one trailing dot, brackets allowed). */
+int addon__policy_host_matches(const addon__policy_entry_t *e, addon_str_t host);
 
 /* Decision helpers used by the texts. */
 const addon__policy_list_t *addon__policy_list(const addon_policy_t *p, addon_policy_kind_t kind);
