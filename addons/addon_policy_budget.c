@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "addons/addon_budget.h"
+#include "addons/addon_out.h"
 #include "addons/addon_policy_int.h"
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
@@ -139,6 +140,30 @@ size_t addon_budget_limit_text(const addon_budget_t *b, char *buf, size_t len)
     const char *per = b->per_ms == 1000 ? "s" : b->per_ms == 60000 ? "min"
                       : b->per_ms == 3600000 ? "hour" : "day";
     return (size_t)snprintf(buf, len, "%llu/%s", (unsigned long long)b->limit, per);
+}
+
+void addon__policy_budgets_text(const addon_policy_t *p, addon_out_t *o, int yaml)
+{
+    if (p == NULL || p->nbudgets == 0)
+        return;
+    if (yaml)
+        addon_out_fmt(o, "budgets:\n");
+    for (size_t i = 0; i < p->nbudgets; i++) {
+        const addon_budget_t *b = &p->budgets[i];
+        char lim[48];
+        addon_budget_limit_text(b, lim, sizeof(lim));
+        if (!yaml) {
+            addon_out_fmt(o, "budgets[%zu] %s for %s: %s (", i, addon_budget_kind_name(b->kind),
+                          b->host, lim);
+            addon_out_esc(o, (addon_str_t){b->src, strlen(b->src)});
+            addon_out_fmt(o, ")\n");
+            continue;
+        }
+        addon_out_fmt(o, b->pattern != NULL ? "  - host: \"%s\"  # " : "  - host: %s  # ",
+                      b->host);
+        addon_out_esc(o, (addon_str_t){b->src, strlen(b->src)});
+        addon_out_fmt(o, "\n    %s: %s\n", addon_budget_kind_name(b->kind), lim);
+    }
 }
 
 /* ---- the YAML ------------------------------------------------------------------------------- */

@@ -114,6 +114,11 @@ struct addon_yaml_node;
 int addon__policy_budgets_yaml(addon_policy_t *p, const struct addon_yaml_node *n, char *err,
                                size_t errlen);
 
+/* Writes p's budgets (p may be NULL): yaml 0, one `airlock check` line each ("budgets[0]
+ * requests for all: 100 (file:line)"); yaml 1, a `budgets:` list that loads back. */
+struct addon_out;
+void addon__policy_budgets_text(const addon_policy_t *p, struct addon_out *o, int yaml);
+
 /* Frees p's budgets (addon_policy_budget.c). */
 void addon__policy_budgets_free(addon_policy_t *p);
 
