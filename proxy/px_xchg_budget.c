@@ -146,7 +146,7 @@ static void px__bud_stop_upload(px_xchg_t *x, const addon_budget_over_t *o)
     char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 128];
     addon_budget_describe(o, desc, sizeof(desc));
     int answered = x->rs == PX__RS_BODY || x->rs == PX__RS_DONE;
-    snprintf(tail, sizeof(tail), " (budget: %s); the upload was stopped after %llu bytes%s%s",
+    snprintf(tail, sizeof(tail), " (budget: %s; the upload was stopped after %llu bytes%s%s)",
              desc, (unsigned long long)x->budget->sent,
              aborted ? ", the upstream request aborted" : "",
              answered ? ", the connection cut" : "");
@@ -201,7 +201,7 @@ int px__x_budget_received(px_xchg_t *x, const char *data, size_t len)
     }
     char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 128];
     addon_budget_describe(&o, desc, sizeof(desc));
-    snprintf(tail, sizeof(tail), " (budget: %s); the response was cut after %llu bytes", desc,
+    snprintf(tail, sizeof(tail), " (budget: %s; the response was cut after %llu bytes)", desc,
              (unsigned long long)xb->received);
     px__x_log(x, "BLOCKED", x->status, tail);
     px__x_finish(x, 0); /* HTTP/1: the connection closes short of the length; HTTP/2: reset */

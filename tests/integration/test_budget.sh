@@ -72,7 +72,7 @@ out=$(timeout 30 "$PY" "$HERE/budget_peers.py" upload 127.0.0.1 80 up.test /uplo
 t_contains "a 4 MB chunked upload against a 1 MB sent budget: 429" "$out" "429 "
 t_contains "... egress_budget_exceeded for sent" "$out" '"kind": "sent", "host": "up.test", "limit": 1000000, "used": 1000000'
 t_logged "... logged: stopped after the budget, the upstream request aborted" \
-    '^BLOCKED POST http://up\.test/upload -> 429 (budget: sent for up\.test, 1000000/1000000); the upload was stopped after 1000000 bytes, the upstream request aborted$'
+    '^BLOCKED POST http://up\.test/upload -> 429 (budget: sent for up\.test, 1000000/1000000; the upload was stopped after 1000000 bytes, the upstream request aborted)$'
 got=$(last_body)
 echo "# the upstream's recorder got $got body bytes of the upload (budget 1000000; the client sent $(echo "$out" | sed -n 's/^sent //p'))"
 t_check "... the upstream received at most the budget" test "$got" -le 1000000
@@ -90,7 +90,7 @@ curl -s -m 10 -o "$T_DIR/dl2" http://dl.test/big?n=300000
 rc=$?
 t_eq "... the next (300000 bytes) is cut: curl says partial (18)" "18" "$rc"
 t_eq "... after the 40000 bytes left" "40000" "$(wc -c < "$T_DIR/dl2")"
-t_logged "... logged" '^BLOCKED GET http://dl\.test/big?n=300000 -> 200 (budget: received for dl\.test, 100000/100000); the response was cut after 40000 bytes$'
+t_logged "... logged" '^BLOCKED GET http://dl\.test/big?n=300000 -> 200 (budget: received for dl\.test, 100000/100000; the response was cut after 40000 bytes)$'
 t_eq "... then dl.test is answered 429" "429" "$(code http://dl.test/big?n=10)"
 
 # ---- SIGHUP: counters kept by identity, removed budgets stop, new ones start at 0 ----
