@@ -313,13 +313,13 @@ static void test_budget_reload(void **state)
     addon_policy_t *p2 = load("budgets:\n  - {host: a.test, requests: 6}\n"
                               "  - {host: c.test, requests: 1}\n");
     assert_int_equal(addon_budget_table_sync(t, p2, 0), 0);
-    addon_policy_unref(p1); /* the table and the request under way keep what they need */
     assert_int_equal(addon_budget_table_used(t, "requests a.test"), 5);
     assert_int_equal(addon_budget_table_used(t, "requests b.test"), 0);
     assert_int_equal(addon_budget_table_used(t, "sent a.test"), 0);
     /* the request under way still counts on its (now dropped) counter, and ends cleanly */
     assert_int_equal(addon_budget_count(inflight, ADDON_BUDGET_SENT, 100, &fit, &o), 0);
     addon_budget_end(inflight);
+    addon_policy_unref(p1); /* the request under way held it, as an exchange holds its snapshot */
     assert_int_equal(addon_budget_begin(t, p2, S("a.test"), 0, 0, &r, &o), 0);
     assert_int_equal(addon_budget_begin(t, p2, S("a.test"), 0, 0, &r, &o), 1);
     assert_int_equal(o.used, 6);

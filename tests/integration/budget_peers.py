@@ -3,16 +3,20 @@
 
   budget_peers.py server ADDR PORT DIR
       An HTTP/1.1 upstream. Each request's body (Content-Length or chunked, framing removed) is
-      written to DIR/body-N as it arrives, so a body cut short shows how much of it came.
+      written to DIR/body-N as it arrives (DIR/NAME for a target ending in ?rec=NAME), so a
+      body cut short shows how much of it came.
       GET /big?n=N answers N bytes; anything else "ok <body bytes>". Keep-alive.
-  budget_peers.py upload HOST PORT VHOST PATH TOTAL
+  budget_peers.py upload HOST PORT VHOST PATH TOTAL [FILE]
       POSTs TOTAL bytes as a chunked body in 16 KiB chunks while reading the answer, and prints
       "STATUS BODY" (or "closed") and, on a second line, "sent N" (bytes of body it got out).
+      With FILE (the server's record of this body), waits after the first 64 KiB until FILE
+      holds a byte, so that the upstream is known to be receiving before the rest goes.
 """
 import os
 import socket
 import sys
 import threading
+import time
 
 
 def read_line(c, buf):
@@ -87,12 +91,14 @@ def server(addr, port, d):
                         return
                     buf += b
                 head, _, buf = buf.partition(b"\r\n\r\n")
+                target = head.split(b" ")[1]
                 with lock:
                     n[0] += 1
-                    path = os.path.join(d, "body-%d" % n[0])
-                with open(path, "wb") as f:
+                    name = "body-%d" % n[0]
+                if b"?rec=" in target:
+                    name = target.split(b"?rec=")[1].decode()
+                with open(os.path.join(d, name), "wb") as f:
                     got, buf = read_body(c, buf, head, f)
-                target = head.split(b" ")[1]
                 if target.startswith(b"/big?n="):
                     size = int(target[7:])
                     c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
@@ -113,7 +119,7 @@ def server(addr, port, d):
         threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
-def upload(host, port, vhost, path, total):
+def upload(host, port, vhost, path, total, wait_file):
     s = socket.create_connection((host, port), timeout=20)
     s.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
               % (path.encode(), vhost.encode()))
@@ -126,6 +132,11 @@ def upload(host, port, vhost, path, total):
                 p = piece[: total - sent[0]]
                 s.sendall(b"%x\r\n%s\r\n" % (len(p), p))
                 sent[0] += len(p)
+                if wait_file and sent[0] == 4 * len(piece):
+                    end = time.time() + 20
+                    while time.time() < end and not (os.path.exists(wait_file)
+                                                     and os.path.getsize(wait_file) > 0):
+                        time.sleep(0.02)
             s.sendall(b"0\r\n\r\n")
         except OSError:
             pass
@@ -165,4 +176,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "server":
         server(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
-        upload(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]))
+        upload(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6]),
+               sys.argv[7] if len(sys.argv) > 7 else None)

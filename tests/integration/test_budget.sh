@@ -35,7 +35,6 @@ t_start_resolver
 t_start_airlock "$T_DIR/allow.yaml" || exit 1
 
 code() { curl -s -m 10 -o /dev/null -w '%{http_code}' "$@"; }
-last_body() { cat "$(ls -t "$T_DIR"/rec/body-* | head -1)" | wc -c; }
 
 # ---- requests ----
 codes=""
@@ -68,12 +67,13 @@ until_ok '[ "$(code http://rate.test/4)" = 200 ]' 5
 t_check "... and recovers once a token is back" test $? -eq 0
 
 # ---- sent bytes: an upload crossing the budget is stopped mid-body ----
-out=$(timeout 30 "$PY" "$HERE/budget_peers.py" upload 127.0.0.1 80 up.test /upload 4000000)
+out=$(timeout 30 "$PY" "$HERE/budget_peers.py" upload 127.0.0.1 80 up.test '/upload?rec=up1' \
+    4000000 "$T_DIR/rec/up1")
 t_contains "a 4 MB chunked upload against a 1 MB sent budget: 429" "$out" "429 "
 t_contains "... egress_budget_exceeded for sent" "$out" '"kind": "sent", "host": "up.test", "limit": 1000000, "used": 1000000'
 t_logged "... logged: stopped after the budget, the upstream request aborted" \
-    '^BLOCKED POST http://up\.test/upload -> 429 (budget: sent for up\.test, 1000000/1000000; the upload was stopped after 1000000 bytes, the upstream request aborted)$'
-got=$(last_body)
+    '^BLOCKED POST http://up\.test/upload?rec=up1 -> 429 (budget: sent for up\.test, 1000000/1000000; the upload was stopped after 1000000 bytes, the upstream request aborted)$'
+got=$(wc -c < "$T_DIR/rec/up1")
 echo "# the upstream's recorder got $got body bytes of the upload (budget 1000000; the client sent $(echo "$out" | sed -n 's/^sent //p'))"
 t_check "... the upstream received at most the budget" test "$got" -le 1000000
 t_check "... and was cut mid-body (more than 900000 bytes came)" test "$got" -gt 900000
