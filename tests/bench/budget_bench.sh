@@ -5,7 +5,9 @@
 # rate, for "all" and for the host: every counter of every kind is checked and charged on each
 # request) and never run out. The same process serves both: SIGHUP swaps the allowlist
 # between runs, which alternate (off, on, off, on, ...) so that drift on a shared machine hits
-# both alike. Prints each run, the medians and the ratio; never fails on a timing.
+# both alike. Prints each run, the medians and the ratios of requests/s and of airlock's CPU
+# time per request (utime+stime from /proc, steadier than requests/s on a busy machine);
+# never fails on a timing.
 #
 #   tests/bench/budget_bench.sh        RUNS=5 DURATION=5 CONNS=50 PROXY_CPU=0 LOAD_CPU=1
 #                                      AIRLOCK=binary (default build/airlock; not rebuilt here)
@@ -55,25 +57,33 @@ chmod +x "$T_DIR/airlock-pinned"
 AIRLOCK="$T_DIR/airlock-pinned" t_start_airlock "$T_DIR/allow.yaml" || exit 1
 curl -s -o /dev/null --resolve bench.test:80:127.0.0.1 http://bench.test/1k.bin
 
-run() { # run off|on: swaps the allowlist in, prints requests/s
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$AIRLOCK_PID/stat"; }
+run() { # run off|on: swaps the allowlist in; prints requests/s and airlock's CPU us per request
     cp "$T_DIR/$1.yaml" "$T_DIR/allow.yaml"
     t_reload > /dev/null
-    wrk -t1 -c "$CONNS" -d "${DURATION}s" -H 'Host: bench.test' http://127.0.0.1/1k.bin |
-        awk '/^Requests\/sec/ {print int($2)}'
+    local c0 c1
+    c0=$(cpu_ticks)
+    wrk -t1 -c "$CONNS" -d "${DURATION}s" -H 'Host: bench.test' http://127.0.0.1/1k.bin \
+        > "$T_DIR/wrk.out"
+    c1=$(cpu_ticks)
+    awk -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
+        / requests in / {n = $1} /^Requests\/sec/ {r = int($2)}
+        END {printf "%d %.1f\n", r, t * 1e6 / hz / n}' "$T_DIR/wrk.out"
 }
-median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : int((v[NR/2]+v[NR/2+1])/2)}'; }
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 : > "$T_DIR/off.txt"
 : > "$T_DIR/on.txt"
 run off > /dev/null # warm-up
 for i in $(seq 1 "$RUNS"); do
     a=$(run off); b=$(run on)
-    echo "run $i: no budgets $a req/s, budgets $b req/s"
+    echo "run $i: no budgets ${a% *} req/s ${a#* } us CPU/req; budgets ${b% *} req/s ${b#* } us CPU/req"
     echo "$a" >> "$T_DIR/off.txt"
     echo "$b" >> "$T_DIR/on.txt"
 done
 echo "refused or failed requests in the log (must be 0): $(grep -vc '^allowed\|^===\|^DNS' "$T_DIR/net.log")"
-off=$(median < "$T_DIR/off.txt")
-on=$(median < "$T_DIR/on.txt")
-echo "median: no budgets $off req/s, budgets $on req/s, ratio on/off $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')"
+off=$(cut -d' ' -f1 "$T_DIR/off.txt" | median); on=$(cut -d' ' -f1 "$T_DIR/on.txt" | median)
+coff=$(cut -d' ' -f2 "$T_DIR/off.txt" | median); con=$(cut -d' ' -f2 "$T_DIR/on.txt" | median)
+echo "median requests/s: no budgets $off, budgets $on, ratio on/off $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')"
+echo "median airlock CPU per request: no budgets $coff us, budgets $con us, ratio on/off $(awk -v a="$con" -v b="$coff" 'BEGIN {printf "%.3f", a / b}')"
 t_stop_airlock
