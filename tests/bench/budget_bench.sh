@@ -85,5 +85,7 @@ echo "refused or failed requests in the log (must be 0): $(grep -vc '^allowed\|^
 off=$(cut -d' ' -f1 "$T_DIR/off.txt" | median); on=$(cut -d' ' -f1 "$T_DIR/on.txt" | median)
 coff=$(cut -d' ' -f2 "$T_DIR/off.txt" | median); con=$(cut -d' ' -f2 "$T_DIR/on.txt" | median)
 echo "median requests/s: no budgets $off, budgets $on, ratio on/off $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')"
+pairs=$(paste -d' ' "$T_DIR/off.txt" "$T_DIR/on.txt" | awk '{print $4 / $2}' | median)
+echo "median of the runs' paired CPU ratios (on/off): $(awk -v r="$pairs" 'BEGIN {printf "%.3f", r}')"
 echo "median airlock CPU per request: no budgets $coff us, budgets $con us, ratio on/off $(awk -v a="$con" -v b="$coff" 'BEGIN {printf "%.3f", a / b}')"
 t_stop_airlock
