@@ -4,7 +4,10 @@
 # mid-body (the upstream's recorder sees at most the budget) and logged; a response crossing the
 # received-bytes budget is cut and logged; a host-pattern budget does not count other hosts;
 # SIGHUP keeps the counters of budgets still named, drops removed ones and starts new ones at 0.
-# Upstream: budget_peers.py, which records each request body as it arrives.
+# Over HTTP/2 (curl, and budget_h2.js for an upload of unknown length) a crossing response's
+# stream is reset and a crossing upload's stream answered 429.
+# Upstream: budget_peers.py, which records each request body as it arrives (for HTTP/2 behind
+# an nginx that terminates TLS and streams request bodies on).
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,13 +29,47 @@ budgets:
 $2
 YAML
 }
-write_allow 3 ""
+write_allow 3 "  - host: h2dl.test
+    received: 100KB
+  - host: h2up.test
+    sent: 1MB"
 mkdir -p "$T_DIR/rec"
 "$PY" "$HERE/budget_peers.py" server 127.0.0.2 80 "$T_DIR/rec" > "$T_DIR/peer.log" 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.2 80 || exit 1
-t_start_resolver
-t_start_airlock "$T_DIR/allow.yaml" || exit 1
+# HTTP/2 needs TLS: nginx on 127.0.0.3:443 (test CA) serves a file and streams uploads on to
+# the recorder
+ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+t_upstream_ca
+t_upstream_cert "DNS:h2dl.test,DNS:h2up.test" "$T_DIR/up"
+mkdir -p "$T_DIR/www" "$T_DIR/ng"
+head -c 300000 /dev/zero > "$T_DIR/www/big"
+cat > "$T_DIR/ng.conf" <<NG
+worker_processes 1;
+pid $T_DIR/ng.pid;
+error_log $T_DIR/ng/error.log;
+events {}
+http {
+    client_max_body_size 0;
+    access_log $T_DIR/ng/access.log;
+    client_body_temp_path $T_DIR/ng/body;
+    proxy_temp_path $T_DIR/ng/proxy;
+    server {
+        listen 127.0.0.3:443 ssl;
+        ssl_certificate $T_DIR/up.pem;
+        ssl_certificate_key $T_DIR/up.key;
+        root $T_DIR/www;
+        location /up { proxy_pass http://127.0.0.2:80; proxy_request_buffering off;
+                       proxy_http_version 1.1; }
+    }
+}
+NG
+nginx -c "$T_DIR/ng.conf" -g 'daemon on;' || exit 1
+T_PIDS+=("$(cat "$T_DIR/ng.pid")")
+t_start_resolver --address=/h2dl.test/127.0.0.3 --address=/h2up.test/127.0.0.3
+t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
+    --allow-upstream-cidr 127.0.0.3/32 || exit 1
+CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
 code() { curl -s -m 10 -o /dev/null -w '%{http_code}' "$@"; }
 
@@ -92,6 +129,21 @@ t_eq "... the next (300000 bytes) is cut: curl says partial (18)" "18" "$rc"
 t_eq "... after the 40000 bytes left" "40000" "$(wc -c < "$T_DIR/dl2")"
 t_logged "... logged" '^BLOCKED GET http://dl\.test/big?n=300000 -> 200 (budget: received for dl\.test, 100000/100000; the response was cut after 40000 bytes)$'
 t_eq "... then dl.test is answered 429" "429" "$(code http://dl.test/big?n=10)"
+
+# ---- the same over HTTP/2: the stream is answered or reset, the connection goes on ----
+curl -s -m 20 --http2 --cacert "$CA" -o "$T_DIR/h2a" https://h2dl.test/big
+rc=$?
+t_eq "h2, received 100KB: a 300000-byte response on a stream is cut: curl fails (92: stream error)" \
+    "92" "$rc"
+t_eq "... after the budget" "100000" "$(wc -c < "$T_DIR/h2a")"
+t_logged "... logged" '^BLOCKED GET https://h2dl\.test/big -> 200 (budget: received for h2dl\.test, 100000/100000; the response was cut after 100000 bytes)$'
+out=$(timeout 30 node "$HERE/budget_h2.js" 'https://h2up.test/up?rec=h2up' 4000000 "$CA")
+t_contains "h2: a 4 MB upload of unknown length against a 1 MB sent budget: 429 on its stream" \
+    "$out" "429 {"
+t_logged "... logged" '^BLOCKED PUT https://h2up\.test/up?rec=h2up -> 429 (budget: sent for h2up\.test, 1000000/1000000; the upload was stopped after 1000000 bytes, the upstream request aborted)$'
+got=$(cat "$T_DIR/rec/h2up" 2>/dev/null | wc -c)
+echo "# over HTTP/2 the recorder (behind nginx) got $got body bytes (budget 1000000)"
+t_check "... the upstream received at most the budget" test "$got" -le 1000000
 
 # ---- SIGHUP: counters kept by identity, removed budgets stop, new ones start at 0 ----
 write_allow 5 "  - host: new.test
