@@ -130,7 +130,7 @@ t_eq "... after the 40000 bytes left" "40000" "$(wc -c < "$T_DIR/dl2")"
 t_logged "... logged" '^BLOCKED GET http://dl\.test/big?n=300000 -> 200 (budget: received for dl\.test, 100000/100000; the response was cut after 40000 bytes)$'
 t_eq "... then dl.test is answered 429" "429" "$(code http://dl.test/big?n=10)"
 
-# ---- the same over HTTP/2: the stream is answered or reset, the connection goes on ----
+# ---- the same over HTTP/2: the stream is answered 429 or reset ----
 curl -s -m 20 --http2 --cacert "$CA" -o "$T_DIR/h2a" https://h2dl.test/big
 rc=$?
 t_eq "h2, received 100KB: a 300000-byte response on a stream is cut: curl fails (92: stream error)" \
