@@ -166,7 +166,7 @@ void addon__policy_budgets_text(const addon_policy_t *p, addon_out_t *o, int yam
     }
 }
 
-/* ---- the YAML ------------------------------------------------------------------------------- */
+/* ---- the budgets of a policy, whatever the format ------------------------------------------ */
 
 static int budget_nomem(char *err, size_t errlen)
 {
@@ -194,119 +194,135 @@ void addon__policy_budgets_free(addon_policy_t *p)
     p->nbudgets = 0;
 }
 
-/* The limit under key k of item n into *v (and *per for a rate); 0, 1 when absent, or an error. */
-static int budget_value(const addon_yaml_node_t *n, addon_budget_kind_t k, const char *what,
-                        uint64_t *v, uint64_t *per, char *err, size_t errlen)
+/* The limit val[0..len) of kind k into *v (and *per for a rate); 0, or PX_ECONFIG with *msg. */
+static int budget_value(addon_budget_kind_t k, const char *s, size_t len, uint64_t *v,
+                        uint64_t *per, const char **msg)
 {
-    const addon_yaml_node_t *val = addon_yaml_get(n, addon_budget_kind_name(k));
-    if (val == NULL || addon_yaml_type(val) == ADDON_YAML_NULL)
-        return 1;
-    char sub[ADDON__POLICY_WHAT_MAX + 16];
-    snprintf(sub, sizeof(sub), "%s.%s", what, addon_budget_kind_name(k));
-    if (addon_yaml_type(val) != ADDON_YAML_INT && addon_yaml_type(val) != ADDON_YAML_STRING)
-        return addon_yaml_errorf(val, err, errlen, "%s: expected %s, got %s", sub,
-                                 k == ADDON_BUDGET_RATE ? "a rate such as \"60/min\""
-                                                        : "a number",
-                                 addon_yaml_type_name(addon_yaml_type(val)));
-    size_t len;
-    const char *s = addon_yaml_text(val, &len);
-    int rc;
+    size_t end;
     switch (k) {
-    case ADDON_BUDGET_REQUESTS: {
-        size_t end;
-        rc = budget_number(s, len, v, &end) != 0 || end != len ? PX_ECONFIG : 0;
-        if (rc != 0)
-            return addon_yaml_errorf(val, err, errlen,
-                                     "%s: expected a whole number of requests (0 or more)", sub);
-        return 0;
-    }
+    case ADDON_BUDGET_REQUESTS:
+        *msg = "expected a whole number of requests (0 or more)";
+        return budget_number(s, len, v, &end) != 0 || end != len ? PX_ECONFIG : 0;
     case ADDON_BUDGET_RATE:
-        if (addon_budget_parse_rate(s, len, v, per) != 0)
-            return addon_yaml_errorf(val, err, errlen,
-                                     "%s: expected COUNT/PERIOD such as \"60/min\" (count 1 to "
-                                     "10^9; period s, min, hour or day)",
-                                     sub);
-        return 0;
+        *msg = "expected COUNT/PERIOD such as \"60/min\" (count 1 to 10^9; period s, min, hour "
+               "or day)";
+        return addon_budget_parse_rate(s, len, v, per);
     default:
-        if (addon_budget_parse_size(s, len, v) != 0)
-            return addon_yaml_errorf(val, err, errlen,
-                                     "%s: expected a size in bytes such as 1048576, \"512KB\" or "
-                                     "\"10MiB\" (units B, KB, MB, GB, TB = powers of 1000; KiB, "
-                                     "MiB, GiB, TiB = powers of 1024)",
-                                     sub);
-        return 0;
+        *msg = "expected a size in bytes such as 1048576, \"512KB\" or \"10MiB\" (units B, KB, "
+               "MB, GB, TB = powers of 1000; KiB, MiB, GiB, TiB = powers of 1024)";
+        return addon_budget_parse_size(s, len, v);
     }
 }
 
-/* The host of item n: NULL pattern for "all", else a parsed host pattern. */
-static int budget_host(const addon_yaml_node_t *n, const char *what, addon_budget_t *b, char *err,
-                       size_t errlen)
+/* b's host from host[0..len): NULL pattern for "all", else a host pattern. */
+static int budget_host(addon_budget_t *b, const char *host, size_t len, const char **why)
 {
-    const addon_yaml_node_t *h = addon_yaml_get(n, "host");
-    if (h == NULL)
-        return addon_yaml_errorf(n, err, errlen,
-                                 "%s: missing required key 'host' (a host pattern, or all)", what);
-    char sub[ADDON__POLICY_WHAT_MAX + 16];
-    snprintf(sub, sizeof(sub), "%s.host", what);
-    const char *s;
-    size_t len;
-    int rc = addon_yaml_get_string(h, sub, &s, &len, err, errlen);
-    if (rc != 0)
-        return rc;
-    if (len == 3 && strcmp(s, "all") == 0) {
+    *why = "out of memory";
+    if (len == 3 && memcmp(host, "all", 3) == 0) {
         b->host = strdup("all");
-        return b->host == NULL ? budget_nomem(err, errlen) : 0;
+        return b->host == NULL ? PX_ENOMEM : 0;
     }
     b->pattern = calloc(1, sizeof(*b->pattern));
     if (b->pattern == NULL)
-        return budget_nomem(err, errlen);
-    const char *why = NULL;
-    rc = addon__policy_host(s, len, b->pattern, &why);
-    if (rc == PX_ENOMEM)
-        return budget_nomem(err, errlen);
+        return PX_ENOMEM;
+    int rc = addon__policy_host(host, len, b->pattern, why);
     if (rc != 0)
-        return addon_yaml_errorf(h, err, errlen, "%s: %s", sub, why);
+        return rc;
     size_t tlen = b->pattern->host.len + 2;
     b->host = malloc(tlen);
     if (b->host == NULL)
-        return budget_nomem(err, errlen);
+        return PX_ENOMEM;
     addon__policy_host_text(b->pattern, b->host, tlen);
     return 0;
 }
 
-/* Adds the limit of kind k of item n (index idx) to p, unless the item does not set it. */
-static int budget_add(addon_policy_t *p, const addon_yaml_node_t *n, size_t idx,
-                      addon_budget_kind_t k, char *err, size_t errlen)
+int addon__policy_budget_add(addon_policy_t *p, int kind, const char *host,
+                             size_t hlen, const char *val, size_t vlen, const char *src,
+                             char *msg, size_t msglen, int *at)
 {
-    char what[ADDON__POLICY_WHAT_MAX];
-    snprintf(what, sizeof(what), "budgets[%zu]", idx);
+    addon_budget_kind_t k = (addon_budget_kind_t)kind;
+    const char *why = NULL;
     uint64_t v = 0, per = 0;
-    int rc = budget_value(n, k, what, &v, &per, err, errlen);
-    if (rc != 0)
-        return rc == 1 ? 0 : rc;
+    *at = ADDON__BUDGET_AT_VALUE;
+    if (budget_value(k, val, vlen, &v, &per, &why) != 0) {
+        snprintf(msg, msglen, "%s", why);
+        return PX_ECONFIG;
+    }
+    *at = ADDON__BUDGET_AT_ITEM;
+    if (p->budgets == NULL)
+        p->budgets = calloc(ADDON_BUDGET_MATCH_MAX, sizeof(*p->budgets));
+    if (p->budgets == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        return PX_ENOMEM;
+    }
+    if (p->nbudgets == ADDON_BUDGET_MATCH_MAX) {
+        snprintf(msg, msglen, "more than %d limits", ADDON_BUDGET_MATCH_MAX);
+        return PX_ECONFIG;
+    }
     addon_budget_t *b = &p->budgets[p->nbudgets];
     memset(b, 0, sizeof(*b));
     p->nbudgets++; /* counted now so that a failure below frees what was set */
     b->kind = k;
     b->limit = v;
     b->per_ms = per;
-    rc = budget_host(n, what, b, err, errlen);
-    if (rc != 0)
+    int rc = budget_host(b, host, hlen, &why);
+    if (rc != 0) {
+        *at = rc == PX_ENOMEM ? ADDON__BUDGET_AT_ITEM : ADDON__BUDGET_AT_HOST;
+        snprintf(msg, msglen, "%s", why);
         return rc;
+    }
     char buf[ADDON__POLICY_SRC_MAX];
     snprintf(buf, sizeof(buf), "%s %s", addon_budget_kind_name(k), b->host);
     b->key = strdup(buf);
-    snprintf(buf, sizeof(buf), "%s:%u", p->name, addon_yaml_line(n));
-    b->src = strdup(buf);
-    if (b->key == NULL || b->src == NULL)
-        return budget_nomem(err, errlen);
-    for (size_t i = 0; i + 1 < p->nbudgets; i++) {
-        if (strcmp(p->budgets[i].key, b->key) == 0)
-            return addon_yaml_errorf(n, err, errlen,
-                                     "%s: a '%s' budget for %s is already set at %s (one per "
-                                     "host pattern and kind)",
-                                     what, addon_budget_kind_name(k), b->host, p->budgets[i].src);
+    b->src = strdup(src);
+    if (b->key == NULL || b->src == NULL) {
+        snprintf(msg, msglen, "out of memory");
+        return PX_ENOMEM;
     }
+    for (size_t i = 0; i + 1 < p->nbudgets; i++) {
+        if (strcmp(p->budgets[i].key, b->key) == 0) {
+            snprintf(msg, msglen,
+                     "a '%s' budget for %s is already set at %s (one per host pattern and kind)",
+                     addon_budget_kind_name(k), b->host, p->budgets[i].src);
+            return PX_ECONFIG;
+        }
+    }
+    return 0;
+}
+
+/* ---- the YAML --------------------------------------------------------------------------------- */
+
+/* Adds the limit of kind k of item n (index idx, host h) to p, unless the item does not set it;
+ * *added counts it. */
+static int budget_yaml_limit(addon_policy_t *p, const addon_yaml_node_t *n, size_t idx,
+                             const addon_yaml_node_t *h, addon_budget_kind_t k, int *added,
+                             char *err, size_t errlen)
+{
+    const addon_yaml_node_t *val = addon_yaml_get(n, addon_budget_kind_name(k));
+    if (val == NULL || addon_yaml_type(val) == ADDON_YAML_NULL)
+        return 0;
+    char sub[ADDON__POLICY_WHAT_MAX + 16];
+    snprintf(sub, sizeof(sub), "budgets[%zu].%s", idx, addon_budget_kind_name(k));
+    if (addon_yaml_type(val) != ADDON_YAML_INT && addon_yaml_type(val) != ADDON_YAML_STRING)
+        return addon_yaml_errorf(val, err, errlen, "%s: expected %s, got %s", sub,
+                                 k == ADDON_BUDGET_RATE ? "a rate such as \"60/min\""
+                                                        : "a number",
+                                 addon_yaml_type_name(addon_yaml_type(val)));
+    size_t hlen, vlen;
+    const char *host = addon_yaml_text(h, &hlen);
+    const char *v = addon_yaml_text(val, &vlen);
+    char src[ADDON__POLICY_SRC_MAX], msg[ADDON__POLICY_SRC_MAX + 128];
+    snprintf(src, sizeof(src), "%s:%u", p->name, addon_yaml_line(n));
+    int at;
+    int rc = addon__policy_budget_add(p, k, host, hlen, v, vlen, src, msg, sizeof(msg), &at);
+    if (rc == PX_ENOMEM)
+        return budget_nomem(err, errlen);
+    if (rc != 0 && at == ADDON__BUDGET_AT_HOST)
+        return addon_yaml_errorf(h, err, errlen, "budgets[%zu].host: %s", idx, msg);
+    if (rc != 0)
+        return addon_yaml_errorf(at == ADDON__BUDGET_AT_VALUE ? val : n, err, errlen, "%s: %s",
+                                 sub, msg);
+    (*added)++;
     return 0;
 }
 
@@ -320,10 +336,19 @@ static int budget_item(addon_policy_t *p, const addon_yaml_node_t *n, size_t idx
         rc = addon_yaml_check_keys(n, budget_keys, what, err, errlen);
     if (rc != 0)
         return rc;
-    size_t before = p->nbudgets;
+    const addon_yaml_node_t *h = addon_yaml_get(n, "host");
+    if (h == NULL)
+        return addon_yaml_errorf(n, err, errlen,
+                                 "%s: missing required key 'host' (a host pattern, or all)", what);
+    char sub[ADDON__POLICY_WHAT_MAX + 16];
+    snprintf(sub, sizeof(sub), "%s.host", what);
+    const char *s;
+    size_t len;
+    rc = addon_yaml_get_string(h, sub, &s, &len, err, errlen);
+    int added = 0;
     for (int k = ADDON_BUDGET_REQUESTS; rc == 0 && k <= ADDON_BUDGET_RATE; k++)
-        rc = budget_add(p, n, idx, (addon_budget_kind_t)k, err, errlen);
-    if (rc == 0 && p->nbudgets == before)
+        rc = budget_yaml_limit(p, n, idx, h, (addon_budget_kind_t)k, &added, err, errlen);
+    if (rc == 0 && added == 0)
         return addon_yaml_errorf(n, err, errlen,
                                  "%s: sets no limit (give requests, sent, received and/or rate)",
                                  what);
@@ -341,11 +366,6 @@ int addon__policy_budgets_yaml(addon_policy_t *p, const addon_yaml_node_t *n, ch
     size_t count = addon_yaml_count(n);
     if (count > ADDON_BUDGETS_MAX)
         return addon_yaml_errorf(n, err, errlen, "budgets: more than %d items", ADDON_BUDGETS_MAX);
-    if (count == 0)
-        return 0;
-    p->budgets = calloc(count * 4, sizeof(*p->budgets));
-    if (p->budgets == NULL)
-        return budget_nomem(err, errlen);
     for (size_t i = 0; rc == 0 && i < count; i++)
         rc = budget_item(p, addon_yaml_item(n, i), i, err, errlen);
     return rc;

@@ -119,6 +119,17 @@ int addon__policy_budgets_yaml(addon_policy_t *p, const struct addon_yaml_node *
 struct addon_out;
 void addon__policy_budgets_text(const addon_policy_t *p, struct addon_out *o, int yaml);
 
+/* Adds the budget of kind k for host[0..hlen) ("all" or a host pattern) whose limit is written
+ * val[0..vlen) (a number, a size or a rate; all borrowed), set at src (copied): the one
+ * builder behind every format's reader. 0; PX_ECONFIG or PX_ENOMEM with the message (no
+ * position) in msg and in *at what it is about (ADDON__BUDGET_AT_*). */
+#define ADDON__BUDGET_AT_ITEM 0
+#define ADDON__BUDGET_AT_HOST 1
+#define ADDON__BUDGET_AT_VALUE 2
+int addon__policy_budget_add(addon_policy_t *p, int k, const char *host, size_t hlen,
+                             const char *val, size_t vlen, const char *src, char *msg,
+                             size_t msglen, int *at);
+
 /* Frees p's budgets (addon_policy_budget.c). */
 void addon__policy_budgets_free(addon_policy_t *p);
 

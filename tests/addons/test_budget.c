@@ -170,7 +170,7 @@ static void test_budget_parse_errors(void **state)
          "b.yaml:3:11: budgets[0].rate: expected COUNT/PERIOD"},
         {"budgets:\n  - host: a.test:443\n    rate: 1/s\n", "b.yaml:2:11: budgets[0].host: "},
         {"budgets:\n  - host: a.test\n    sent: 5\n  - host: A.test.\n    sent: 6\n",
-         "b.yaml:4:5: budgets[1]: a 'sent' budget for a.test is already set at b.yaml:2"},
+         "b.yaml:4:5: budgets[1].sent: a 'sent' budget for a.test is already set at b.yaml:2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         addon_policy_t *p = NULL;
