@@ -159,8 +159,15 @@ void addon__policy_budgets_text(const addon_policy_t *p, addon_out_t *o, int yam
             addon_out_fmt(o, ")\n");
             continue;
         }
-        addon_out_fmt(o, b->pattern != NULL ? "  - host: \"%s\"  # " : "  - host: %s  # ",
-                      b->host);
+        if (b->pattern == NULL) {
+            addon_out_fmt(o, "  - host: all  # ");
+        } else {
+            /* a double-quoted YAML scalar: a host pattern holds no control character */
+            addon_out_fmt(o, "  - host: \"");
+            for (const char *c = b->host; *c != '\0'; c++)
+                addon_out_fmt(o, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+            addon_out_fmt(o, "\"  # ");
+        }
         addon_out_esc(o, (addon_str_t){b->src, strlen(b->src)});
         addon_out_fmt(o, "\n    %s: %s\n", addon_budget_kind_name(b->kind), lim);
     }
