@@ -193,6 +193,83 @@ static void test_budget_parse_errors(void **state)
     assert_non_null(strstr(err, "more than 64 items"));
 }
 
+/* agentbox's config.toml: airlock's own [airlock] table, through the same builder */
+static void test_budget_agentbox(void **state)
+{
+    static const char toml[] = "[network]\n"
+                               "allow_hosts = [\"paste.example\"]\n"
+                               "[[airlock.budgets]]\n"
+                               "host = \"all\"\n"
+                               "requests = 100\n"
+                               "rate = \"60/min\"\n"
+                               "[[airlock.budgets]]\n"
+                               "host = \".Paste.example\"\n"
+                               "sent = \"100KB\"\n";
+    addon_policy_t *p = NULL;
+    char err[512] = "";
+    assert_int_equal(addon_policy_load_buffer_as("c.toml", toml, strlen(toml),
+                                                 ADDON_POLICY_FORMAT_AUTO, &p, err, sizeof(err)),
+                     0);
+    assert_int_equal(addon_policy_format_of(p), ADDON_POLICY_FORMAT_AGENTBOX);
+    size_t n;
+    const addon_budget_t *b = addon_policy_budgets(p, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(b[0].key, "requests all");
+    assert_string_equal(b[0].src, "c.toml:3");
+    assert_string_equal(b[1].key, "rate all");
+    assert_string_equal(b[2].key, "sent .paste.example");
+    assert_int_equal(b[2].limit, 100000);
+    /* --print-effective writes them back: the text loads as the same budgets */
+    char text[8192];
+    addon_policy_print_effective(p, text, sizeof(text));
+    addon_policy_t *q = load(text);
+    size_t m;
+    const addon_budget_t *c = addon_policy_budgets(q, &m);
+    assert_int_equal(m, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(c[i].key, b[i].key);
+        assert_int_equal(c[i].limit, b[i].limit);
+        assert_int_equal(c[i].per_ms, b[i].per_ms);
+    }
+    addon_policy_unref(q);
+    addon_policy_unref(p);
+
+    static const struct {
+        const char *text;
+        const char *err;
+    } cases[] = {
+        {"[network]\n[airlock]\nbudget = 1\n", "c.toml:3:1: airlock: unknown key 'budget'"},
+        {"[network]\n[airlock]\nbudgets = 1\n", "c.toml:3:11: airlock.budgets: expected an array"},
+        {"[network]\n[airlock]\nbudgets = [1]\n", "c.toml:3:12: airlock.budgets[0]: expected a table"},
+        {"[network]\n[[airlock.budgets]]\nrequests = 5\n",
+         "c.toml:2:1: airlock.budgets[0]: missing required key 'host'"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"all\"\n",
+         "c.toml:2:1: airlock.budgets[0]: sets no limit"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"all\"\nsent = \"1 lot\"\n",
+         "c.toml:4:8: airlock.budgets[0].sent: expected a size in bytes"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"all\"\nrequests = -2\n",
+         "c.toml:4:12: airlock.budgets[0].requests: expected a whole number"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"all\"\nrate = [1]\n",
+         "c.toml:4:8: airlock.budgets[0].rate: expected a number or a string"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"x/y\"\nrate = \"1/s\"\n",
+         "c.toml:3:8: airlock.budgets[0].host: host pattern contains '/'"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"all\"\nrate = \"1/s\"\nsize = 1\n",
+         "c.toml:5:1: airlock.budgets[0]: unknown key 'size'"},
+        {"[network]\n[[airlock.budgets]]\nhost = \"a\"\nrate = \"1/s\"\n"
+         "[[airlock.budgets]]\nhost = \"A.\"\nrate = \"2/s\"\n",
+         "c.toml:5:1: airlock.budgets[1].rate: a 'rate' budget for a is already set at c.toml:2"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        p = NULL;
+        int rc = addon_policy_load_buffer_as("c.toml", cases[i].text, strlen(cases[i].text),
+                                             ADDON_POLICY_FORMAT_AGENTBOX, &p, err, sizeof(err));
+        if (rc == 0)
+            fail_msg("case %zu loaded", i);
+        if (strncmp(err, cases[i].err, strlen(cases[i].err)) != 0)
+            fail_msg("case %zu: got '%s', want '%s...'", i, err, cases[i].err);
+    }
+}
+
 /* ---- the counters ---------------------------------------------------------------------------- */
 
 static void test_budget_requests(void **state)
@@ -378,6 +455,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_sizes),         cmocka_unit_test(test_budget_rates),
         cmocka_unit_test(test_budget_parse),         cmocka_unit_test(test_budget_parse_errors),
+        cmocka_unit_test(test_budget_agentbox),
         cmocka_unit_test(test_budget_requests),      cmocka_unit_test(test_budget_bytes),
         cmocka_unit_test(test_budget_rate),          cmocka_unit_test(test_budget_reload),
     };
