@@ -3,7 +3,8 @@
 # answers 429 with resets_in and recovers; an upload crossing the sent-bytes budget is stopped
 # mid-body (the upstream's recorder sees at most the budget) and logged; a response crossing the
 # received-bytes budget is cut and logged; a host-pattern budget does not count other hosts;
-# SIGHUP keeps the counters of budgets still named, drops removed ones and starts new ones at 0.
+# SIGHUP keeps the counters of budgets still named, drops removed ones and starts new ones at 0;
+# an agentbox config sets budgets in its [airlock] table.
 # Over HTTP/2 (curl, and budget_h2.js for an upload of unknown length) a crossing response's
 # stream is reset and a crossing upload's stream answered 429.
 # Upstream: budget_peers.py, which records each request body as it arrives (for HTTP/2 behind
@@ -169,6 +170,28 @@ t_reload
 t_contains "an invalid budget on reload is refused with its place" "$(tail -1 "$T_DIR/airlock.err")" \
     "allow.yaml:3:11: budgets[0].rate: expected COUNT/PERIOD"
 t_eq "... the previous budgets stay" "429" "$(code http://req.test/h4)"
+
+# an agentbox config.toml (detected by its content) sets budgets in airlock's [airlock] table;
+# a budget keeps its count across the change of format (its identity is kind + host)
+cat > "$T_DIR/allow.yaml" <<'TOML'
+[network]
+allow_hosts = [".test"]
+
+[[airlock.budgets]]
+host = "req.test"
+requests = 6
+
+[[airlock.budgets]]
+host = "toml.test"
+requests = 1
+TOML
+t_reload
+t_contains "an agentbox file with [[airlock.budgets]] loads" "$(tail -1 "$T_DIR/airlock.err")" \
+    "allowlist reloaded"
+t_eq "... req.test keeps its 5 and allows a 6th" "200 429" \
+    "$(code http://req.test/t1) $(code http://req.test/t2)"
+t_eq "... toml.test's new budget: 1" "200 429" "$(code http://toml.test/) $(code http://toml.test/)"
+t_logged "... logged" '^BLOCKED GET http://toml\.test/ -> 429 (budget: requests for toml\.test, 1/1)$'
 
 kill -0 "$AIRLOCK_PID" 2>/dev/null
 t_check "airlock alive" test $? -eq 0
