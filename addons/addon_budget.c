@@ -13,9 +13,9 @@
 
 typedef struct budget_ctr {
     int refs;
-    char *key;       /* the identity (addon_budget_t.key) */
-    uint64_t used;   /* requests, or bytes */
-    double tokens;   /* rate: tokens left at at_ms */
+    char *key;     /* the identity (addon_budget_t.key) */
+    uint64_t used; /* requests, or bytes */
+    double tokens; /* rate: tokens left at at_ms */
     uint64_t at_ms;
 } budget_ctr_t;
 
@@ -203,8 +203,8 @@ int addon_budget_begin(addon_budget_table_t *t, addon_policy_t *p, addon_str_t h
     return 0;
 }
 
-int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len,
-                       uint64_t *fit, addon_budget_over_t *over)
+int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len, uint64_t *fit,
+                       addon_budget_over_t *over)
 {
     if (r == NULL)
         return 0;

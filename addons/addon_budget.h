@@ -16,9 +16,9 @@
 #include "addons/addon.h"
 
 /* Hard caps. */
-#define ADDON_BUDGETS_MAX 64     /* items in a `budgets:` list (each sets up to 4 limits) */
+#define ADDON_BUDGETS_MAX 64 /* items in a `budgets:` list (each sets up to 4 limits) */
 #define ADDON_BUDGET_MATCH_MAX (ADDON_BUDGETS_MAX * 4) /* limits one request can count for */
-#define ADDON_BUDGET_DESC_MAX 400 /* "requests for *.example.com, 100/100" */
+#define ADDON_BUDGET_DESC_MAX 400                      /* "requests for *.example.com, 100/100" */
 
 struct addon_policy;
 struct addon__policy_entry;
@@ -34,11 +34,11 @@ typedef enum addon_budget_kind {
 typedef struct addon_budget {
     addon_budget_kind_t kind;
     struct addon__policy_entry *pattern; /* NULL: every host ("all") */
-    char *host;   /* "all" or the pattern as normalised (".github.com", "*.example.com") */
-    char *key;    /* the identity counters are kept by: "sent *.example.com" */
-    char *src;    /* where it was written: "file:line" */
-    uint64_t limit;     /* requests, bytes, or (rate) tokens = the burst */
-    uint64_t per_ms;    /* rate: the period the limit refills over (1000, 60000, 3600000) */
+    char *host;      /* "all" or the pattern as normalised (".github.com", "*.example.com") */
+    char *key;       /* the identity counters are kept by: "sent *.example.com" */
+    char *src;       /* where it was written: "file:line" */
+    uint64_t limit;  /* requests, bytes, or (rate) tokens = the burst */
+    uint64_t per_ms; /* rate: the period the limit refills over (1000, 60000, 3600000) */
 } addon_budget_t;
 
 /* The budgets of policy p (borrowed for p's life) and their count in *n. */
@@ -61,7 +61,7 @@ int addon_budget_parse_size(const char *s, size_t len, uint64_t *out);
  * *per_ms. 0, or PX_ECONFIG. */
 int addon_budget_parse_rate(const char *s, size_t len, uint64_t *n, uint64_t *per_ms);
 
-/* ---- the counters (addon_budget.c) ---------------------------------------------------------- */
+/* ---- the counters (addon_budget.c) ----------------------------------------------------------- */
 
 typedef struct addon_budget_table addon_budget_table_t;
 typedef struct addon_budget_req addon_budget_req_t;
@@ -99,8 +99,8 @@ int addon_budget_begin(addon_budget_table_t *t, struct addon_policy *p, addon_st
 /* Counts len bytes of request body (kind ADDON_BUDGET_SENT) or response body (RECEIVED). When
  * they would cross a budget, counts only what fits: returns 1 with *fit (how many of the len
  * bytes may still go) and *over; else 0 (all len counted). r may be NULL (returns 0). */
-int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len,
-                       uint64_t *fit, addon_budget_over_t *over);
+int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len, uint64_t *fit,
+                       addon_budget_over_t *over);
 
 /* Releases the request's counters; NULL is a no-op. */
 void addon_budget_end(addon_budget_req_t *r);

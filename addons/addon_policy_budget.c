@@ -51,7 +51,7 @@ int addon_budget_matches(const addon_budget_t *b, addon_str_t host)
     return b->pattern == NULL || addon__policy_host_matches(b->pattern, host);
 }
 
-/* ---- sizes and rates -------------------------------------------------------------------------- */
+/* ---- sizes and rates ------------------------------------------------------------------------- */
 
 static int budget_ieq(const char *s, size_t len, const char *word)
 {
@@ -82,10 +82,16 @@ int addon_budget_parse_size(const char *s, size_t len, uint64_t *out)
         const char *unit;
         uint64_t mult;
     } units[] = {
-        {"", 1},          {"b", 1},
-        {"kb", 1000ULL},  {"mb", 1000ULL * 1000},  {"gb", 1000ULL * 1000 * 1000},
+        {"", 1},
+        {"b", 1},
+        {"kb", 1000ULL},
+        {"mb", 1000ULL * 1000},
+        {"gb", 1000ULL * 1000 * 1000},
         {"tb", 1000ULL * 1000 * 1000 * 1000},
-        {"kib", 1ULL << 10}, {"mib", 1ULL << 20}, {"gib", 1ULL << 30}, {"tib", 1ULL << 40},
+        {"kib", 1ULL << 10},
+        {"mib", 1ULL << 20},
+        {"gib", 1ULL << 30},
+        {"tib", 1ULL << 40},
     };
     uint64_t n;
     size_t i;
@@ -110,9 +116,8 @@ int addon_budget_parse_rate(const char *s, size_t len, uint64_t *n, uint64_t *pe
         const char *unit;
         uint64_t ms;
     } units[] = {
-        {"s", 1000},      {"sec", 1000},      {"second", 1000},
-        {"m", 60000},     {"min", 60000},     {"minute", 60000},
-        {"h", 3600000},   {"hour", 3600000},  {"d", 86400000}, {"day", 86400000},
+        {"s", 1000},       {"sec", 1000},  {"second", 1000},  {"m", 60000},    {"min", 60000},
+        {"minute", 60000}, {"h", 3600000}, {"hour", 3600000}, {"d", 86400000}, {"day", 86400000},
     };
     size_t i;
     if (budget_number(s, len, n, &i) != 0 || *n == 0 || *n > 1000000000)
@@ -137,8 +142,10 @@ size_t addon_budget_limit_text(const addon_budget_t *b, char *buf, size_t len)
 {
     if (b->kind != ADDON_BUDGET_RATE)
         return (size_t)snprintf(buf, len, "%llu", (unsigned long long)b->limit);
-    const char *per = b->per_ms == 1000 ? "s" : b->per_ms == 60000 ? "min"
-                      : b->per_ms == 3600000 ? "hour" : "day";
+    const char *per = b->per_ms == 1000      ? "s"
+                      : b->per_ms == 60000   ? "min"
+                      : b->per_ms == 3600000 ? "hour"
+                                             : "day";
     return (size_t)snprintf(buf, len, "%llu/%s", (unsigned long long)b->limit, per);
 }
 
@@ -173,7 +180,7 @@ void addon__policy_budgets_text(const addon_policy_t *p, addon_out_t *o, int yam
     }
 }
 
-/* ---- the budgets of a policy, whatever the format ------------------------------------------ */
+/* ---- the budgets of a policy, whatever the format -------------------------------------------- */
 
 static int budget_nomem(char *err, size_t errlen)
 {
@@ -243,9 +250,9 @@ static int budget_host(addon_budget_t *b, const char *host, size_t len, const ch
     return 0;
 }
 
-int addon__policy_budget_add(addon_policy_t *p, int kind, const char *host,
-                             size_t hlen, const char *val, size_t vlen, const char *src,
-                             char *msg, size_t msglen, int *at)
+int addon__policy_budget_add(addon_policy_t *p, int kind, const char *host, size_t hlen,
+                             const char *val, size_t vlen, const char *src, char *msg,
+                             size_t msglen, int *at)
 {
     addon_budget_kind_t k = (addon_budget_kind_t)kind;
     const char *why = NULL;
@@ -297,7 +304,7 @@ int addon__policy_budget_add(addon_policy_t *p, int kind, const char *host,
     return 0;
 }
 
-/* ---- the YAML --------------------------------------------------------------------------------- */
+/* ---- the YAML -------------------------------------------------------------------------------- */
 
 /* Adds the limit of kind k of item n (index idx, host h) to p, unless the item does not set it;
  * *added counts it. */
@@ -312,8 +319,7 @@ static int budget_yaml_limit(addon_policy_t *p, const addon_yaml_node_t *n, size
     snprintf(sub, sizeof(sub), "budgets[%zu].%s", idx, addon_budget_kind_name(k));
     if (addon_yaml_type(val) != ADDON_YAML_INT && addon_yaml_type(val) != ADDON_YAML_STRING)
         return addon_yaml_errorf(val, err, errlen, "%s: expected %s, got %s", sub,
-                                 k == ADDON_BUDGET_RATE ? "a rate such as \"60/min\""
-                                                        : "a number",
+                                 k == ADDON_BUDGET_RATE ? "a rate such as \"60/min\"" : "a number",
                                  addon_yaml_type_name(addon_yaml_type(val)));
     size_t hlen, vlen;
     const char *host = addon_yaml_text(h, &hlen);
@@ -327,8 +333,8 @@ static int budget_yaml_limit(addon_policy_t *p, const addon_yaml_node_t *n, size
     if (rc != 0 && at == ADDON__BUDGET_AT_HOST)
         return addon_yaml_errorf(h, err, errlen, "budgets[%zu].host: %s", idx, msg);
     if (rc != 0)
-        return addon_yaml_errorf(at == ADDON__BUDGET_AT_VALUE ? val : n, err, errlen, "%s: %s",
-                                 sub, msg);
+        return addon_yaml_errorf(at == ADDON__BUDGET_AT_VALUE ? val : n, err, errlen, "%s: %s", sub,
+                                 msg);
     (*added)++;
     return 0;
 }
@@ -356,9 +362,8 @@ static int budget_item(addon_policy_t *p, const addon_yaml_node_t *n, size_t idx
     for (int k = ADDON_BUDGET_REQUESTS; rc == 0 && k <= ADDON_BUDGET_RATE; k++)
         rc = budget_yaml_limit(p, n, idx, h, (addon_budget_kind_t)k, &added, err, errlen);
     if (rc == 0 && added == 0)
-        return addon_yaml_errorf(n, err, errlen,
-                                 "%s: sets no limit (give requests, sent, received and/or rate)",
-                                 what);
+        return addon_yaml_errorf(
+            n, err, errlen, "%s: sets no limit (give requests, sent, received and/or rate)", what);
     return rc;
 }
 

@@ -33,8 +33,7 @@ static void px__bud_where(const addon_budget_t *b, char *buf, size_t len)
         snprintf(buf, len, "%s", b->host);
 }
 
-static void px__bud_message(const addon_budget_over_t *o, uint64_t declared, char *buf,
-                            size_t len)
+static void px__bud_message(const addon_budget_over_t *o, uint64_t declared, char *buf, size_t len)
 {
     const addon_budget_t *b = o->b;
     char where[ADDON_BUDGET_DESC_MAX], lim[48];
@@ -66,8 +65,7 @@ static void px__bud_message(const addon_budget_over_t *o, uint64_t declared, cha
 }
 
 /* Answers 429 egress_budget_exceeded for o. */
-static void px__bud_answer(px_xchg_t *x, const addon_budget_over_t *o, uint64_t declared,
-                           int close)
+static void px__bud_answer(px_xchg_t *x, const addon_budget_over_t *o, uint64_t declared, int close)
 {
     const addon_budget_t *b = o->b;
     char msg[1024], json[2048];
@@ -76,8 +74,8 @@ static void px__bud_answer(px_xchg_t *x, const addon_budget_over_t *o, uint64_t 
     px_sbuf_init(&s, json, sizeof(json));
     px_sbuf_adds(&s, "{\"error\": \"egress_budget_exceeded\", \"message\": ");
     px_sbuf_json_str(&s, msg, strlen(msg));
-    px_sbuf_printf(&s, ", \"budget\": {\"kind\": \"%s\", \"host\": ",
-                   addon_budget_kind_name(b->kind));
+    px_sbuf_printf(&s,
+                   ", \"budget\": {\"kind\": \"%s\", \"host\": ", addon_budget_kind_name(b->kind));
     px_sbuf_json_str(&s, b->host, strlen(b->host));
     px_sbuf_printf(&s, ", \"limit\": %llu", (unsigned long long)b->limit);
     if (b->kind == ADDON_BUDGET_RATE)
@@ -109,9 +107,7 @@ int px__x_budget_head(px_xchg_t *x)
     }
     x->budget = xb;
     const px_msg_t *m = x->req;
-    uint64_t declared = x->rq != PX__RQ_BODY       ? 0
-                        : (m->flags & PX_MSG_LENGTH) ? m->length
-                                                     : 1;
+    uint64_t declared = x->rq != PX__RQ_BODY ? 0 : (m->flags & PX_MSG_LENGTH) ? m->length : 1;
     addon_budget_over_t o;
     int rc = addon_budget_begin(x->eng->budgets, x->snap->cfg.policy, x->view->host, declared,
                                 uv_now(x->eng->loop.uv), &xb->req, &o);
@@ -146,9 +142,8 @@ static void px__bud_stop_upload(px_xchg_t *x, const addon_budget_over_t *o)
     char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 128];
     addon_budget_describe(o, desc, sizeof(desc));
     int answered = x->rs == PX__RS_BODY || x->rs == PX__RS_DONE;
-    snprintf(tail, sizeof(tail), " (budget: %s; the upload was stopped after %llu bytes%s%s)",
-             desc, (unsigned long long)x->budget->sent,
-             aborted ? ", the upstream request aborted" : "",
+    snprintf(tail, sizeof(tail), " (budget: %s; the upload was stopped after %llu bytes%s%s)", desc,
+             (unsigned long long)x->budget->sent, aborted ? ", the upstream request aborted" : "",
              answered ? ", the connection cut" : "");
     px__x_log(x, "BLOCKED", answered ? x->status : 429, tail);
     if (answered) {

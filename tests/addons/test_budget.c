@@ -32,7 +32,7 @@ static addon_str_t S(const char *s)
     return (addon_str_t){s, strlen(s)};
 }
 
-/* ---- sizes and rates ------------------------------------------------------------------------ */
+/* ---- sizes and rates ------------------------------------------------------------------------- */
 
 static void test_budget_sizes(void **state)
 {
@@ -76,10 +76,18 @@ static void test_budget_rates(void **state)
         int rc;
         uint64_t n, per;
     } cases[] = {
-        {"60/min", 0, 60, 60000},   {"5/s", 0, 5, 1000},          {"5 / second", 0, 5, 1000},
-        {"1000/hour", 0, 1000, 3600000}, {"3/h", 0, 3, 3600000}, {"10/day", 0, 10, 86400000},
-        {"0/min", PX_ECONFIG, 0, 0}, {"60", PX_ECONFIG, 0, 0},   {"60/fortnight", PX_ECONFIG, 0, 0},
-        {"/min", PX_ECONFIG, 0, 0},  {"1.5/s", PX_ECONFIG, 0, 0}, {"2000000000/s", PX_ECONFIG, 0, 0},
+        {"60/min", 0, 60, 60000},
+        {"5/s", 0, 5, 1000},
+        {"5 / second", 0, 5, 1000},
+        {"1000/hour", 0, 1000, 3600000},
+        {"3/h", 0, 3, 3600000},
+        {"10/day", 0, 10, 86400000},
+        {"0/min", PX_ECONFIG, 0, 0},
+        {"60", PX_ECONFIG, 0, 0},
+        {"60/fortnight", PX_ECONFIG, 0, 0},
+        {"/min", PX_ECONFIG, 0, 0},
+        {"1.5/s", PX_ECONFIG, 0, 0},
+        {"2000000000/s", PX_ECONFIG, 0, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t n = 0, per = 0;
@@ -135,7 +143,8 @@ static void test_budget_parse(void **state)
     assert_false(addon_budget_matches(&b[5], S("notgithub.com")));
     addon_policy_unref(p);
     /* JSON too, and an empty list */
-    p = load("{\"domains\": [\"a.test\"], \"budgets\": [{\"host\": \"a.test\", \"rate\": \"5/s\"}]}");
+    p = load(
+        "{\"domains\": [\"a.test\"], \"budgets\": [{\"host\": \"a.test\", \"rate\": \"5/s\"}]}");
     b = addon_policy_budgets(p, &n);
     assert_int_equal(n, 1);
     assert_int_equal(b[0].per_ms, 1000);
@@ -185,7 +194,8 @@ static void test_budget_parse_errors(void **state)
     /* more than the cap */
     char text[8192] = "budgets:\n";
     for (int i = 0; i <= ADDON_BUDGETS_MAX; i++)
-        snprintf(text + strlen(text), sizeof(text) - strlen(text), "  - {host: h%d.test, requests: 1}\n", i);
+        snprintf(text + strlen(text), sizeof(text) - strlen(text),
+                 "  - {host: h%d.test, requests: 1}\n", i);
     addon_policy_t *p = NULL;
     char err[512];
     assert_int_equal(addon_policy_load_buffer("b.yaml", text, strlen(text), &p, err, sizeof(err)),
@@ -240,7 +250,8 @@ static void test_budget_agentbox(void **state)
     } cases[] = {
         {"[network]\n[airlock]\nbudget = 1\n", "c.toml:3:1: airlock: unknown key 'budget'"},
         {"[network]\n[airlock]\nbudgets = 1\n", "c.toml:3:11: airlock.budgets: expected an array"},
-        {"[network]\n[airlock]\nbudgets = [1]\n", "c.toml:3:12: airlock.budgets[0]: expected a table"},
+        {"[network]\n[airlock]\nbudgets = [1]\n",
+         "c.toml:3:12: airlock.budgets[0]: expected a table"},
         {"[network]\n[[airlock.budgets]]\nrequests = 5\n",
          "c.toml:2:1: airlock.budgets[0]: missing required key 'host'"},
         {"[network]\n[[airlock.budgets]]\nhost = \"all\"\n",
@@ -422,11 +433,12 @@ static void test_budget_reload(void **state)
  * (begin, count a 1 KiB response and a small body, end), N requests (default 2,000,000). */
 static int bench(long n)
 {
-    addon_policy_t *p = load("budgets:\n"
-                             "  - {host: all, requests: 1000000000000, sent: 1000TB, "
-                             "received: 1000TB, rate: 1000000000/s}\n"
-                             "  - {host: \"*.test\", requests: 1000000000000, received: 1000TB}\n"
-                             "  - {host: bench.test, requests: 1000000000000, rate: 1000000000/s}\n");
+    addon_policy_t *p =
+        load("budgets:\n"
+             "  - {host: all, requests: 1000000000000, sent: 1000TB, "
+             "received: 1000TB, rate: 1000000000/s}\n"
+             "  - {host: \"*.test\", requests: 1000000000000, received: 1000TB}\n"
+             "  - {host: bench.test, requests: 1000000000000, rate: 1000000000/s}\n");
     addon_budget_table_t *t = addon_budget_table_new();
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
@@ -453,11 +465,11 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--bench") == 0)
         return bench(argc > 2 ? atol(argv[2]) : 2000000);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_budget_sizes),         cmocka_unit_test(test_budget_rates),
-        cmocka_unit_test(test_budget_parse),         cmocka_unit_test(test_budget_parse_errors),
-        cmocka_unit_test(test_budget_agentbox),
-        cmocka_unit_test(test_budget_requests),      cmocka_unit_test(test_budget_bytes),
-        cmocka_unit_test(test_budget_rate),          cmocka_unit_test(test_budget_reload),
+        cmocka_unit_test(test_budget_sizes),    cmocka_unit_test(test_budget_rates),
+        cmocka_unit_test(test_budget_parse),    cmocka_unit_test(test_budget_parse_errors),
+        cmocka_unit_test(test_budget_agentbox), cmocka_unit_test(test_budget_requests),
+        cmocka_unit_test(test_budget_bytes),    cmocka_unit_test(test_budget_rate),
+        cmocka_unit_test(test_budget_reload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
