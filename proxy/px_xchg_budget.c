@@ -116,8 +116,13 @@ int px__x_budget_head(px_xchg_t *x)
         px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request", 1);
         return 1;
     }
-    if (rc == 0)
+    if (rc == 0) {
+        if (xb->req == NULL) { /* no byte budget for this host: nothing to count after this */
+            free(xb);
+            x->budget = NULL;
+        }
         return 0;
+    }
     char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 64];
     addon_budget_describe(&o, desc, sizeof(desc));
     if (o.b->kind == ADDON_BUDGET_SENT && declared > 1)
