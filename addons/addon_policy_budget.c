@@ -160,8 +160,10 @@ void addon__policy_budgets_text(const addon_policy_t *p, addon_out_t *o, int yam
         char lim[48];
         addon_budget_limit_text(b, lim, sizeof(lim));
         if (!yaml) {
-            addon_out_fmt(o, "budgets[%zu] %s for %s: %s (", i, addon_budget_kind_name(b->kind),
-                          b->host, lim);
+            /* addon_out_fmt writes up to 255 bytes a call: the host (up to 255) goes apart */
+            addon_out_fmt(o, "budgets[%zu] %s for ", i, addon_budget_kind_name(b->kind));
+            addon_out_put(o, b->host, strlen(b->host));
+            addon_out_fmt(o, ": %s (", lim);
             addon_out_esc(o, (addon_str_t){b->src, strlen(b->src)});
             addon_out_fmt(o, ")\n");
             continue;
