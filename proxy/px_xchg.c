@@ -405,6 +405,7 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
     x->eng = eng;
     x->log = from->log;
     x->upmgr = from->up;
+    x->budgets_at = from->budgets;
     x->snap_from = from->snap; /* a reference is taken when the addons start */
     x->ops = from->ops;
     x->down = from->down;

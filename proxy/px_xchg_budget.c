@@ -97,10 +97,10 @@ int px__x_budget_head(px_xchg_t *x)
     addon_policy_budgets(x->snap->cfg.policy, &n);
     if (n == 0)
         return 0;
-    if (x->eng->budgets == NULL)
-        x->eng->budgets = addon_budget_table_new();
+    if ((*x->budgets_at) == NULL)
+        (*x->budgets_at) = addon_budget_table_new();
     struct px__xbud *xb = calloc(1, sizeof(*xb));
-    if (x->eng->budgets == NULL || xb == NULL) {
+    if ((*x->budgets_at) == NULL || xb == NULL) {
         free(xb);
         px__x_finish(x, -1);
         return 1;
@@ -109,7 +109,7 @@ int px__x_budget_head(px_xchg_t *x)
     const px_msg_t *m = x->req;
     uint64_t declared = x->rq != PX__RQ_BODY ? 0 : (m->flags & PX_MSG_LENGTH) ? m->length : 1;
     addon_budget_over_t o;
-    int rc = addon_budget_begin(x->eng->budgets, x->snap->cfg.policy, x->view->host, declared,
+    int rc = addon_budget_begin((*x->budgets_at), x->snap->cfg.policy, x->view->host, declared,
                                 uv_now(x->eng->loop.uv), &xb->req, &o);
     if (rc < 0) {
         px__x_log(x, "ERROR", -1, "internal error in an addon");

@@ -24,6 +24,7 @@ struct px_xchg {
     px_engine_t *eng;
     px_log_t *log;            /* the sandbox's network log */
     px_upmgr_t *upmgr;        /* the sandbox's upstream pool */
+    struct addon_budget_table **budgets_at; /* the sandbox's budget counters (made on first use) */
     const px_down_ops_t *ops;
     void *down;
     px_msg_t *req;            /* the request head (owned) */
