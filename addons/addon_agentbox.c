@@ -205,6 +205,45 @@ static int ab_allow_file(addon_policy_t *p, const char *name, const addon__ab_ne
     return rc;
 }
 
+/* The budgets of the [airlock] table, through the builder every format shares. */
+static int ab_budgets(addon_policy_t *p, const char *name, const addon__ab_net_t *net, char *err,
+                      size_t errlen)
+{
+    static const char *const kinds[] = {"requests", "sent", "received", "rate"};
+    char what[ADDON__POLICY_WHAT_MAX], sub[ADDON__POLICY_WHAT_MAX + 16];
+    char src[ADDON__POLICY_SRC_MAX], msg[ADDON__POLICY_SRC_MAX + 128];
+    for (size_t i = 0; i < net->nbudgets; i++) {
+        const addon__ab_budget_t *b = &net->budgets[i];
+        snprintf(what, sizeof(what), "airlock.budgets[%zu]", i);
+        if (b->host == NULL)
+            return ab_error(err, errlen, name, b->pos, PX_ECONFIG, "%s: %s", what,
+                            "missing required key 'host' (a host pattern, or all)");
+        snprintf(src, sizeof(src), "%s:%u", name, b->pos.line);
+        int added = 0;
+        for (int k = 0; k < 4; k++) {
+            if (b->val[k] == NULL)
+                continue;
+            int at;
+            int rc = addon__policy_budget_add(p, k, b->host, strlen(b->host), b->val[k],
+                                              strlen(b->val[k]), src, msg, sizeof(msg), &at);
+            if (rc != 0) {
+                snprintf(sub, sizeof(sub), "%s.%s", what,
+                         at == ADDON__BUDGET_AT_HOST ? "host" : kinds[k]);
+                return ab_error(err, errlen, name,
+                                at == ADDON__BUDGET_AT_HOST    ? b->host_pos
+                                : at == ADDON__BUDGET_AT_VALUE ? b->val_pos[k]
+                                                               : b->pos,
+                                rc, "%s: %s", sub, msg);
+            }
+            added++;
+        }
+        if (added == 0)
+            return ab_error(err, errlen, name, b->pos, PX_ECONFIG, "%s: %s", what,
+                            "sets no limit (give requests, sent, received and/or rate)");
+    }
+    return 0;
+}
+
 static int ab_build(addon_policy_t *p, const char *name, const addon__ab_net_t *net, int read_files,
                     char *err, size_t errlen)
 {
@@ -241,6 +280,8 @@ static int ab_build(addon_policy_t *p, const char *name, const addon__ab_net_t *
         rc = ab_remove_blocked(p, ADDON_POLICY_DOMAINS);
     if (rc == 0)
         rc = ab_remove_blocked(p, ADDON_POLICY_URL_PREFIXES);
+    if (rc == 0)
+        rc = ab_budgets(p, name, net, err, errlen);
     if (rc == PX_ENOMEM && err[0] == '\0')
         snprintf(err, errlen, "%s: out of memory", name);
     return rc;

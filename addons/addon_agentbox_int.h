@@ -27,6 +27,18 @@ typedef struct addon__ab_host {
     size_t nports;
 } addon__ab_host_t;
 
+#define ADDON__AB_BUDGETS_MAX 64 /* [[airlock.budgets]] items (ADDON_BUDGETS_MAX) */
+
+/* One [[airlock.budgets]] item (airlock's own table, beside agentbox's): host and up to four
+ * limits, each as written (an integer as its decimal text), NULL when not set. */
+typedef struct addon__ab_budget {
+    addon__ab_pos_t pos;
+    char *host;
+    addon__ab_pos_t host_pos;
+    char *val[4]; /* requests, sent, received, rate (addon_budget_kind_t order) */
+    addon__ab_pos_t val_pos[4];
+} addon__ab_budget_t;
+
 typedef struct addon__ab_net {
     addon__ab_pos_t table; /* where [network] starts */
     char *mode;            /* NULL when absent */
@@ -37,9 +49,12 @@ typedef struct addon__ab_net {
     size_t nblock;
     char *allow_file; /* NULL when absent */
     addon__ab_pos_t allow_file_pos;
+    addon__ab_budget_t *budgets; /* from the [airlock] table */
+    size_t nbudgets;
 } addon__ab_net_t;
 
-/* Parses data[0..len) (borrowed) as TOML and copies its [network] table into *out (zeroed
+/* Parses data[0..len) (borrowed) as TOML and copies its [network] table (and the budgets of
+ * an [airlock] table) into *out (zeroed
  * first; free with addon__ab_net_free, on failure too). 0; PX_EPARSE (TOML syntax) or
  * PX_ECONFIG (no [network] table, a wrong type, an unknown key) with "name:line:col: message" in
  * err; PX_ENOMEM. */

@@ -229,6 +229,94 @@ int read_network(reader &r, const toml::table &root, addon__ab_net_t *out)
     return rc;
 }
 
+// [airlock] is airlock's own table beside agentbox's (which ignores tables it does not know):
+// budgets = [{host = "all", requests = 100, sent = "10MB", ...}] or [[airlock.budgets]]. Each
+// limit is handed on as written; the C builder checks it (addon_policy_budget.c).
+int read_budget(reader &r, const toml::node &item, const char *what, addon__ab_budget_t *b)
+{
+    static const char *const kinds[] = {"requests", "sent", "received", "rate"};
+    const toml::table *t = item.as_table();
+    if (t == nullptr)
+        return r.fail(PX_ECONFIG, item.source(),
+                      "%s: expected a table with host and requests, sent, received or rate, got %s",
+                      what, type_name(item));
+    b->pos = pos_of(item);
+    for (auto &&kv : *t) {
+        std::string_view k = kv.first.str();
+        if (k != "host" && k != "requests" && k != "sent" && k != "received" && k != "rate")
+            return r.fail(PX_ECONFIG, kv.first.source(),
+                          "%s: unknown key '%.*s' (expected host, requests, sent, received or "
+                          "rate)",
+                          what, static_cast<int>(k.size() > 64 ? 64 : k.size()), k.data());
+    }
+    char sub[96];
+    int rc = 0;
+    if (const toml::node *h = t->get("host")) {
+        std::snprintf(sub, sizeof(sub), "%s.host", what);
+        rc = read_string(r, *h, sub, &b->host, &b->host_pos);
+    }
+    for (size_t k = 0; rc == 0 && k < 4; k++) {
+        const toml::node *v = t->get(kinds[k]);
+        if (v == nullptr)
+            continue;
+        std::snprintf(sub, sizeof(sub), "%s.%s", what, kinds[k]);
+        if (const toml::value<int64_t> *i = v->as_integer()) {
+            char num[32];
+            std::snprintf(num, sizeof(num), "%lld", static_cast<long long>(i->get()));
+            b->val[k] = dup(num);
+            b->val_pos[k] = pos_of(*v);
+            rc = b->val[k] == nullptr ? PX_ENOMEM : 0;
+        } else if (v->as_string() != nullptr) {
+            rc = read_string(r, *v, sub, &b->val[k], &b->val_pos[k]);
+        } else {
+            rc = r.fail(PX_ECONFIG, v->source(), "%s: expected a number or a string, got %s", sub,
+                        type_name(*v));
+        }
+    }
+    return rc;
+}
+
+int read_airlock(reader &r, const toml::table &root, addon__ab_net_t *out)
+{
+    const toml::node *a = root.get("airlock");
+    if (a == nullptr)
+        return 0;
+    const toml::table *t = a->as_table();
+    if (t == nullptr)
+        return r.fail(PX_ECONFIG, a->source(), "airlock: expected a table, got %s", type_name(*a));
+    for (auto &&kv : *t) {
+        std::string_view k = kv.first.str();
+        if (k != "budgets")
+            return r.fail(PX_ECONFIG, kv.first.source(), "airlock: unknown key '%.*s' (expected budgets)",
+                          static_cast<int>(k.size() > 64 ? 64 : k.size()), k.data());
+    }
+    const toml::node *b = t->get("budgets");
+    if (b == nullptr)
+        return 0;
+    const toml::array *arr = b->as_array();
+    if (arr == nullptr)
+        return r.fail(PX_ECONFIG, b->source(),
+                      "airlock.budgets: expected an array of tables ([[airlock.budgets]]), got %s",
+                      type_name(*b));
+    if (arr->size() > ADDON__AB_BUDGETS_MAX)
+        return r.fail(PX_ECONFIG, b->source(), "airlock.budgets: more than %d items",
+                      ADDON__AB_BUDGETS_MAX);
+    if (arr->empty())
+        return 0;
+    out->budgets = static_cast<addon__ab_budget_t *>(std::calloc(arr->size(), sizeof(*out->budgets)));
+    if (out->budgets == nullptr)
+        return PX_ENOMEM;
+    for (size_t i = 0; i < arr->size(); i++) {
+        out->nbudgets = i + 1;
+        char what[64];
+        std::snprintf(what, sizeof(what), "airlock.budgets[%zu]", i);
+        int rc = read_budget(r, *arr->get(i), what, &out->budgets[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 // Checked before toml++ sees the text: TOML allows no raw control character but tab and
 // CRLF/LF anywhere (strings escape them; comments and keys cannot hold them), and the text must
 // be UTF-8. toml++ 3.3 asserts on a control character in a table header ("[\x04network]") and
@@ -335,6 +423,8 @@ extern "C" int addon__ab_toml_read(const char *name, const char *data, size_t le
                           static_cast<int>(d.size() > 400 ? 400 : d.size()), d.data());
         }
         rc = read_network(r, res.table(), out);
+        if (rc == 0)
+            rc = read_airlock(r, res.table(), out);
     } catch (const std::bad_alloc &) {
         rc = PX_ENOMEM;
     }
@@ -356,5 +446,11 @@ extern "C" void addon__ab_net_free(addon__ab_net_t *n)
     std::free(n->allow_file);
     free_hosts(n->allow, n->nallow);
     free_hosts(n->block, n->nblock);
+    for (size_t i = 0; i < n->nbudgets; i++) {
+        std::free(n->budgets[i].host);
+        for (char *v : n->budgets[i].val)
+            std::free(v);
+    }
+    std::free(n->budgets);
     std::memset(n, 0, sizeof(*n));
 }

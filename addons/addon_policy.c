@@ -152,6 +152,12 @@ static int policy_host_ok(const addon__policy_entry_t *e, addon_str_t host)
     return policy_eq_icase(e->host.base, host.base + host.len - e->host.len, e->host.len);
 }
 
+int addon__policy_host_matches(const addon__policy_entry_t *e, addon_str_t host)
+{
+    char buf[POLICY_HOST_BUF];
+    return policy_host_ok(e, policy_norm_host(host, buf));
+}
+
 static int policy_path_ok(const addon__policy_entry_t *e, const char *path, size_t len)
 {
     if (e->path.len == 0)

@@ -68,6 +68,7 @@ void addon__policy_free(addon_policy_t *p)
         free(p->removed[i].src);
     }
     free(p->removed);
+    addon__policy_budgets_free(p);
     free(p->name);
     free(p);
 }

@@ -54,6 +54,8 @@ struct addon_policy {
     addon__policy_removed_t *removed;
     size_t nremoved;
     size_t removed_cap;
+    struct addon_budget *budgets; /* egress budgets (addon_policy_budget.c) */
+    size_t nbudgets;
 };
 
 /* A new policy named name (copied), one reference; NULL when out of memory. */
@@ -106,6 +108,34 @@ int addon__agentbox_read(addon_policy_t *p, const char *name, const char *data, 
 /* Loads data in fmt as addon_policy_load_buffer_as, read_files as above. */
 int addon__policy_load(const char *name, const char *data, size_t len, addon_policy_format_t fmt,
                        int read_files, addon_policy_t **out, char *err, size_t errlen);
+
+/* Reads a `budgets:` list (YAML node n, borrowed) into p (addon_policy_budget.c); 0, or
+ * PX_ECONFIG/PX_ENOMEM with "name:line:col: budgets[i]...: message" in err. */
+struct addon_yaml_node;
+int addon__policy_budgets_yaml(addon_policy_t *p, const struct addon_yaml_node *n, char *err,
+                               size_t errlen);
+
+/* Writes p's budgets (p may be NULL): yaml 0, one `airlock check` line each ("budgets[0]
+ * requests for all: 100 (file:line)"); yaml 1, a `budgets:` list that loads back. */
+struct addon_out;
+void addon__policy_budgets_text(const addon_policy_t *p, struct addon_out *o, int yaml);
+
+/* Adds the budget of kind k for host[0..hlen) ("all" or a host pattern) whose limit is written
+ * val[0..vlen) (a number, a size or a rate; all borrowed), set at src (copied): the one
+ * builder behind every format's reader. 0; PX_ECONFIG or PX_ENOMEM with the message (no
+ * position) in msg and in *at what it is about (ADDON__BUDGET_AT_*). */
+#define ADDON__BUDGET_AT_ITEM 0
+#define ADDON__BUDGET_AT_HOST 1
+#define ADDON__BUDGET_AT_VALUE 2
+int addon__policy_budget_add(addon_policy_t *p, int k, const char *host, size_t hlen,
+                             const char *val, size_t vlen, const char *src, char *msg,
+                             size_t msglen, int *at);
+
+/* Frees p's budgets (addon_policy_budget.c). */
+void addon__policy_budgets_free(addon_policy_t *p);
+
+/* 1 when entry e's host pattern matches host (any case, one trailing dot, brackets allowed). */
+int addon__policy_host_matches(const addon__policy_entry_t *e, addon_str_t host);
 
 /* Decision helpers used by the texts. */
 const addon__policy_list_t *addon__policy_list(const addon_policy_t *p, addon_policy_kind_t kind);

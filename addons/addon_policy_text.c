@@ -110,6 +110,7 @@ size_t addon_policy_describe(const addon_policy_t *p, char *buf, size_t len)
     out_list(&o, p, ADDON_POLICY_BLOCKS);
     out_list(&o, p, ADDON_POLICY_DOMAINS);
     out_list(&o, p, ADDON_POLICY_URL_PREFIXES);
+    addon__policy_budgets_text(p, &o, 0); /* addon_policy_budget.c */
     return o.pos;
 }
 
@@ -232,6 +233,7 @@ size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t l
             addon_policy_count(p, ADDON_POLICY_URL_PREFIXES) ==
         0)
         addon_out_fmt(&o, "# no allow entries: every request is blocked (no outbound traffic)\n");
+    addon__policy_budgets_text(p, &o, 1);
     if (p != NULL && p->nremoved > 0) {
         addon_out_fmt(&o, "# removed from the list by block entries:\n");
         for (size_t i = 0; i < p->nremoved; i++) {

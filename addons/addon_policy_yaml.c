@@ -10,7 +10,8 @@
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
-static const char *const policy_top_keys[] = {"domains", "url_prefixes", "block", NULL};
+static const char *const policy_top_keys[] = {"domains", "url_prefixes", "block", "budgets",
+                                              NULL};
 static const char *const policy_entry_keys[] = {"host",  "path",    "methods",
                                                 "ports", "tls",     "graphql", NULL};
 static const char *const policy_graphql_keys[] = {"queries", "mutations", "subscriptions", NULL};
@@ -374,6 +375,8 @@ static int policy_from_root(addon_policy_t *p, const addon_yaml_node_t *root, ch
     const addon_yaml_node_t *urls = addon_yaml_get(root, "url_prefixes");
     if (urls != NULL && addon_yaml_type(urls) != ADDON_YAML_NULL)
         rc = policy_urls(p, urls, err, errlen);
+    if (rc == 0 && addon_yaml_get(root, "budgets") != NULL) /* addon_policy_budget.c */
+        rc = addon__policy_budgets_yaml(p, addon_yaml_get(root, "budgets"), err, errlen);
     return rc;
 }
 

@@ -79,6 +79,10 @@ static inline px_upmgr_t *px__cl_up(const px_client_t *c)
 {
     return c->sb != NULL ? c->sb->up : c->eng->up;
 }
+static inline struct addon_budget_table **px__cl_budgets(px_client_t *c)
+{
+    return c->sb != NULL ? &c->sb->budgets : &c->eng->budgets;
+}
 
 #define PX__LINGER_MS 5000 /* a closing connection's last bytes may take this long to leave */
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "addons/addon_budget.h"
 #include "addons/addon_policy.h"
 #include "dns/dns_resolve.h"
 #include "dns/dns_server.h"
@@ -165,6 +166,8 @@ static void on_signal(uv_signal_t *s, int signum)
             px_snapshot_t *old = eng->snap;
             eng->snap = n;
             px_snapshot_unref(old);
+            if (eng->budgets != NULL) /* budgets still named keep their counts (else: lazily) */
+                addon_budget_table_sync(eng->budgets, n->cfg.policy, uv_now(eng->loop.uv));
             px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
                     eng->cfg->allowlist_path,
                     addon_policy_count(n->cfg.policy, ADDON_POLICY_DOMAINS),
@@ -484,6 +487,7 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     px_snapshot_unref(eng->snap);
     px_sandboxes_free(eng);
+    addon_budget_table_free(eng->budgets);
     px_upmgr_free(eng->up);
     SSL_CTX_free(eng->tls_server);
     SSL_CTX_free(eng->tls_client);

@@ -33,6 +33,8 @@ struct px_engine {
     px_log_t *log;
     px_snapshot_t *snap;        /* current configuration (a reference) */
     px_upmgr_t *up;             /* upstream requests and their pool */
+    struct addon_budget_table *budgets; /* egress budget counters, kept across reloads; NULL
+                                           until a policy sets budgets */
     ca_t *ca;
     SSL_CTX *tls_server;        /* client side: airlock is the server */
     SSL_CTX *tls_client;        /* upstream side */

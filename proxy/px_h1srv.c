@@ -97,7 +97,8 @@ static int on_req_head(void *owner, px_msg_t *m)
         return 1;
     }
     px_xchg_from_t from = {.ops = &px__cl_down, .down = c, .pre = ctx, .log = c->log,
-                           .snap = px__cl_snap(c), .up = px__cl_up(c)};
+                           .snap = px__cl_snap(c), .up = px__cl_up(c),
+                           .budgets = px__cl_budgets(c)};
     c->resp_chunked = 0;
     c->close_after = 0;
     c->x = px_xchg_start(c->eng, &from, m, pre);

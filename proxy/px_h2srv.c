@@ -237,7 +237,8 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
     if (pre->verdict == PX_PRE_TUNNEL)
         pre->verdict = PX_PRE_NO_TUNNEL; /* a CONNECT stream never becomes a tunnel here */
     px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx, .log = c->log,
-                           .snap = px__cl_snap(c), .up = px__cl_up(c)};
+                           .snap = px__cl_snap(c), .up = px__cl_up(c),
+                           .budgets = px__cl_budgets(c)};
     uv_timer_stop(&c->timer);
     s->x = px_xchg_start(c->eng, &from, m, pre);
     free(pre);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "addons/addon_budget.h"
 #include "base/px_err.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_log.h"
@@ -205,6 +206,8 @@ static void px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
     px_snapshot_t *old = sb->snap;
     sb->snap = n;
     px_snapshot_unref(old);
+    if (sb->budgets != NULL) /* budgets still named keep their counts */
+        addon_budget_table_sync(sb->budgets, n->cfg.policy, uv_now(eng->loop.uv));
 }
 
 static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
@@ -315,6 +318,7 @@ void px_sandboxes_free(px_engine_t *eng)
         if (!sb->gone)
             px_sandbox_unref(sb);
         px_upmgr_free(sb->up);
+        addon_budget_table_free(sb->budgets);
         free(sb);
     }
 }

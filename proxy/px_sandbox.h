@@ -49,6 +49,7 @@ typedef struct px_sandbox {
     px_snapshot_t *snap;       /* its configuration now (a reference) */
     px_log_t *log;
     px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
+    struct addon_budget_table *budgets; /* its egress budget counters (NULL until used) */
 } px_sandbox_t;
 
 /* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and

@@ -294,6 +294,8 @@ static void px__decide(px_xchg_t *x)
     addon_req_t *r = x->view;
     if (px__heads(x, px_addons()))
         return;
+    if (px__x_budget_head(x))
+        return; /* over an egress budget: 429 (px_xchg_budget.c) */
     if (r->body_mode == ADDON_BODY_BUFFER || r->filter_cap > 0) {
         /* a body filter, or a credential addon whose head depends on the body: a streaming
          * credential addon then gets the gathered body in one piece */
@@ -403,6 +405,7 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
     x->eng = eng;
     x->log = from->log;
     x->upmgr = from->up;
+    x->budgets_at = from->budgets;
     x->snap_from = from->snap; /* a reference is taken when the addons start */
     x->ops = from->ops;
     x->down = from->down;
@@ -451,6 +454,8 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
     if (x->finished || len == 0)
         return;
     x->expect = 0;
+    if (x->sink != PX__SINK_DISCARD && px__x_budget_sent(x, data, len))
+        return; /* the sent-bytes budget stopped the upload (px_xchg_budget.c) */
     switch (x->sink) {
     case PX__SINK_DISCARD:
         x->discarded += len;
@@ -647,6 +652,8 @@ static void on_up_head(void *owner, px_msg_t *m)
 static void on_up_data(void *owner, const char *data, size_t len)
 {
     px_xchg_t *x = owner;
+    if (px__x_budget_received(x, data, len))
+        return; /* the received-bytes budget cut the response (px_xchg_budget.c) */
     x->ops->data(x->down, data, len);
     if (!x->up_paused && x->ops->queued(x->down) > PX_WQ_HIGH) {
         x->up_paused = 1;
@@ -715,6 +722,7 @@ static void px__release(px_xchg_t *x)
         x->up = NULL;
     }
     px__addons_end(x);
+    px__x_budget_end(x);
     if (x->view != NULL) {
         addon_req_reset(x->view);
         free(x->view);

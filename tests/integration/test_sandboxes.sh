@@ -32,11 +32,13 @@ t_start_nginx 'location /hdr { return 200 "auth=$http_authorization conn=$connec
 SB=$T_DIR/sandboxes
 mkdir -p "$SB/a" "$SB/b"
 printf 'source 10.77.1.0/24\n' > "$SB/a/sandbox.conf"
-printf 'domains: ["a.test", "shared.test"]\n' > "$SB/a/network-allowlist.yaml"
+printf 'domains: ["a.test", "shared.test", "budg.test"]\nbudgets:\n  - host: budg.test\n    requests: 2\n' \
+    > "$SB/a/network-allowlist.yaml"
 printf '{"sur-aaaaaaaaaaaaaaaa": {"value": "REAL-A-0123456789", "scopes": ["shared.test"], "headers": ["Authorization"], "allow_plain_http": true}}\n' \
     > "$SB/a/replacements.json"
 printf 'source 10.77.2.0/24   # sandbox B\nmax-connections 64\n' > "$SB/b/sandbox.conf"
-printf 'domains: ["b.test", "shared.test"]\n' > "$SB/b/network-allowlist.yaml"
+printf 'domains: ["b.test", "shared.test", "budg.test"]\nbudgets:\n  - host: budg.test\n    requests: 2\n' \
+    > "$SB/b/network-allowlist.yaml"
 printf '{"sur-bbbbbbbbbbbbbbbb": {"value": "REAL-B-0123456789", "scopes": ["shared.test"], "headers": ["Authorization"], "allow_plain_http": true}}\n' \
     > "$SB/b/replacements.json"
 : > "$T_DIR/host.log"
@@ -100,6 +102,12 @@ cb=$(get 1 http://shared.test/hdr | sed 's/.*conn=\([0-9]*\).*/\1/')
 ca2=$(get 0 http://shared.test/hdr | sed 's/.*conn=\([0-9]*\).*/\1/')
 t_check "A's pooled upstream connection is A's again ($ca, $ca2)" test "$ca" = "$ca2"
 t_check "... never B's ($cb)" test "$cb" != "$ca"
+
+# egress budgets count per sandbox: the same budget in A and B has two counters
+get 0 http://budg.test/echo > /dev/null
+get 0 http://budg.test/echo > /dev/null
+t_contains "A's third request under its 2-request budget: 429" "$(get 0 http://budg.test/echo)" " 429"
+t_contains "... B's first under the same budget: allowed" "$(get 1 http://budg.test/echo)" " 200"
 
 # reloads: a broken file keeps that sandbox's policy and touches no other; a new directory is
 # a new sandbox; a removed one takes no new connection

@@ -1,0 +1,202 @@
+/* The HTTP/2 codec's responses (px_h2.h): heads, bodies queued per stream and handed to
+ * nghttp2 as its windows allow, trailers, resets, discards and the graceful end. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/px_err.h"
+#include "proxy/px_h2_int.h"
+
+ssize_t px__h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
+                    uint32_t *flags, nghttp2_data_source *src, void *ud)
+{
+    px_h2s_t *st = src->ptr;
+    size_t n = st->q_len - st->q_off < len ? st->q_len - st->q_off : len;
+    if (n > 0)
+        memcpy(buf, st->q + st->q_off, n);
+    st->q_off += n;
+    if (st->q_off == st->q_len)
+        st->q_off = st->q_len = 0;
+    if (st->over_high && st->q_len - st->q_off <= PX_H2_QUEUE_LOW) {
+        st->over_high = 0;
+        st->drain = 1;
+        st->h->any_drain = 1;
+    }
+    if (st->q_len > st->q_off)
+        return (ssize_t)n;
+    if (!st->resp_end) {
+        if (n > 0)
+            return (ssize_t)n;
+        st->deferred = 1;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (st->tn > 0) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        if (nghttp2_submit_trailer(ses, sid, st->tnv, st->tn) != 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return (ssize_t)n;
+}
+
+/* ---- responses -------------------------------------------------------------------------- */
+
+/* Fields that HTTP/2 forbids (RFC 9113 section 8.2.2) or that are ours to write. */
+static int px__field_dropped(const char *n, size_t len)
+{
+    static const char *const drop[] = {"connection",        "keep-alive", "proxy-connection",
+                                       "transfer-encoding", "upgrade",    "te"};
+    if (len == 0 || n[0] == ':')
+        return 1;
+    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+        if (len == strlen(drop[i]) && strncasecmp(n, drop[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+/* An nv array for fields f[0..n) or t (first: :status when given), names lowercased, names and
+ * values copied into the same block after the array. NULL when out of memory; *count set. */
+static nghttp2_nv *px__nv(const char *status, const px_h2_field_t *f, size_t n,
+                          const px_fields_t *t, size_t *count)
+{
+    size_t total = t != NULL ? t->n : n, bytes = 0;
+    for (size_t i = 0; i < total; i++)
+        bytes += t != NULL ? t->names[i].len + t->values[i].len : f[i].name_len + f[i].value_len;
+    nghttp2_nv *nv = malloc((total + 1) * sizeof(*nv) + bytes + 1);
+    if (nv == NULL)
+        return NULL;
+    uint8_t *b = (uint8_t *)(nv + total + 1);
+    size_t k = 0;
+    if (status != NULL)
+        nv[k++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)status, 7, 3, 0};
+    for (size_t i = 0; i < total; i++) {
+        px_h2_field_t x = t == NULL ? f[i]
+                                    : (px_h2_field_t){t->buf + t->names[i].off, t->names[i].len,
+                                                      t->buf + t->values[i].off, t->values[i].len};
+        if (px__field_dropped(x.name, x.name_len))
+            continue;
+        nv[k++] = (nghttp2_nv){b, b + x.name_len, x.name_len, x.value_len, NGHTTP2_NV_FLAG_NONE};
+        for (size_t j = 0; j < x.name_len; j++)
+            b[j] = (uint8_t)((x.name[j] >= 'A' && x.name[j] <= 'Z') ? x.name[j] + 32 : x.name[j]);
+        memcpy(b + x.name_len, x.value, x.value_len);
+        b += x.name_len + x.value_len;
+    }
+    *count = k;
+    return nv;
+}
+
+#define px__err(rv) ((rv) == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_ESTATE)
+
+int px_h2_respond(px_h2_t *h, int32_t sid, int status, const px_h2_field_t *f, size_t n,
+                  int has_body)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    if (st == NULL || !st->reported || st->owner_reset || st->resp_started || status < 100 ||
+        status > 999 || status == 101)
+        return PX_ESTATE;
+    char code[4];
+    snprintf(code, sizeof(code), "%03d", status);
+    size_t count;
+    nghttp2_nv *nv = px__nv(code, f, n, NULL, &count);
+    if (nv == NULL)
+        return PX_ENOMEM;
+    int rv;
+    if (status < 200) {
+        rv = nghttp2_submit_headers(h->ses, NGHTTP2_FLAG_NONE, sid, NULL, nv, count, NULL);
+    } else {
+        nghttp2_data_provider prd = {.source.ptr = st, .read_callback = px__h2_read};
+        rv = nghttp2_submit_response(h->ses, sid, nv, count, has_body ? &prd : NULL);
+        if (rv == 0) {
+            st->resp_started = 1;
+            st->resp_body = has_body != 0;
+            st->owner_done = has_body == 0;
+        }
+    }
+    free(nv); /* nghttp2 copied the fields */
+    return rv == 0 ? 0 : px__err(rv);
+}
+
+static int px__resume(px_h2_t *h, px_h2s_t *st)
+{
+    if (!st->deferred)
+        return 0;
+    st->deferred = 0;
+    int rv = nghttp2_session_resume_data(h->ses, st->id);
+    return rv == 0 ? 0 : px__err(rv);
+}
+
+int px_h2_send_data(px_h2_t *h, int32_t sid, const char *data, size_t len)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    if (st == NULL || !st->resp_body || st->resp_end || st->owner_reset)
+        return PX_ESTATE;
+    size_t queued = st->q_len - st->q_off;
+    if (len > PX_H2_QUEUE_MAX - queued)
+        return PX_ETOOBIG;
+    if (st->q_cap - st->q_len < len && st->q_off > 0) {
+        memmove(st->q, st->q + st->q_off, queued);
+        st->q_off = 0;
+        st->q_len = queued;
+    }
+    if (px__grow(&st->q, &st->q_cap, st->q_len, len) != 0)
+        return PX_ENOMEM;
+    memcpy(st->q + st->q_len, data, len);
+    st->q_len += len;
+    if (st->q_len - st->q_off > PX_H2_QUEUE_HIGH)
+        st->over_high = 1;
+    return px__resume(h, st);
+}
+
+int px_h2_end(px_h2_t *h, int32_t sid, const px_fields_t *t)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    if (st != NULL && st->resp_started && !st->resp_body && !st->owner_reset)
+        return 0; /* the response had no body: it ended with its head */
+    if (st == NULL || !st->resp_body || st->resp_end || st->owner_reset)
+        return PX_ESTATE;
+    if (t != NULL && t->n > 0) {
+        st->tnv = px__nv(NULL, NULL, 0, t, &st->tn);
+        if (st->tnv == NULL)
+            return PX_ENOMEM;
+    }
+    st->resp_end = 1;
+    st->owner_done = 1;
+    return px__resume(h, st);
+}
+
+void px_h2_reset(px_h2_t *h, int32_t sid, uint32_t code)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    if (st == NULL || st->owner_reset)
+        return;
+    st->owner_reset = 1;
+    st->owner_done = 1;
+    free(st->q);
+    st->q = NULL;
+    st->q_off = st->q_len = st->q_cap = 0;
+    nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, sid, code);
+}
+
+void px_h2_discard(px_h2_t *h, int32_t sid)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    if (st == NULL || st->owner_reset || st->discard || h->failed)
+        return;
+    st->discard = 1;
+    if (st->unconsumed > 0 && nghttp2_session_consume(h->ses, sid, st->unconsumed) != 0)
+        h->failed = PX_ENOMEM;
+    st->unconsumed = 0;
+}
+
+size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid)
+{
+    px_h2s_t *st = px__stream(h, sid);
+    return st != NULL ? st->q_len - st->q_off : 0;
+}
+
+void px_h2_shutdown(px_h2_t *h)
+{
+    nghttp2_submit_goaway(h->ses, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(h->ses), NGHTTP2_NO_ERROR, NULL,
+                          0);
+}

@@ -1,0 +1,218 @@
+/* The egress budgets of an exchange (docs/budgets.md): once the allowlist allowed a request,
+ * the conversation's budgets that match its host admit it or answer 429
+ * egress_budget_exceeded; then its request body is counted as it goes upstream and its
+ * response body as it comes back. A body that crosses a budget stops there: nothing past the
+ * budget goes on (the piece that crosses is cut at the budget), the upstream request is aborted
+ * and the client gets the 429, or, once a response head went out, its connection (HTTP/2: its
+ * stream) is cut. The counters live in the engine's table (addons/addon_budget.c), outside the
+ * snapshot, so that they survive SIGHUP. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addons/addon_budget.h"
+#include "base/px_sbuf.h"
+#include "proxy/px_engine.h"
+#include "proxy/px_log.h"
+#include "proxy/px_policy.h"
+#include "proxy/px_xchg_int.h"
+
+struct px__xbud {
+    addon_budget_req_t *req; /* the sent/received budgets this request counts for */
+    uint64_t sent;           /* this request's body bytes handed upstream */
+    uint64_t received;       /* its response body bytes relayed */
+    int passing;             /* the piece that fits is being handed on: not counted again */
+};
+
+/* "to any host" or "to HOST" for the messages. */
+static void px__bud_where(const addon_budget_t *b, char *buf, size_t len)
+{
+    if (b->pattern == NULL)
+        snprintf(buf, len, "any host");
+    else
+        snprintf(buf, len, "%s", b->host);
+}
+
+static void px__bud_message(const addon_budget_over_t *o, uint64_t declared, char *buf, size_t len)
+{
+    const addon_budget_t *b = o->b;
+    char where[ADDON_BUDGET_DESC_MAX], lim[48];
+    px__bud_where(b, where, sizeof(where));
+    addon_budget_limit_text(b, lim, sizeof(lim));
+    static const char *const what[] = {
+        [ADDON_BUDGET_REQUESTS] = "requests to",
+        [ADDON_BUDGET_SENT] = "bytes of request bodies sent to",
+        [ADDON_BUDGET_RECEIVED] = "bytes of response bodies received from",
+    };
+    if (b->kind == ADDON_BUDGET_RATE) {
+        snprintf(buf, len,
+                 "Too many requests to %s: the egress rate budget is %s (set at %s). Retry in "
+                 "%lld s.",
+                 where, lim, b->src, (long long)((o->resets_in_ms + 999) / 1000));
+        return;
+    }
+    int n = snprintf(buf, len,
+                     "This conversation's egress budget of %s %s %s (set at %s) is used up "
+                     "(%llu so far)",
+                     lim, what[b->kind], where, b->src, (unsigned long long)o->used);
+    if (n > 0 && (size_t)n < len && declared > 1)
+        n += snprintf(buf + n, len - (size_t)n, " or would be by this body of %llu bytes",
+                      (unsigned long long)declared);
+    if (n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n,
+                 ". It resets only when airlock restarts: ask the user to raise the budget in "
+                 "the network allowlist if more is needed.");
+}
+
+/* Answers 429 egress_budget_exceeded for o. */
+static void px__bud_answer(px_xchg_t *x, const addon_budget_over_t *o, uint64_t declared, int close)
+{
+    const addon_budget_t *b = o->b;
+    char msg[1024], json[2048];
+    px__bud_message(o, declared, msg, sizeof(msg));
+    px_sbuf_t s;
+    px_sbuf_init(&s, json, sizeof(json));
+    px_sbuf_adds(&s, "{\"error\": \"egress_budget_exceeded\", \"message\": ");
+    px_sbuf_json_str(&s, msg, strlen(msg));
+    px_sbuf_printf(&s,
+                   ", \"budget\": {\"kind\": \"%s\", \"host\": ", addon_budget_kind_name(b->kind));
+    px_sbuf_json_str(&s, b->host, strlen(b->host));
+    px_sbuf_printf(&s, ", \"limit\": %llu", (unsigned long long)b->limit);
+    if (b->kind == ADDON_BUDGET_RATE)
+        px_sbuf_printf(&s, ", \"per_seconds\": %llu", (unsigned long long)(b->per_ms / 1000));
+    else
+        px_sbuf_printf(&s, ", \"used\": %llu", (unsigned long long)o->used);
+    px_sbuf_adds(&s, ", \"set_at\": ");
+    px_sbuf_json_str(&s, b->src, strlen(b->src));
+    if (o->resets_in_ms >= 0)
+        px_sbuf_printf(&s, "}, \"resets_in\": %lld}", (long long)((o->resets_in_ms + 999) / 1000));
+    else
+        px_sbuf_adds(&s, "}, \"resets_in\": null}");
+    px__x_answer(x, 429, json, s.len, close);
+}
+
+int px__x_budget_head(px_xchg_t *x)
+{
+    size_t n;
+    addon_policy_budgets(x->snap->cfg.policy, &n);
+    if (n == 0)
+        return 0;
+    if ((*x->budgets_at) == NULL)
+        (*x->budgets_at) = addon_budget_table_new();
+    struct px__xbud *xb = calloc(1, sizeof(*xb));
+    if ((*x->budgets_at) == NULL || xb == NULL) {
+        free(xb);
+        px__x_finish(x, -1);
+        return 1;
+    }
+    x->budget = xb;
+    const px_msg_t *m = x->req;
+    uint64_t declared = x->rq != PX__RQ_BODY ? 0 : (m->flags & PX_MSG_LENGTH) ? m->length : 1;
+    addon_budget_over_t o;
+    int rc = addon_budget_begin((*x->budgets_at), x->snap->cfg.policy, x->view->host, declared,
+                                uv_now(x->eng->loop.uv), &xb->req, &o);
+    if (rc < 0) {
+        px__x_log(x, "ERROR", -1, "internal error in an addon");
+        px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request", 1);
+        return 1;
+    }
+    if (rc == 0) {
+        if (xb->req == NULL) { /* no byte budget for this host: nothing to count after this */
+            free(xb);
+            x->budget = NULL;
+        }
+        return 0;
+    }
+    char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 64];
+    addon_budget_describe(&o, desc, sizeof(desc));
+    if (o.b->kind == ADDON_BUDGET_SENT && declared > 1)
+        snprintf(tail, sizeof(tail), " (budget: %s; body of %llu bytes)", desc,
+                 (unsigned long long)declared);
+    else
+        snprintf(tail, sizeof(tail), " (budget: %s)", desc);
+    px__x_log(x, "BLOCKED", 429, tail);
+    /* as any refusal: the connection goes on unless the client waits for a 100 */
+    px__bud_answer(x, &o, declared, x->expect && x->rq == PX__RQ_BODY);
+    return 1;
+}
+
+/* The request body crossed a sent-bytes budget: what fit went on; the rest never will. */
+static void px__bud_stop_upload(px_xchg_t *x, const addon_budget_over_t *o)
+{
+    int aborted = x->up != NULL;
+    if (aborted) {
+        px_up_abort(x->up);
+        x->up = NULL;
+    }
+    char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 128];
+    addon_budget_describe(o, desc, sizeof(desc));
+    int answered = x->rs == PX__RS_BODY || x->rs == PX__RS_DONE;
+    snprintf(tail, sizeof(tail), " (budget: %s; the upload was stopped after %llu bytes%s%s)", desc,
+             (unsigned long long)x->budget->sent, aborted ? ", the upstream request aborted" : "",
+             answered ? ", the connection cut" : "");
+    px__x_log(x, "BLOCKED", answered ? x->status : 429, tail);
+    if (answered) {
+        px__x_finish(x, 0); /* the upstream's answer began: the client's connection just ends */
+        return;
+    }
+    px__bud_answer(x, o, 0, 1); /* the rest of the body is not read: the connection closes */
+}
+
+int px__x_budget_sent(px_xchg_t *x, const char *data, size_t len)
+{
+    struct px__xbud *xb = x->budget;
+    if (xb == NULL || xb->passing)
+        return 0;
+    uint64_t fit = 0;
+    addon_budget_over_t o;
+    if (!addon_budget_count(xb->req, ADDON_BUDGET_SENT, len, &fit, &o)) {
+        xb->sent += len;
+        return 0;
+    }
+    if (fit > 0) {
+        xb->passing = 1;
+        px__x_body_out(x, data, (size_t)fit);
+        xb->passing = 0;
+        xb->sent += fit;
+        if (x->finished)
+            return 1;
+    }
+    px__bud_stop_upload(x, &o);
+    return 1;
+}
+
+int px__x_budget_received(px_xchg_t *x, const char *data, size_t len)
+{
+    struct px__xbud *xb = x->budget;
+    if (xb == NULL)
+        return 0;
+    uint64_t fit = 0;
+    addon_budget_over_t o;
+    if (!addon_budget_count(xb->req, ADDON_BUDGET_RECEIVED, len, &fit, &o)) {
+        xb->received += len;
+        return 0;
+    }
+    if (fit > 0)
+        x->ops->data(x->down, data, (size_t)fit);
+    xb->received += fit;
+    if (x->up != NULL) {
+        px_up_abort(x->up);
+        x->up = NULL;
+    }
+    char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 128];
+    addon_budget_describe(&o, desc, sizeof(desc));
+    snprintf(tail, sizeof(tail), " (budget: %s; the response was cut after %llu bytes)", desc,
+             (unsigned long long)xb->received);
+    px__x_log(x, "BLOCKED", x->status, tail);
+    px__x_finish(x, 0); /* HTTP/1: the connection closes short of the length; HTTP/2: reset */
+    return 1;
+}
+
+void px__x_budget_end(px_xchg_t *x)
+{
+    if (x->budget == NULL)
+        return;
+    addon_budget_end(x->budget->req);
+    free(x->budget);
+    x->budget = NULL;
+}
