@@ -271,6 +271,9 @@ static void on_conn_resume(px_defer_t *d)
         u->in_len = 0;
         px__up_deliver(u, buf, n);
         free(buf);
+    } else if (u->parser.paused && u->parser.state == PX_H1_BODY) {
+        /* paused on the body's last bytes: the response's end is delivered now, with no byte */
+        px__up_deliver(u, "", 0);
     }
     if (!u->closing && u->req == r && !r->paused)
         px_sock_read_start(&u->sock);
@@ -365,7 +368,9 @@ const px_h1_cbs_t px__up_resp_cbs = {on_resp_head, on_resp_data, on_resp_end};
 void px__up_deliver(px_upconn_t *u, const char *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && !u->closing) {
+    int once = len == 0; /* a parser paused on a body's last bytes runs once with none */
+    while ((off < len || once) && !u->closing) {
+        once = 0;
         if (u->state == PX__C_TUNNEL) {
             px_tunnel_data(u->tun, 1, data + off, len - off);
             return;
