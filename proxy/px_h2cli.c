@@ -44,6 +44,7 @@ struct px_h2c {
     size_t owed; /* connection window owed for bytes dropped with their stream */
     int failed;
     int goaway; /* a GOAWAY came or went */
+    int term;   /* a GOAWAY with an error went (or is on its way) */
     int32_t goaway_last;
     int any_drain, any_free;
     const char *reason;
@@ -314,10 +315,15 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
     if (f->hd.type == NGHTTP2_GOAWAY) {
         h->goaway = 1;
         h->goaway_last = INT32_MAX;
-        if (f->goaway.error_code != NGHTTP2_NO_ERROR && h->reason == NULL) {
-            snprintf(h->reason_buf, sizeof(h->reason_buf), "GOAWAY %s sent to upstream",
-                     nghttp2_http2_strerror(f->goaway.error_code));
-            h->reason = h->reason_buf;
+        if (f->goaway.error_code != NGHTTP2_NO_ERROR) {
+            h->term = 1;
+            if (h->reason == NULL) {
+                snprintf(h->reason_buf, sizeof(h->reason_buf), "GOAWAY %s sent to upstream: %.*s",
+                         nghttp2_http2_strerror(f->goaway.error_code),
+                         (int)(f->goaway.opaque_data_len < 100 ? f->goaway.opaque_data_len : 100),
+                         f->goaway.opaque_data != NULL ? (const char *)f->goaway.opaque_data : "");
+                h->reason = h->reason_buf;
+            }
         }
     }
     return 0;
@@ -511,6 +517,8 @@ int px_h2c_feed(px_h2c_t *h, const char *data, size_t len)
     if (rv < 0 && !h->failed)
         h->failed = PX_EPARSE;
     int err = px__pump(h);
+    if (err == 0 && h->term) /* nghttp2 ended the session itself (a protocol error) */
+        err = h->failed = PX_EPARSE;
     return err;
 }
 
