@@ -1,0 +1,109 @@
+#!/bin/bash
+# The upstream leg of HTTP/2 (issue 16): airlock offers h2 and http/1.1 to TLS upstreams and
+# speaks what they pick. HTTP/1.1 clients (curl --http1.1, a Python client for chunked bodies
+# with trailers) reach an h2-only upstream (h2_upstream.py, ALPN h2 alone): Content-Length and
+# chunked request bodies go out as DATA with trailing HEADERS; an answer of unknown length
+# comes back chunked with its trailers; concurrent requests to one host share one connection
+# as streams, two hosts never share one; an RST_STREAM fails its request alone (502, an ERROR
+# line); nginx speaking http/1.1 alone still works; the log lines keep their format.
+#
+# Addresses in the test's own namespace: airlock 127.0.0.1; h2_upstream.py on 127.0.0.3
+# (a.test, b.test :443); nginx on 127.0.0.2 (h1.test :443, no h2).
+. "$(dirname "$0")/lib.sh"
+t_enter_netns "$@"
+HERE=$(cd "$(dirname "$0")" && pwd)
+ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+printf 'domains: ["a.test", "b.test", "h1.test"]\n' > "$T_DIR/allow.yaml"
+t_start_resolver --address=/a.test/127.0.0.3 --address=/b.test/127.0.0.3 \
+    --address=/h1.test/127.0.0.2 || exit 1
+t_upstream_ca
+t_upstream_cert "DNS:a.test,DNS:b.test" "$T_DIR/up"
+t_upstream_cert "DNS:h1.test" "$T_DIR/h1"
+UPLOG=$T_DIR/up.log
+: > "$UPLOG"
+"$PY" "$HERE/h2_upstream.py" server 127.0.0.3 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$UPLOG" \
+    > "$T_DIR/up.err" 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 443 || exit 1
+t_start_nginx "listen 127.0.0.2:443 ssl; ssl_certificate $T_DIR/h1.pem;
+        ssl_certificate_key $T_DIR/h1.key;" || exit 1
+echo "from nginx" > "$T_DIR/www/index.html"
+t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
+    --allow-upstream-cidr 127.0.0.3/32 --upstream-timeout 10 || exit 1
+CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
+C=(curl -sS -m 20 --http1.1 --cacert "$CA")
+conns() { grep -c '^conn ' "$UPLOG"; }
+
+# GET: the upstream's h2 answer reaches the HTTP/1.1 client
+out=$("${C[@]}" -w ' %{http_code} %{http_version}' https://a.test/get)
+t_contains "GET to an h2-only upstream" "$out" "hello a.test conn "
+t_contains "... 200 over HTTP/1.1 to the client" "$out" " 200 1.1"
+t_logged "... its log line, in today's format" '^allowed GET https://a\.test/get -> 200$'
+grep -qE '^stream [0-9]+ 1 a\.test GET /get$' "$UPLOG"
+t_check "... the upstream saw :authority a.test, GET /get on stream 1" test $? -eq 0
+
+# POST with Content-Length
+out=$("${C[@]}" --data-binary 'hello world' https://a.test/echo)
+t_eq "POST with Content-Length: the body arrives as DATA" "got 11 trailers=" "$out"
+t_logged "... logged" '^allowed POST https://a\.test/echo -> 200$'
+
+# a chunked POST with trailers: DATA, then trailing HEADERS
+out=$(timeout 20 "$PY" "$HERE/h2_upstream.py" chunked 127.0.0.1 443 a.test /echo "$CA")
+t_contains "chunked POST with trailers: the body arrives" "$out" "got 11 trailers="
+t_contains "... and its trailer, as trailing HEADERS" "$out" "trailers=x-sum=42;"
+
+# an answer of unknown length with trailers: chunked toward the HTTP/1.1 client
+out=$(timeout 20 "$PY" "$HERE/h2_upstream.py" get 127.0.0.1 443 a.test /trailers "$CA" | tr -d '\r')
+t_contains "unknown-length answer: chunked to the HTTP/1 client" "$out" "Transfer-Encoding: chunked"
+t_contains "... its bytes in chunks" "$out" "part one, "
+t_contains "... its trailers in the last chunk" "$out" "x-checksum: abc"
+t_contains "... all of them" "$out" "grpc-status: 0"
+n=$(printf '%s\n' "$out" | grep -ci '^transfer-encoding:')
+t_eq "... one Transfer-Encoding field" "1" "$n"
+out=$("${C[@]}" --raw https://a.test/trailers | tr -d '\r')
+t_contains "... curl reads the chunked body" "$out" "part one, "
+
+# 20 concurrent requests to one host: one connection, 20 streams
+c0=$(conns)
+urls=()
+for i in $(seq 1 20); do urls+=("https://b.test/slow?ms=700&i=$i"); done
+out=$("${C[@]}" --parallel --parallel-max 20 -w '%{http_code}\n' -o /dev/null "${urls[@]}" 2>/dev/null)
+t_eq "20 concurrent requests to b.test: all 200" "20" "$(printf '%s\n' "$out" | grep -c '^200$')"
+nb=$(grep -E '^stream [0-9]+ [0-9]+ b\.test GET /slow' "$UPLOG" | awk '{print $2}' | sort -u | wc -l)
+t_eq "... over one upstream connection" "1" "$nb"
+ns=$(grep -cE '^stream [0-9]+ [0-9]+ b\.test GET /slow' "$UPLOG")
+t_eq "... as 20 streams" "20" "$ns"
+t_eq "... a connection of its own (a.test's is not b.test's)" "$((c0 + 1))" "$(conns)"
+
+# two hosts never share a connection: every connection carries one authority
+mixed=$(grep '^stream ' "$UPLOG" | awk '{print $2, $4}' | sort -u | awk '{print $1}' | uniq -d)
+t_eq "no upstream connection carried two hosts" "" "$mixed"
+
+# an upstream RST_STREAM fails that request alone
+urls=()
+for i in $(seq 1 5); do urls+=("https://a.test/slow?ms=500&i=$i"); done
+out=$("${C[@]}" --parallel --parallel-max 10 -w '%{http_code} %{url_effective}\n' -o /dev/null \
+    "${urls[@]}" https://a.test/rst 2>/dev/null)
+t_contains "RST_STREAM: that request gets 502" "$out" "502 https://a.test/rst"
+t_eq "... the others on the same connection complete" "5" "$(printf '%s\n' "$out" | grep -c '^200 ')"
+t_logged "... an ERROR line naming the reset" '^ERROR GET https://a\.test/rst -> .*reset the stream'
+out=$("${C[@]}" -w ' %{http_code}' https://a.test/rst-late 2>&1)
+case "$out" in
+    *" 200"*) t_ok "a reset after the head: the client's answer is cut ($out)" ;;
+    *) t_ok "a reset after the head: the request fails ($out)" ;;
+esac
+t_logged "... logged as an ERROR" '^ERROR GET https://a\.test/rst-late -> .*reset the stream'
+out=$("${C[@]}" https://a.test/get)
+t_contains "the connection goes on after resets" "$out" "hello a.test"
+
+# an upstream that speaks http/1.1 alone (nginx without h2)
+out=$("${C[@]}" -w ' %{http_code}' https://h1.test/)
+t_eq "nginx (http/1.1 alone) still works" "from nginx 200" "$(printf '%s' "$out" | tr '\n' ' ' | sed 's/  */ /g')"
+out=$("${C[@]}" --data-binary 'x=1' -w ' %{http_code}' https://h1.test/echo)
+t_contains "... a POST to it too" "$out" "method=POST"
+out=$(timeout 20 "$PY" "$HERE/h2_upstream.py" chunked 127.0.0.1 443 h1.test /echo "$CA")
+t_contains "... and a chunked POST" "$out" "method=POST"
+t_logged "... logged" '^allowed GET https://h1\.test/ -> 200$'
+
+t_check "airlock is still running" kill -0 "$AIRLOCK_PID"
+t_done
