@@ -101,6 +101,7 @@ static void px__fail(px_h2c_t *h, px_h2cs_t *st, uint32_t code, const char *why)
     if (st->owner_gone || st->end_told)
         return;
     st->end_told = 1;
+    st->drain = st->over_high = 0;
     px__drop_held(h, st);
     h->cbs->on_error(st->owner, code, why);
 }
@@ -292,6 +293,11 @@ static int on_h2_stream_close(nghttp2_session *ses, int32_t sid, uint32_t code, 
     free(st->q); /* nothing more goes out on it */
     st->q = NULL;
     st->q_off = st->q_len = st->q_cap = 0;
+    if (st->over_high) { /* an owner waiting to send more hears the queue is empty */
+        st->over_high = 0;
+        st->drain = 1;
+        h->any_drain = 1;
+    }
     if (st->resp_end || st->owner_gone)
         return 0;
     const char *why = st->bad;
@@ -447,7 +453,7 @@ static void px__after(px_h2c_t *h)
             if (!st->drain)
                 continue;
             st->drain = 0;
-            if (h->cbs->on_drain != NULL && !st->owner_gone && !st->end_told)
+            if (h->cbs->on_drain != NULL && !st->owner_gone)
                 h->cbs->on_drain(st->owner);
         }
     }

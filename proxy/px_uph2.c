@@ -411,6 +411,7 @@ int px__up_h2_handshake(px_upconn_t *u)
             px__up_dispatch(w);
     }
     px__up_h2_waiters(u, "Connection failed: connection closed");
+    px__idle(u); /* every stream failed to open: pooled or closed, not left alone */
     return 1;
 }
 

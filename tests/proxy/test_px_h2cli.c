@@ -532,6 +532,35 @@ static void test_px_h2cli_request_queue_drain(void **state)
     pair_free(p);
 }
 
+static void test_px_h2cli_early_answer_drains(void **state)
+{
+    (void)state;
+    pair_t *p = pair_new();
+    p->s.consume = 0;
+    creq_t a = {0};
+    px_h2c_req_t q = req_of("PUT", "/", basic, 1);
+    assert_int_equal(px_h2c_open(p->c, &q, 1, 0, &a, &a.st), 0);
+    static char chunk[64 * 1024];
+    memset(chunk, 'y', sizeof(chunk));
+    while (px_h2c_queued(a.st) <= PX_H2C_QUEUE_HIGH) {
+        assert_int_equal(px_h2c_send_data(p->c, a.st, chunk, sizeof(chunk)), 0);
+        pump(p);
+    }
+    /* the server answers before reading it all: it resets the rest (NO_ERROR) */
+    answer(p, p->s.req[0].sid, 413, "0", "", NULL);
+    pump(p);
+    assert_true(a.ended);
+    assert_false(a.failed);
+    assert_int_equal(a.head->status, 413);
+    assert_int_equal(a.drains, 1); /* the owner waiting to send more is let go */
+    assert_int_equal(px_h2c_queued(a.st), 0);
+    assert_int_equal(px_h2c_send_data(p->c, a.st, chunk, 10), PX_ESTATE);
+    px_h2c_close(p->c, a.st, 0);
+    pump(p);
+    creq_clear(&a);
+    pair_free(p);
+}
+
 static void test_px_h2cli_reset_one_stream(void **state)
 {
     (void)state;
@@ -785,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_px_h2cli_paused_stream_does_not_stall),
         cmocka_unit_test(test_px_h2cli_paused_end_held),
         cmocka_unit_test(test_px_h2cli_request_queue_drain),
+        cmocka_unit_test(test_px_h2cli_early_answer_drains),
         cmocka_unit_test(test_px_h2cli_reset_one_stream),
         cmocka_unit_test(test_px_h2cli_owner_cancel),
         cmocka_unit_test(test_px_h2cli_goaway),
