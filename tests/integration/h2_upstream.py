@@ -10,7 +10,8 @@
                                 trailers=..."), /trailers (200 of unknown length, then trailers
                                 x-checksum: abc and grpc-status: 0), /slow?ms=N (answers after
                                 N ms), /rst (RST_STREAM INTERNAL_ERROR at once), /rst-late (a
-                                head and some bytes, then RST_STREAM).
+                                head and some bytes, then RST_STREAM), /goaway (an answer, then
+                                GOAWAY; the connection stays open).
   chunked IP PORT HOST PATH CA  an HTTP/1.1 client over TLS: a chunked POST with trailers
                                 (x-sum: 42), prints the raw answer.
   get IP PORT HOST PATH CA      an HTTP/1.1 GET over TLS, prints the raw answer (to see the
@@ -127,6 +128,12 @@ class Conn(asyncio.Protocol):
             self.h2.send_headers(sid, [(":status", "200")])
             self.h2.send_data(sid, b"partial")
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+            return
+        if path == "/goaway":  # an answer, then GOAWAY: the connection takes no new stream
+            body = b"bye\n"
+            self.h2.send_headers(sid, [(":status", "200"), ("content-length", "4")])
+            self.h2.send_data(sid, body, end_stream=True)
+            self.h2.close_connection(last_stream_id=sid)
             return
         if path == "/trailers":
             self.h2.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])

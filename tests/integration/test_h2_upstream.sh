@@ -8,31 +8,34 @@
 # line); nginx speaking http/1.1 alone still works; the log lines keep their format.
 #
 # Addresses in the test's own namespace: airlock 127.0.0.1; h2_upstream.py on 127.0.0.3
-# (a.test, b.test :443); nginx on 127.0.0.2 (h1.test :443, no h2).
+# (a.test, b.test :443); nginx on 127.0.0.2 (h1.test :443, no h2) and 127.0.0.4 (h2n.test
+# :443, h2 and http/1.1).
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
-printf 'domains: ["a.test", "b.test", "h1.test"]\n' > "$T_DIR/allow.yaml"
+ip addr add 127.0.0.4/8 dev lo 2>/dev/null || true
+printf 'domains: ["a.test", "b.test", "h1.test", "h2n.test"]\n' > "$T_DIR/allow.yaml"
 t_start_resolver --address=/a.test/127.0.0.3 --address=/b.test/127.0.0.3 \
-    --address=/h1.test/127.0.0.2 || exit 1
+    --address=/h1.test/127.0.0.2 --address=/h2n.test/127.0.0.4 || exit 1
 t_upstream_ca
 t_upstream_cert "DNS:a.test,DNS:b.test" "$T_DIR/up"
-t_upstream_cert "DNS:h1.test" "$T_DIR/h1"
+t_upstream_cert "DNS:h1.test,DNS:h2n.test" "$T_DIR/h1"
 UPLOG=$T_DIR/up.log
 : > "$UPLOG"
 "$PY" "$HERE/h2_upstream.py" server 127.0.0.3 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$UPLOG" \
     > "$T_DIR/up.err" 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 443 || exit 1
-t_start_nginx "listen 127.0.0.2:443 ssl; ssl_certificate $T_DIR/h1.pem;
-        ssl_certificate_key $T_DIR/h1.key;" || exit 1
+t_start_nginx "listen 127.0.0.2:443 ssl; listen 127.0.0.4:443 ssl http2;
+        ssl_certificate $T_DIR/h1.pem; ssl_certificate_key $T_DIR/h1.key;" || exit 1
 echo "from nginx" > "$T_DIR/www/index.html"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
-    --allow-upstream-cidr 127.0.0.3/32 --upstream-timeout 10 || exit 1
+    --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 \
+    --upstream-timeout 10 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 C=(curl -sS -m 20 --http1.1 --cacert "$CA")
-conns() { grep -c '^conn ' "$UPLOG"; }
+conns() { grep '^conn ' "$UPLOG" | tail -1 | awk '{print $2}'; } # the last connection's number
 
 # GET: the upstream's h2 answer reaches the HTTP/1.1 client
 out=$("${C[@]}" -w ' %{http_code} %{http_version}' https://a.test/get)
@@ -104,6 +107,28 @@ t_contains "... a POST to it too" "$out" "method=POST"
 out=$(timeout 20 "$PY" "$HERE/h2_upstream.py" chunked 127.0.0.1 443 h1.test /echo "$CA")
 t_contains "... and a chunked POST" "$out" "method=POST"
 t_logged "... logged" '^allowed GET https://h1\.test/ -> 200$'
+
+# a GOAWAY: the stale connection is given to no new request
+c0=$(conns)
+out=$("${C[@]}" https://a.test/goaway)
+t_eq "an answer followed by GOAWAY" "bye" "$out"
+out=$("${C[@]}" https://a.test/get)
+t_contains "... the next request goes over a new connection" "$out" "hello a.test conn $((c0 + 1))"
+t_eq "... one new connection" "$((c0 + 1))" "$(conns)"
+
+# nginx offering h2 and http/1.1: requests go over h2, a WebSocket upgrade over http/1.1
+NGLOG=$T_DIR/nginx/access.log
+out=$("${C[@]}" https://h2n.test/)
+t_eq "nginx with h2: answered" "from nginx" "$out"
+until_ok 'grep -q "\"GET / HTTP/2.0\"" "$NGLOG"' 20
+t_check "... the request reached nginx over HTTP/2" test $? -eq 0
+out=$("${C[@]}" -o /dev/null -w '%{http_code}' -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+    -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+    https://h2n.test/ws 2>/dev/null)
+until_ok 'grep -q "\"GET /ws HTTP/1.1\"" "$NGLOG"' 20
+t_check "a WebSocket upgrade to it goes over http/1.1, never h2 (answer $out)" test $? -eq 0
+grep -q '"GET /ws HTTP/2.0"' "$NGLOG"
+t_check "... and never over HTTP/2" test $? -ne 0
 
 t_check "airlock is still running" kill -0 "$AIRLOCK_PID"
 t_done
