@@ -250,7 +250,7 @@ int px__up_h2_share(px_upreq_t *r, const char *key)
 /* The connection is idle when its last stream left: pooled, or closed when it is stale. */
 static void px__idle(px_upconn_t *u)
 {
-    if (u->h2reqs != NULL || u->closing)
+    if (u->h2reqs != NULL || u->closing || u->in_pool)
         return;
     if (px_h2c_closing(u->h2)) {
         px__up_conn_close(u);
@@ -495,7 +495,7 @@ void px__up_h2_shut(px_upconn_t *u, const char *why)
     px_h2c_fail_all(u->h2, why); /* each stream's request fails and lets go */
     while (u->h2reqs != NULL) {
         px_upreq_t *r = u->h2reqs;
-        if (r->resp_done)
+        if (r->resp_done || r->failed)
             px__up_h2_release(r, 1); /* complete: the owner lets go when it is done */
         else
             px__up_req_fail(r, "%s", why);
