@@ -11,7 +11,8 @@
                                 x-checksum: abc and grpc-status: 0), /slow?ms=N (answers after
                                 N ms), /rst (RST_STREAM INTERNAL_ERROR at once), /rst-late (a
                                 head and some bytes, then RST_STREAM), /goaway (an answer, then
-                                GOAWAY; the connection stays open).
+                                GOAWAY; the connection stays open), /big?n=N (N bytes of
+                                0123456789abcdef... as the windows allow).
   chunked IP PORT HOST PATH CA  an HTTP/1.1 client over TLS: a chunked POST with trailers
                                 (x-sum: 42), prints the raw answer.
   get IP PORT HOST PATH CA      an HTTP/1.1 GET over TLS, prints the raw answer (to see the
@@ -38,6 +39,7 @@ class Conn(asyncio.Protocol):
         self.log = log
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
         self.streams = {}
+        self.pending = {}  # stream -> bytes not sent yet (flow control)
         self.transport = None
 
     def say(self, line):
@@ -65,6 +67,7 @@ class Conn(asyncio.Protocol):
             return
         for ev in events:
             self.event(ev)
+        self.send_pending()
         self.flush()
 
     def event(self, ev):
@@ -94,6 +97,21 @@ class Conn(asyncio.Protocol):
             pass
         elif isinstance(ev, h2.events.StreamReset):
             self.say("reset %d %d %d" % (self.cid, ev.stream_id, ev.error_code))
+            self.pending.pop(ev.stream_id, None)
+
+    def send_pending(self):
+        for sid in list(self.pending):
+            buf = self.pending[sid]
+            while buf:
+                n = min(len(buf), self.h2.local_flow_control_window(sid),
+                        self.h2.max_outbound_frame_size)
+                if n <= 0:
+                    break
+                self.h2.send_data(sid, bytes(buf[:n]))
+                del buf[:n]
+            if not buf:
+                self.h2.end_stream(sid)
+                del self.pending[sid]
 
     def request_done(self, sid):
         st = self.streams.get(sid)
@@ -104,6 +122,7 @@ class Conn(asyncio.Protocol):
                                        ("trailers " + st["trailers"]) if st["trailers"] else ""))
         url = urllib.parse.urlsplit(st["h"].get(":path", "/"))
         q = urllib.parse.parse_qs(url.query)
+        st["q"] = q
         path = url.path
         if path == "/slow":
             ms = int(q.get("ms", ["300"])[0])
@@ -141,6 +160,13 @@ class Conn(asyncio.Protocol):
             self.h2.send_data(sid, b"part two")
             self.h2.send_headers(sid, [("x-checksum", "abc"), ("grpc-status", "0")],
                                  end_stream=True)
+            return
+        if path == "/big":  # n bytes of a known pattern, as the client's windows allow
+            n = int(st["q"].get("n", ["1000000"])[0])
+            self.h2.send_headers(sid, [(":status", "200"), ("content-length", str(n))])
+            pat = b"0123456789abcdef" * 4096
+            self.pending[sid] = bytearray((pat * (n // len(pat) + 1))[:n])
+            self.send_pending()
             return
         if path == "/echo":
             body = ("got %d trailers=%s" % (st["body"], st["trailers"])).encode()

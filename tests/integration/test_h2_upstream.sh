@@ -66,6 +66,22 @@ t_eq "... one Transfer-Encoding field" "1" "$n"
 out=$("${C[@]}" --raw https://a.test/trailers | tr -d '\r')
 t_contains "... curl reads the chunked body" "$out" "part one, "
 
+# large bodies both ways, through the per-stream windows; a slow client pauses its stream
+N=6000000
+"$PY" -c "import sys; p=b'0123456789abcdef'*4096; sys.stdout.buffer.write((p*($N//len(p)+1))[:$N])" > "$T_DIR/big.ref"
+"${C[@]}" -o "$T_DIR/big.out" "https://a.test/big?n=$N"
+t_check "a 6 MB answer arrives whole" cmp -s "$T_DIR/big.ref" "$T_DIR/big.out"
+"${C[@]}" --limit-rate 3M -o "$T_DIR/big2.out" "https://a.test/big?n=$N" &
+slow=$!
+out=$("${C[@]}" https://a.test/get)
+t_contains "... a request beside a slow 6 MB download completes" "$out" "hello a.test"
+wait $slow
+t_check "... the slow download arrives whole" cmp -s "$T_DIR/big.ref" "$T_DIR/big2.out"
+out=$("${C[@]}" --data-binary @"$T_DIR/big.ref" https://a.test/echo)
+t_eq "a 6 MB upload with Content-Length arrives whole" "got $N trailers=" "$out"
+out=$("${C[@]}" -H 'Transfer-Encoding: chunked' --data-binary @"$T_DIR/big.ref" https://a.test/echo)
+t_eq "... and chunked" "got $N trailers=" "$out"
+
 # 20 concurrent requests to one host: one connection, 20 streams
 c0=$(conns)
 urls=()
