@@ -71,12 +71,17 @@ N=6000000
 "$PY" -c "import sys; p=b'0123456789abcdef'*4096; sys.stdout.buffer.write((p*($N//len(p)+1))[:$N])" > "$T_DIR/big.ref"
 "${C[@]}" -o "$T_DIR/big.out" "https://a.test/big?n=$N"
 t_check "a 6 MB answer arrives whole" cmp -s "$T_DIR/big.ref" "$T_DIR/big.out"
-"${C[@]}" --limit-rate 3M -o "$T_DIR/big2.out" "https://a.test/big?n=$N" &
+# 40 MB read at 20 MB/s: more than the socket buffers hold, so airlock pauses the stream
+M=40000000
+"$PY" -c "import sys; p=b'0123456789abcdef'*4096; sys.stdout.buffer.write((p*($M//len(p)+1))[:$M])" > "$T_DIR/big40.ref"
+"${C[@]}" -m 60 --limit-rate 20M -o "$T_DIR/big2.out" "https://a.test/big?n=$M" &
 slow=$!
+until_ok 'grep -q "GET /big?n=$M" "$UPLOG"' 20
 out=$("${C[@]}" https://a.test/get)
-t_contains "... a request beside a slow 6 MB download completes" "$out" "hello a.test"
+t_contains "... a request beside a paused 40 MB download completes" "$out" "hello a.test"
 wait $slow
-t_check "... the slow download arrives whole" cmp -s "$T_DIR/big.ref" "$T_DIR/big2.out"
+t_check "... the slow download arrives whole" cmp -s "$T_DIR/big40.ref" "$T_DIR/big2.out"
+rm -f "$T_DIR/big40.ref" "$T_DIR/big2.out"
 out=$("${C[@]}" --data-binary @"$T_DIR/big.ref" https://a.test/echo)
 t_eq "a 6 MB upload with Content-Length arrives whole" "got $N trailers=" "$out"
 out=$("${C[@]}" -H 'Transfer-Encoding: chunked' --data-binary @"$T_DIR/big.ref" https://a.test/echo)
