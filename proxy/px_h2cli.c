@@ -557,8 +557,8 @@ int px_h2c_can_open(const px_h2c_t *h)
 {
     if (px_h2c_closing(h))
         return 0;
-    uint32_t max = nghttp2_session_get_remote_settings(h->ses,
-                                                       NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+    uint32_t max =
+        nghttp2_session_get_remote_settings(h->ses, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
     if (max > PX_H2C_MAX_STREAMS)
         max = PX_H2C_MAX_STREAMS;
     return h->open < max;
@@ -578,8 +578,8 @@ const char *px_h2c_reason(const px_h2c_t *h)
 
 static int px__dropped(const char *n, size_t len, const char *v, size_t vlen)
 {
-    static const char *const drop[] = {"connection", "keep-alive", "proxy-connection",
-                                       "transfer-encoding", "upgrade", "host"};
+    static const char *const drop[] = {"connection",        "keep-alive", "proxy-connection",
+                                       "transfer-encoding", "upgrade",    "host"};
     if (len == 0 || n[0] == ':')
         return 1;
     for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
@@ -603,28 +603,29 @@ static nghttp2_nv *px__nv(const px_h2c_req_t *q, const px_fields_t *t, size_t *c
                 host = (px_h2_field_t){":authority", 10, q->f[i].value, q->f[i].value_len};
         pseudo[np++] = (px_h2_field_t){":method", 7, q->method, q->method_len};
         pseudo[np++] = (px_h2_field_t){":scheme", 7, q->scheme, q->scheme_len};
-        pseudo[np++] = q->authority_len > 0 ? (px_h2_field_t){":authority", 10, q->authority,
-                                                              q->authority_len}
-                                            : host;
+        pseudo[np++] = q->authority_len > 0
+                           ? (px_h2_field_t){":authority", 10, q->authority, q->authority_len}
+                           : host;
         pseudo[np++] = (px_h2_field_t){":path", 5, q->path, q->path_len};
     }
     for (size_t i = 0; i < np; i++)
         bytes += pseudo[i].name_len + pseudo[i].value_len;
     for (size_t i = 0; i < total; i++)
-        bytes += t != NULL ? t->names[i].len + t->values[i].len : q->f[i].name_len + q->f[i].value_len;
+        bytes +=
+            t != NULL ? t->names[i].len + t->values[i].len : q->f[i].name_len + q->f[i].value_len;
     nghttp2_nv *nv = malloc((total + np) * sizeof(*nv) + bytes + 1);
     if (nv == NULL)
         return NULL;
     uint8_t *b = (uint8_t *)(nv + total + np);
     size_t k = 0;
     for (size_t i = 0; i < np + total; i++) {
-        px_h2_field_t x = i < np      ? pseudo[i]
-                          : t == NULL ? q->f[i - np]
-                                      : (px_h2_field_t){t->buf + t->names[i].off, t->names[i].len,
-                                                        t->buf + t->values[i].off,
-                                                        t->values[i].len};
-        if (i < np ? x.value_len == 0 && i == 2 : px__dropped(x.name, x.name_len, x.value,
-                                                              x.value_len))
+        px_h2_field_t x = i < np ? pseudo[i]
+                          : t == NULL
+                              ? q->f[i - np]
+                              : (px_h2_field_t){t->buf + t->names[i].off, t->names[i].len,
+                                                t->buf + t->values[i].off, t->values[i].len};
+        if (i < np ? x.value_len == 0 && i == 2
+                   : px__dropped(x.name, x.name_len, x.value, x.value_len))
             continue;
         nv[k++] = (nghttp2_nv){b, b + x.name_len, x.name_len, x.value_len, NGHTTP2_NV_FLAG_NONE};
         for (size_t j = 0; j < x.name_len; j++)

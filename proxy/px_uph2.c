@@ -29,11 +29,11 @@ px_h2c_req_t *px__up_h2_head(const addon_req_t *q, const char *host, uint16_t po
         return NULL;
     px_h2_field_t *f = (px_h2_field_t *)(h + 1);
     char *b = (char *)(f + n);
-#define PX__COPY(dst, s, l)                                                                    \
-    do {                                                                                       \
-        memcpy(b, (s), (l));                                                                   \
-        (dst) = b;                                                                             \
-        b += (l);                                                                              \
+#define PX__COPY(dst, s, l)                                                                        \
+    do {                                                                                           \
+        memcpy(b, (s), (l));                                                                       \
+        (dst) = b;                                                                                 \
+        b += (l);                                                                                  \
     } while (0)
     memset(h, 0, sizeof(*h));
     PX__COPY(h->method, q->method.base, q->method.len);
@@ -51,7 +51,8 @@ px_h2c_req_t *px__up_h2_head(const addon_req_t *q, const char *host, uint16_t po
         f[k].name_len = x->name.len;
         PX__COPY(f[k].value, x->value.base, x->value.len);
         f[k].value_len = x->value.len;
-        if (x->name.len == 4 && strncasecmp(x->name.base, "host", 4) == 0 && h->authority_len == 0) {
+        if (x->name.len == 4 && strncasecmp(x->name.base, "host", 4) == 0 &&
+            h->authority_len == 0) {
             h->authority = f[k].value;
             h->authority_len = f[k].value_len;
         }
@@ -194,8 +195,9 @@ static void px__attach(px_upconn_t *u, px_upreq_t *r)
     px_h2cs_t *st;
     int rc = px_h2c_open(u->h2, r->h2head, r->body != PX_UP_BODY_NONE, r->is_head, r, &st);
     if (rc != 0) {
-        px__up_req_fail(r, "%s", rc == PX_ENOMEM ? "out of memory"
-                                                 : "Connection failed: HTTP/2 stream refused");
+        px__up_req_fail(r, "%s",
+                        rc == PX_ENOMEM ? "out of memory"
+                                        : "Connection failed: HTTP/2 stream refused");
         return;
     }
     r->st = st;

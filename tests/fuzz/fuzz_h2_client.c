@@ -12,7 +12,7 @@
 
 typedef struct fz_st {
     px_h2cs_t *st;
-    int done;   /* let go */
+    int done; /* let go */
     int paused;
     int cancel_on_head;
 } fz_st_t;

@@ -319,7 +319,8 @@ static void test_px_h2cli_post_trailers_both_ways(void **state)
     (void)state;
     pair_t *p = pair_new();
     creq_t c = {0};
-    px_h2_field_t f[] = {{"Host", 4, "example.com", 11}, {"Transfer-Encoding", 17, "chunked", 7},
+    px_h2_field_t f[] = {{"Host", 4, "example.com", 11},
+                         {"Transfer-Encoding", 17, "chunked", 7},
                          {"TE", 2, "trailers", 8}};
     px_h2c_req_t q = req_of("POST", "/up", f, 3);
     assert_int_equal(px_h2c_open(p->c, &q, 1, 0, &c, &c.st), 0);
@@ -328,7 +329,10 @@ static void test_px_h2cli_post_trailers_both_ways(void **state)
     pump(p);
     assert_int_equal(px_h2c_send_data(p->c, c.st, "world", 5), 0);
     px_fields_t t = {0};
-    memcpy(t.buf, "X-Checksum" "abc", 13);
+    memcpy(t.buf,
+           "X-Checksum"
+           "abc",
+           13);
     t.len = 13;
     t.n = 1;
     t.names[0] = (px_span_t){0, 10};
@@ -346,7 +350,10 @@ static void test_px_h2cli_post_trailers_both_ways(void **state)
 
     /* the answer: no content-length, so length unknown; trailers at its end */
     px_fields_t rt = {0};
-    memcpy(rt.buf, "grpc-status" "0", 12);
+    memcpy(rt.buf,
+           "grpc-status"
+           "0",
+           12);
     rt.len = 12;
     rt.n = 1;
     rt.names[0] = (px_span_t){0, 11};
@@ -771,11 +778,17 @@ static void test_px_h2cli_continuation_flood(void **state)
     pump(p);
     /* HEADERS without END_HEADERS on stream 1, then CONTINUATIONs that never end */
     char frame[9 + 1];
-    memcpy(frame, "\x00\x00\x01\x01\x00\x00\x00\x00\x01" "\x88", 10); /* :status 200 */
+    memcpy(frame,
+           "\x00\x00\x01\x01\x00\x00\x00\x00\x01"
+           "\x88",
+           10); /* :status 200 */
     assert_int_equal(px_h2c_feed(p->c, frame, 10), 0);
     int rc = 0;
     for (int i = 0; i < PX_H2C_MAX_CONTINUATIONS + 4 && rc == 0; i++) {
-        memcpy(frame, "\x00\x00\x01\x09\x00\x00\x00\x00\x01" "\x40", 10);
+        memcpy(frame,
+               "\x00\x00\x01\x09\x00\x00\x00\x00\x01"
+               "\x40",
+               10);
         /* a literal without name: each byte starts nothing complete, padded with 0x00 */
         frame[9] = '\x00';
         frame[2] = 0;
@@ -796,7 +809,8 @@ static void test_px_h2cli_ping_flood(void **state)
     px_h2c_t *c = px_h2c_new(&ccbs);
     static const char settings[] = "\x00\x00\x00\x04\x00\x00\x00\x00\x00";
     assert_int_equal(px_h2c_feed(c, settings, 9), 0);
-    char ping[17] = "\x00\x00\x08\x06\x00\x00\x00\x00\x00" "12345678";
+    char ping[17] = "\x00\x00\x08\x06\x00\x00\x00\x00\x00"
+                    "12345678";
     int rc = 0;
     for (int i = 0; i < 100000 && rc == 0; i++)
         rc = px_h2c_feed(c, ping, 17); /* never reading our output */
