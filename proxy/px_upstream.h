@@ -30,14 +30,17 @@ typedef struct px_up_cbs {
     /* Connected (TLS done) and the head sent: the wait for the answer starts now. For raw
      * connections (px_up_open_raw): the owner may px_up_tunnel() now. May be NULL. */
     void (*on_ready)(void *owner);
-    /* A response head: interim (1xx) or final; m is taken (px_msg_free). */
+    /* A response head: interim (1xx) or final; m is taken (px_msg_free). From h2: version 2.0,
+     * no reason phrase, and PX_MSG_CHUNKED (with no Transfer-Encoding field) when the length is
+     * unknown: the body ends with the stream. */
     void (*on_head)(void *owner, px_msg_t *m);
     /* Response body bytes, framing removed (borrowed). */
     void (*on_data)(void *owner, const char *data, size_t len);
     /* The response ended; t (trailers, may be NULL) is borrowed. */
     void (*on_end)(void *owner, const px_fields_t *t);
     /* The request failed: lookup, refused destination, connect, TLS, a reset or a close before
-     * the response ended, an invalid response. why is e.g. "Connection failed: ..."
+     * the response ended (on h2: its stream reset, a GOAWAY that covers it, the session
+     * broken), an invalid response. why is e.g. "Connection failed: ..."
      * (borrowed). Nothing more comes after it. */
     void (*on_error)(void *owner, const char *why);
     /* The request's queue fell below PX_WQ_LOW after px_up_full() had said 1. */
