@@ -381,7 +381,7 @@ static void px__release(px_upreq_t *r, int clean)
     if (u == NULL)
         return;
     u->req = NULL;
-    if (u->state != PX__C_READY && px__up_h2_handover(u))
+    if (u->state != PX__C_READY && !u->closing && px__up_h2_handover(u))
         return; /* a request waiting on this dial takes it over */
     if (clean && u->reusable && !u->closing && u->state == PX__C_READY)
         px__up_pool_put(u);
