@@ -15,12 +15,14 @@ t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
 ip addr add 127.0.0.4/8 dev lo 2>/dev/null || true
-printf 'domains: ["a.test", "b.test", "h1.test", "h2n.test"]\n' > "$T_DIR/allow.yaml"
+printf 'domains: ["a.test", "b.test", "h1.test", "h1b.test", "h2n.test", "down.test"]\n' \
+    > "$T_DIR/allow.yaml"
 t_start_resolver --address=/a.test/127.0.0.3 --address=/b.test/127.0.0.3 \
-    --address=/h1.test/127.0.0.2 --address=/h2n.test/127.0.0.4 || exit 1
+    --address=/h1.test/127.0.0.2 --address=/h1b.test/127.0.0.2 --address=/h2n.test/127.0.0.4 \
+    --address=/down.test/127.0.0.5 || exit 1
 t_upstream_ca
 t_upstream_cert "DNS:a.test,DNS:b.test" "$T_DIR/up"
-t_upstream_cert "DNS:h1.test,DNS:h2n.test" "$T_DIR/h1"
+t_upstream_cert "DNS:h1.test,DNS:h1b.test,DNS:h2n.test" "$T_DIR/h1"
 UPLOG=$T_DIR/up.log
 : > "$UPLOG"
 "$PY" "$HERE/h2_upstream.py" server 127.0.0.3 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$UPLOG" \
@@ -32,6 +34,7 @@ t_start_nginx "listen 127.0.0.2:443 ssl; listen 127.0.0.4:443 ssl http2;
 echo "from nginx" > "$T_DIR/www/index.html"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
     --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 \
+    --allow-upstream-cidr 127.0.0.5/32 \
     --upstream-timeout 10 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 C=(curl -sS -m 20 --http1.1 --cacert "$CA")
@@ -91,7 +94,7 @@ t_eq "... and chunked" "got $N trailers=" "$out"
 c0=$(conns)
 urls=()
 for i in $(seq 1 20); do urls+=("https://b.test/slow?ms=700&i=$i"); done
-out=$("${C[@]}" --parallel --parallel-max 20 -w '%{http_code}\n' -o /dev/null "${urls[@]}" 2>/dev/null)
+out=$("${C[@]}" --parallel --parallel-max 20 -w '\n%{http_code}\n' "${urls[@]}" 2>/dev/null)
 t_eq "20 concurrent requests to b.test: all 200" "20" "$(printf '%s\n' "$out" | grep -c '^200$')"
 nb=$(grep -E '^stream [0-9]+ [0-9]+ b\.test GET /slow' "$UPLOG" | awk '{print $2}' | sort -u | wc -l)
 t_eq "... over one upstream connection" "1" "$nb"
@@ -106,7 +109,7 @@ t_eq "no upstream connection carried two hosts" "" "$mixed"
 # an upstream RST_STREAM fails that request alone
 urls=()
 for i in $(seq 1 5); do urls+=("https://a.test/slow?ms=500&i=$i"); done
-out=$("${C[@]}" --parallel --parallel-max 10 -w '%{http_code} %{url_effective}\n' -o /dev/null \
+out=$("${C[@]}" --parallel --parallel-max 10 -w '\n%{http_code} %{url_effective}\n' \
     "${urls[@]}" https://a.test/rst 2>/dev/null)
 t_contains "RST_STREAM: that request gets 502" "$out" "502 https://a.test/rst"
 t_eq "... the others on the same connection complete" "5" "$(printf '%s\n' "$out" | grep -c '^200 ')"
@@ -128,6 +131,19 @@ t_contains "... a POST to it too" "$out" "method=POST"
 out=$(timeout 20 "$PY" "$HERE/h2_upstream.py" chunked 127.0.0.1 443 h1.test /echo "$CA")
 t_contains "... and a chunked POST" "$out" "method=POST"
 t_logged "... logged" '^allowed GET https://h1\.test/ -> 200$'
+# a burst to an http/1.1 upstream not seen before: the requests that waited for the first
+# connection to tell h2 or not each get their own
+urls=()
+for i in $(seq 1 10); do urls+=("https://h1b.test/?i=$i"); done
+out=$("${C[@]}" --parallel --parallel-max 10 -w '\n%{http_code}\n' "${urls[@]}" 2>/dev/null)
+t_eq "a burst of 10 to a new http/1.1 upstream: all 200" "10" "$(printf '%s\n' "$out" | grep -c '^200$')"
+# a burst to a host that refuses connections: every request fails with the dial's reason
+urls=()
+for i in $(seq 1 5); do urls+=("https://down.test/?i=$i"); done
+out=$("${C[@]}" --parallel --parallel-max 5 -w '\n%{http_code}\n' "${urls[@]}" 2>/dev/null)
+t_eq "a burst of 5 to a refusing upstream: all 502" "5" "$(printf '%s\n' "$out" | grep -c '^502$')"
+until_ok '[ "$(grep -c "^ERROR GET https://down\.test/?i=[0-9]* -> Connection failed: connection refused$" "$T_DIR/net.log")" -eq 5 ]' 20
+t_check "... five ERROR lines with the reason" test $? -eq 0
 
 # a GOAWAY: the stale connection is given to no new request
 c0=$(conns)
