@@ -167,7 +167,12 @@ static int on_h2_header(nghttp2_session *ses, const nghttp2_frame *f, const uint
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
     if (nl == 7 && memcmp(n, ":status", 7) == 0) {
-        /* nghttp2 checked it is three digits */
+        /* nghttp2 checked it is three digits; checked again, cheaply */
+        if (vl != 3 || v[0] < '1' || v[0] > '9' || v[1] < '0' || v[1] > '9' || v[2] < '0' ||
+            v[2] > '9') {
+            st->bad = "invalid :status from upstream";
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
         m->status = (v[0] - '0') * 100 + (v[1] - '0') * 10 + (v[2] - '0');
         return 0;
     }
