@@ -12,7 +12,9 @@
                                 N ms), /rst (RST_STREAM INTERNAL_ERROR at once), /rst-late (a
                                 head and some bytes, then RST_STREAM), /goaway (an answer, then
                                 GOAWAY; the connection stays open), /big?n=N (N bytes of
-                                0123456789abcdef... as the windows allow).
+                                0123456789abcdef... as the windows allow), /refuse (GOAWAY
+                                naming the stream before it, then the end), /close (the
+                                connection ends at once).
   chunked IP PORT HOST PATH CA  an HTTP/1.1 client over TLS: a chunked POST with trailers
                                 (x-sum: 42), prints the raw answer.
   get IP PORT HOST PATH CA      an HTTP/1.1 GET over TLS, prints the raw answer (to see the
@@ -77,6 +79,15 @@ class Conn(asyncio.Protocol):
             self.streams[ev.stream_id] = st
             self.say("stream %d %d %s %s %s" % (self.cid, ev.stream_id, hd.get(":authority"),
                                                 hd.get(":method"), hd.get(":path")))
+            path = hd.get(":path", "").split("?")[0]
+            if path == "/refuse":  # GOAWAY naming the stream before it: this one not processed
+                self.h2.close_connection(last_stream_id=max(ev.stream_id - 2, 0))
+                self.flush()
+                self.transport.close()
+                return
+            if path == "/close":  # the connection ends under the request
+                self.transport.close()
+                return
             if ev.stream_ended is not None:
                 self.request_done(ev.stream_id)
         elif isinstance(ev, h2.events.DataReceived):

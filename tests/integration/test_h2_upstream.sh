@@ -153,6 +153,23 @@ out=$("${C[@]}" https://a.test/get)
 t_contains "... the next request goes over a new connection" "$out" "hello a.test conn $((c0 + 1))"
 t_eq "... one new connection" "$((c0 + 1))" "$(conns)"
 
+# a GOAWAY that leaves a request unprocessed: a request without a body goes once more on a new
+# connection; one with a body fails with the reason
+c0=$(conns)
+out=$("${C[@]}" -w ' %{http_code}' https://a.test/refuse)
+t_contains "GET refused by a GOAWAY: retried once, then 502" "$out" " 502"
+t_eq "... the upstream saw it on two connections" "2" "$(grep -cE '^stream [0-9]+ [0-9]+ a\.test GET /refuse$' "$UPLOG")"
+t_logged "... ERROR line naming the GOAWAY" '^ERROR GET https://a\.test/refuse -> .*GOAWAY'
+out=$("${C[@]}" -w ' %{http_code}' --data-binary 'x=1' https://a.test/refuse)
+t_contains "POST refused by a GOAWAY: 502 at once" "$out" " 502"
+t_logged "... ERROR line" '^ERROR POST https://a\.test/refuse -> upstream sent GOAWAY before this request was processed$'
+# the connection ends under a request: that request fails, the next gets a new connection
+out=$("${C[@]}" -w ' %{http_code}' https://a.test/close)
+t_contains "the upstream closes under a request: 502" "$out" " 502"
+t_logged "... ERROR line" '^ERROR GET https://a\.test/close -> Server disconnected during the HTTP/2 session (connection closed)$'
+out=$("${C[@]}" https://a.test/get)
+t_contains "... the next request works" "$out" "hello a.test"
+
 # nginx offering h2 and http/1.1: requests go over h2, a WebSocket upgrade over http/1.1
 NGLOG=$T_DIR/nginx/access.log
 out=$("${C[@]}" https://h2n.test/)
