@@ -696,7 +696,7 @@ static void test_px_h2cli_header_list_too_big(void **state)
     /* 99 fields of 630 bytes: over the list cap as RFC 9113 counts it (32 more per field),
      * under nghttp2's own bound for a block it sends, and under the field count cap */
     static char big[625];
-    static char names[99][8];
+    static char names[99][16];
     static px_h2_field_t f[99];
     memset(big, 'a', sizeof(big));
     for (int n = 0; n < 99; n++) {
