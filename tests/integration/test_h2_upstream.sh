@@ -13,6 +13,8 @@
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
+"$PY" -c 'import h2.connection' 2>/dev/null ||
+    t_skip package "needs python3-h2 for the h2-only upstream (apt-get install python3-h2)"
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
 ip addr add 127.0.0.4/8 dev lo 2>/dev/null || true
 printf 'domains: ["a.test", "b.test", "h1.test", "h1b.test", "h2n.test", "down.test"]\n' \
