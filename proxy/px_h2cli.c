@@ -498,6 +498,8 @@ static int px__pump(px_h2c_t *h)
         h->out = NULL;
         h->out_cap = 0;
     }
+    if (h->term && !h->failed) /* a GOAWAY with an error went: nothing more can come */
+        h->failed = PX_EPARSE;
     if (h->failed && h->reason == NULL)
         h->reason = h->failed == PX_ENOMEM ? "out of memory" : "HTTP/2 session failed";
     return h->failed;
