@@ -187,4 +187,11 @@ grep -q '"GET /ws HTTP/2.0"' "$NGLOG"
 t_check "... and never over HTTP/2" test $? -ne 0
 
 t_check "airlock is still running" kill -0 "$AIRLOCK_PID"
+# SIGTERM with an h2 connection pooled and one carrying a stream
+"${C[@]}" -o /dev/null "https://b.test/slow?ms=3000" 2>/dev/null &
+until_ok 'grep -q "GET /slow?ms=3000" "$UPLOG"' 20
+t0=$SECONDS
+t_stop_airlock
+t_eq "SIGTERM with h2 connections open: exit 0" "0" "$?"
+t_check "... without waiting for the pool's idle timeout" test $((SECONDS - t0)) -lt 30
 t_done
