@@ -340,6 +340,18 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
     return 0;
 }
 
+/* A request head nghttp2 could not send (over its header block bound): the stream closes. */
+static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, int err, void *ud)
+{
+    (void)ud;
+    px_h2cs_t *st = nghttp2_session_get_stream_user_data(ses, f->hd.stream_id);
+    if (f->hd.type == NGHTTP2_HEADERS && st != NULL && st->bad == NULL)
+        st->bad = err == NGHTTP2_ERR_FRAME_SIZE_ERROR
+                      ? "request head too large for an HTTP/2 header block"
+                      : "request head could not be sent";
+    return 0;
+}
+
 static ssize_t on_h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
                           uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
@@ -386,6 +398,7 @@ static nghttp2_session_callbacks *px__callbacks(void)
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_h2_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_h2_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_h2_frame_send);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, on_h2_frame_not_send);
     return cb;
 }
 

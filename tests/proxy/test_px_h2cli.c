@@ -720,6 +720,39 @@ static void test_px_h2cli_header_list_too_big(void **state)
     pair_free(p);
 }
 
+static void test_px_h2cli_request_head_too_big(void **state)
+{
+    (void)state;
+    pair_t *p = pair_new();
+    creq_t a = {0}, b = {0};
+    /* a head nghttp2 cannot put in one header block: that stream fails, clearly, at once */
+    static char big[700];
+    static char names[99][16];
+    static px_h2_field_t f[100];
+    memset(big, 'b', sizeof(big));
+    f[0] = basic[0];
+    for (int n = 0; n < 99; n++) {
+        snprintf(names[n], sizeof(names[n]), "x-f%02d", n);
+        f[n + 1] = (px_h2_field_t){names[n], 5, big, sizeof(big)};
+    }
+    px_h2c_req_t q = req_of("GET", "/", f, 100), small = req_of("GET", "/", basic, 1);
+    assert_int_equal(px_h2c_open(p->c, &q, 0, 0, &a, &a.st), 0);
+    assert_int_equal(px_h2c_open(p->c, &small, 0, 0, &b, &b.st), 0);
+    pump(p);
+    assert_true(a.failed);
+    assert_non_null(strstr(a.why, "request head"));
+    assert_int_equal(p->s.nreq, 1);
+    answer(p, p->s.req[0].sid, 200, "2", "ok", NULL);
+    pump(p);
+    assert_true(b.ended);
+    px_h2c_close(p->c, a.st, 1);
+    px_h2c_close(p->c, b.st, 0);
+    pump(p);
+    creq_clear(&a);
+    creq_clear(&b);
+    pair_free(p);
+}
+
 static void test_px_h2cli_trailer_caps(void **state)
 {
     (void)state;
@@ -870,6 +903,7 @@ int main(void)
         cmocka_unit_test(test_px_h2cli_goaway),
         cmocka_unit_test(test_px_h2cli_header_caps),
         cmocka_unit_test(test_px_h2cli_header_list_too_big),
+        cmocka_unit_test(test_px_h2cli_request_head_too_big),
         cmocka_unit_test(test_px_h2cli_trailer_caps),
         cmocka_unit_test(test_px_h2cli_max_streams),
         cmocka_unit_test(test_px_h2cli_broken_server),
