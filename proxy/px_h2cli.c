@@ -120,7 +120,6 @@ static long px__put(px_h2cs_t *st, const uint8_t *b, size_t len)
 
 static int on_h2_begin_headers(nghttp2_session *ses, const nghttp2_frame *f, void *ud)
 {
-    (void)ud;
     px_h2cs_t *st = nghttp2_session_get_stream_user_data(ses, f->hd.stream_id);
     if (st == NULL || st->final || st->bad != NULL)
         return 0; /* trailers (after the final head) are read into st->trailers */
@@ -153,8 +152,6 @@ static int px__trailer(px_h2cs_t *st, const uint8_t *n, size_t nl, const uint8_t
 static int on_h2_header(nghttp2_session *ses, const nghttp2_frame *f, const uint8_t *n, size_t nl,
                         const uint8_t *v, size_t vl, uint8_t flags, void *ud)
 {
-    (void)flags;
-    (void)ud;
     px_h2cs_t *st = nghttp2_session_get_stream_user_data(ses, f->hd.stream_id);
     if (st == NULL || st->bad != NULL)
         return 0;
@@ -265,7 +262,6 @@ static int on_h2_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *
 static int on_h2_data(nghttp2_session *ses, uint8_t flags, int32_t sid, const uint8_t *data,
                       size_t len, void *ud)
 {
-    (void)flags;
     px_h2c_t *h = ud;
     px_h2cs_t *st = nghttp2_session_get_stream_user_data(ses, sid);
     if (st == NULL || st->owner_gone || st->bad != NULL || st->end_told) {
@@ -321,7 +317,6 @@ static int on_h2_stream_close(nghttp2_session *ses, int32_t sid, uint32_t code, 
 
 static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *ud)
 {
-    (void)ses;
     px_h2c_t *h = ud;
     if (f->hd.type == NGHTTP2_GOAWAY) {
         h->goaway = 1;
@@ -343,7 +338,6 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
 /* A request head nghttp2 could not send (over its header block bound): the stream closes. */
 static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, int err, void *ud)
 {
-    (void)ud;
     px_h2cs_t *st = nghttp2_session_get_stream_user_data(ses, f->hd.stream_id);
     if (f->hd.type == NGHTTP2_HEADERS && st != NULL && st->bad == NULL)
         st->bad = err == NGHTTP2_ERR_FRAME_SIZE_ERROR
@@ -355,7 +349,6 @@ static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, in
 static ssize_t on_h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
                           uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
-    (void)ud;
     px_h2cs_t *st = src->ptr;
     size_t n = st->q_len - st->q_off < len ? st->q_len - st->q_off : len;
     if (n > 0)
@@ -744,7 +737,6 @@ size_t px_h2c_queued(const px_h2cs_t *st)
 
 void px_h2c_pause(px_h2c_t *h, px_h2cs_t *st, int pause)
 {
-    (void)h;
     st->paused = pause != 0;
 }
 
