@@ -18,7 +18,7 @@ static const px_h2c_cbs_t px__h2_cbs;
 
 px_h2c_req_t *px__up_h2_head(const addon_req_t *q, const char *host, uint16_t port)
 {
-    size_t n = 0, bytes = q->method.len + q->path.len + strlen(host) + 8 + 6;
+    size_t n = 0, bytes = q->method.len + q->path.len + strlen(host) + 10 + 8;
     for (size_t i = 0; i < q->nheaders; i++)
         if (!q->headers[i].removed) {
             n++;
@@ -60,8 +60,10 @@ px_h2c_req_t *px__up_h2_head(const addon_req_t *q, const char *host, uint16_t po
     }
 #undef PX__COPY
     if (h->authority_len == 0) { /* no Host field (HTTP/1.0): the destination itself */
-        int len = port == 443 ? snprintf(b, strlen(host) + 8, "%s", host)
-                              : snprintf(b, strlen(host) + 8, "%s:%u", host, port);
+        int v6 = strchr(host, ':') != NULL; /* an IPv6 literal goes in brackets */
+        int len = snprintf(b, strlen(host) + 10, v6 ? "[%s]" : "%s", host);
+        if (port != 443)
+            len += snprintf(b + len, 8, ":%u", port);
         h->authority = b;
         h->authority_len = (size_t)len;
     }
