@@ -147,6 +147,15 @@ t_eq "a burst of 5 to a refusing upstream: all 502" "5" "$(printf '%s\n' "$out" 
 until_ok '[ "$(grep -c "^ERROR GET https://down\.test/?i=[0-9]* -> Connection failed: connection refused$" "$T_DIR/net.log")" -eq 5 ]' 20
 t_check "... five ERROR lines with the reason" test $? -eq 0
 
+# a client that gives up: its stream is cancelled (RST_STREAM CANCEL), the connection goes on
+curl -sS --http1.1 --cacert "$CA" -m 1 --limit-rate 1M -o /dev/null \
+    "https://a.test/big?n=$M&gone=1" 2>/dev/null
+sid=$(grep -E "^stream [0-9]+ [0-9]+ a\\.test GET /big\\?n=$M&gone=1\$" "$UPLOG" | awk '{print $2, $3}')
+until_ok 'grep -q "^reset $sid 8$" "$UPLOG"' 20
+t_check "a client that gives up: its stream is reset with CANCEL upstream ($sid)" test $? -eq 0
+out=$("${C[@]}" https://a.test/get)
+t_contains "... the connection goes on" "$out" "hello a.test"
+
 # a GOAWAY: the stale connection is given to no new request
 c0=$(conns)
 out=$("${C[@]}" https://a.test/goaway)
