@@ -59,7 +59,7 @@ px_h2c_req_t *px__up_h2_head(const addon_req_t *q, const char *host, uint16_t po
         k++;
     }
 #undef PX__COPY
-    if (h->authority_len == 0) { /* no Host field (HTTP/1.0): the destination itself */
+    if (h->authority_len == 0) {            /* no Host field (HTTP/1.0): the destination itself */
         int v6 = strchr(host, ':') != NULL; /* an IPv6 literal goes in brackets */
         int len = snprintf(b, strlen(host) + 10, v6 ? "[%s]" : "%s", host);
         if (port != 443)
