@@ -245,6 +245,9 @@ static void down_head(void *down, const px_resp_t *r)
     }
     if (r->status >= 200 && r->status != 101) {
         c->resp_chunked = r->body == PX_RESP_CHUNKED;
+        /* an HTTP/2 answer of unknown length carries no Transfer-Encoding of its own */
+        if (c->resp_chunked && (m == NULL || px_msg_find(m, "transfer-encoding") < 0))
+            px_sock_write(&c->sock, "Transfer-Encoding: chunked\r\n", 28);
         if (r->close || r->body == PX_RESP_UNTIL_CLOSE) {
             c->close_after = 1;
             px_sock_write(&c->sock, "Connection: close\r\n", 19);

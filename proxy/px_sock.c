@@ -426,10 +426,13 @@ int px_sock_tls_server(px_sock_t *s, SSL_CTX *ctx, void *app, const char *first,
     return 0;
 }
 
-int px_sock_tls_client(px_sock_t *s, SSL_CTX *ctx, const char *host, uint16_t port)
+int px_sock_tls_client(px_sock_t *s, SSL_CTX *ctx, const char *host, uint16_t port,
+                       const unsigned char *alpn, unsigned alpn_len)
 {
     s->tls = px_tls_new(ctx, 0, s);
     if (s->tls == NULL)
+        return PX_ENOMEM;
+    if (alpn != NULL && SSL_set_alpn_protos(px_tls_ssl(s->tls), alpn, alpn_len) != 0)
         return PX_ENOMEM;
     int rc = px_tls_set_upstream_host(s->tls, host, port);
     if (rc != 0)

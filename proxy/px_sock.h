@@ -77,10 +77,12 @@ int px_sock_connect(px_sock_t *s, const struct sockaddr *sa);
 /* Starts TLS as the server: first[0..len) are bytes already read (the start of the
  * ClientHello, copied), handed to TLS on the next turn; the handshake runs as bytes arrive.
  * app is the SSL's app data (for the callbacks of ctx). Or as the client toward host:port (SNI,
- * verification, session resumption; the ClientHello leaves now). Returns 0 or
+ * verification, session resumption; the ClientHello leaves now), offering ALPN alpn[0..alpn_len)
+ * (wire format) instead of the context's when alpn is not NULL. Returns 0 or
  * PX_ENOMEM/PX_ETLS. */
 int px_sock_tls_server(px_sock_t *s, SSL_CTX *ctx, void *app, const char *first, size_t len);
-int px_sock_tls_client(px_sock_t *s, SSL_CTX *ctx, const char *host, uint16_t port);
+int px_sock_tls_client(px_sock_t *s, SSL_CTX *ctx, const char *host, uint16_t port,
+                       const unsigned char *alpn, unsigned alpn_len);
 
 /* The SSL of a TLS socket (NULL without TLS). */
 SSL *px_sock_ssl(const px_sock_t *s);

@@ -484,7 +484,8 @@ int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t 
         SSL_CTX_free(ctx);
         return PX_ETLS;
     }
-    static const unsigned char alpn[] = "\x08http/1.1";
+    /* h2 first: the upstream picks; a WebSocket upgrade's connection offers http/1.1 alone */
+    static const unsigned char alpn[] = "\x02h2\x08http/1.1";
     SSL_CTX_set_alpn_protos(ctx, alpn, sizeof(alpn) - 1);
     if (px__sessions_attach(ctx) != 0) {
         px__ssl_err(err, errlen, "cannot set up the upstream session store");

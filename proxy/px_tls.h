@@ -33,8 +33,8 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
                           char *err, size_t errlen);
 
 /* The upstream context: TLS 1.2+, peer verification against ca_file (PEM bundle) or, when
- * NULL, the system's default store; ALPN http/1.1; a store of resumable sessions per host:port
- * (at most PX_TLS_SESSIONS_MAX keys): the most recent TLS 1.2 session, or up to
+ * NULL, the system's default store; ALPN h2 and http/1.1; a store of resumable sessions per
+ * host:port (at most PX_TLS_SESSIONS_MAX keys): the most recent TLS 1.2 session, or up to
  * PX_TLS_TICKETS_PER_KEY TLS 1.3 tickets, each used once; freed with the context. */
 int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t errlen);
 

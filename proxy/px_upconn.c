@@ -14,7 +14,7 @@ static const px_sock_cbs_t px__conn_cbs;
 
 /* ---- the pool ---------------------------------------------------------------------------------- */
 
-static unsigned px__hash(const char *s)
+unsigned px__up_hash(const char *s)
 {
     unsigned h = 2166136261u;
     for (; *s; s++)
@@ -22,7 +22,7 @@ static unsigned px__hash(const char *s)
     return h % PX__POOL_BUCKETS;
 }
 
-static void px__pool_remove(px_upconn_t *u)
+void px__up_pool_remove(px_upconn_t *u)
 {
     if (!u->in_pool)
         return;
@@ -40,9 +40,9 @@ static void px__pool_remove(px_upconn_t *u)
 
 px_upconn_t *px__up_pool_take(px_upmgr_t *m, const char *key)
 {
-    for (px_upconn_t *u = m->buckets[px__hash(key)]; u != NULL; u = u->pool_next) {
-        if (strcmp(u->key, key) == 0) {
-            px__pool_remove(u);
+    for (px_upconn_t *u = m->buckets[px__up_hash(key)]; u != NULL; u = u->pool_next) {
+        if (u->h2 == NULL && strcmp(u->key, key) == 0) { /* h2 ones are found shared */
+            px__up_pool_remove(u);
             return u;
         }
     }
@@ -117,7 +117,10 @@ static void on_conn_connect(px_sock_t *s, int status)
         return;
     }
     u->state = PX__C_HANDSHAKE;
-    int rc = px_sock_tls_client(&u->sock, u->m->tls, u->host, u->port);
+    /* a WebSocket upgrade must not land on h2: it offers http/1.1 alone */
+    static const unsigned char h1[] = "\x08http/1.1";
+    int rc = px_sock_tls_client(&u->sock, u->m->tls, u->host, u->port, u->h1only ? h1 : NULL,
+                                u->h1only ? sizeof(h1) - 1 : 0);
     if (rc != 0) {
         px__up_req_fail(r, "Connection failed: %s",
                      u->sock.tls_err[0] ? u->sock.tls_err : "cannot set up TLS");
@@ -138,6 +141,8 @@ static void on_conn_handshake(px_sock_t *s, int status)
         px__up_req_fail(r, "Connection failed: %s", px_sock_tls_error(s));
         return;
     }
+    if (px__up_h2_handshake(u))
+        return;
     u->state = PX__C_READY;
     px__up_attach(u, r);
 }
@@ -166,6 +171,7 @@ static void px__dial(px_upconn_t *u, const char *last_err)
         nu->req = r;
         r->conn = nu;
         u->req = NULL;
+        px__up_h2_move(u, nu);
         px__up_conn_close(u);
     }
     nu->state = PX__C_CONNECT;
@@ -213,6 +219,9 @@ void px__up_connect_new(px_upreq_t *r, const char *key)
     }
     u->req = r;
     r->conn = u;
+    u->h1only = r->tls && !r->h2ok && !r->raw;
+    if (r->h2ok)
+        px__up_h2_share_dial(u);
     int rc = dns_resolve(r->m->resolver, r->host, r->port, on_resolved, u, &u->resolving);
     if (rc < 0)
         px__up_req_fail(r, "Connection failed: %s",
@@ -285,6 +294,7 @@ static void px__conn_free_if_done(px_upconn_t *u)
     if (--u->handles > 0)
         return;
     px_h1_free(&u->parser);
+    px_h2c_free(u->h2);
     free(u->in);
     free(u);
 }
@@ -300,12 +310,15 @@ static void px__conn_shut(px_upconn_t *u)
     if (u->closing)
         return;
     u->closing = 1;
-    px__pool_remove(u);
+    px__up_pool_remove(u);
     if (u->resolving != NULL) {
         dns_resolve_cancel(u->resolving);
         u->resolving = NULL;
     }
     px_defer_cancel(u->m->loop, &u->defer);
+    px_defer_cancel(u->m->loop, &u->flush);
+    px__up_h2_unshare(u);
+    px__up_h2_shut(u, "Connection failed: connection closed");
     uv_timer_stop(&u->timer);
     uv_close((uv_handle_t *)&u->timer, on_conn_timer_closed);
 }
@@ -349,7 +362,7 @@ px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, u
     u->timer.data = u;
     u->handles = 2;
     snprintf(u->key, sizeof(u->key), "%s", key);
-    u->bucket = px__hash(u->key);
+    u->bucket = px__up_hash(u->key);
     snprintf(u->host, sizeof(u->host), "%s", host);
     u->port = port;
     u->tls = tls;

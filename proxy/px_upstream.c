@@ -14,7 +14,9 @@
 void px__up_req_free(px_upreq_t *r)
 {
     free(r->head);
+    free(r->h2head);
     free(r->pend);
+    free(r->trailers);
     free(r);
 }
 
@@ -40,10 +42,16 @@ void px__up_req_fail(px_upreq_t *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(r->why, sizeof(r->why), fmt, ap);
     va_end(ap);
-    px_upconn_t *u = r->conn;
-    r->conn = NULL;
-    if (u != NULL) {
+    px_defer_cancel(r->m->loop, &r->resume);
+    if (r->st != NULL) {
+        px__up_h2_release(r, 0); /* a stream fails alone: the session goes on */
+    } else if (r->wait != NULL) {
+        px__up_h2_unwait(r);
+    } else if (r->conn != NULL) {
+        px_upconn_t *u = r->conn;
+        r->conn = NULL;
         u->req = NULL;
+        px__up_h2_waiters(u, r->why); /* a dial's waiters share its fate */
         px__up_conn_close(u);
     }
     px_defer(r->m->loop, &r->defer, on_req_failed);
@@ -67,7 +75,7 @@ static void px__put(char **buf, size_t *len, size_t *cap, const char *s, size_t 
 
 /* The request head for HTTP/1.1 from the addon view: fields marked removed stay out; a
  * WebSocket upgrade gets its Connection and Upgrade back. Returns 0 or PX_ENOMEM. */
-static int px__serialize(px_upreq_t *r, const addon_req_t *q)
+static int px__serialize(px_upreq_t *r, const addon_req_t *q, int *ws)
 {
     size_t cap = 64 + q->method.len + q->path.len;
     for (size_t i = 0; i < q->nheaders; i++)
@@ -104,6 +112,7 @@ static int px__serialize(px_upreq_t *r, const addon_req_t *q)
 #undef PX__PUT
     r->head = out;
     r->head_len = n;
+    *ws = upgrade;
     return 0;
 }
 
@@ -120,6 +129,13 @@ void px__up_req_write(px_upreq_t *r, const char *data, size_t len)
     px__put(&r->pend, &r->pend_len, &r->pend_cap, data, len);
     if (r->pend_len == before)
         px__up_req_fail(r, "out of memory");
+}
+
+/* 1 when r's bytes go straight to an HTTP/1.1 connection (framed as they come). */
+static int px__on_h1(const px_upreq_t *r)
+{
+    return r->conn != NULL && r->st == NULL && r->wait == NULL && r->conn->req == r &&
+           r->conn->state == PX__C_READY;
 }
 
 static void on_req_ready(px_defer_t *d)
@@ -139,7 +155,13 @@ static void on_req_ready(px_defer_t *d)
         r->cbs->on_ready(r->owner);
 }
 
-/* The connection is ready for r: what r wrote so far goes out; on_ready from the loop. */
+void px__up_ready_later(px_upreq_t *r)
+{
+    px_defer(r->m->loop, &r->defer, on_req_ready);
+}
+
+/* The connection is ready for r: the head and what r wrote so far go out, framed; on_ready
+ * from the loop. */
 void px__up_attach(px_upconn_t *u, px_upreq_t *r)
 {
     u->req = r;
@@ -157,11 +179,20 @@ void px__up_attach(px_upconn_t *u, px_upreq_t *r)
         px_defer(r->m->loop, &r->defer, on_req_ready);
         return;
     }
-    if (r->pend_len > 0)
-        px_sock_write(&u->sock, r->pend, r->pend_len);
-    free(r->pend);
+    px_sock_write(&u->sock, r->head, r->head_len);
+    char *pend = r->pend;
+    size_t pend_len = r->pend_len;
     r->pend = NULL;
     r->pend_len = r->pend_cap = 0;
+    if (pend_len > 0)
+        px_up_data(r, pend, pend_len);
+    free(pend);
+    if (r->ended && r->body == PX_UP_BODY_CHUNKED) {
+        char last[PX_H1_LAST_CHUNK_MAX];
+        px_sock_write(&u->sock, last, px_h1_last_chunk(last, r->trailers));
+    }
+    free(r->trailers);
+    r->trailers = NULL;
     if (!r->paused)
         px_sock_read_start(&u->sock);
     px_defer(r->m->loop, &r->defer, on_req_ready);
@@ -192,21 +223,33 @@ px_upreq_t *px_up_open(px_upmgr_t *m, const char *host, uint16_t port, int tls,
         return NULL;
     r->body = body;
     r->is_head = is_head;
-    if (px__serialize(r, req) != 0) {
+    int ws = 0;
+    if (px__serialize(r, req, &ws) != 0) {
         px__up_req_free(r);
         return NULL;
     }
+    r->h2ok = tls && !ws;
+    if (r->h2ok && (r->h2head = px__up_h2_head(req, host, port)) == NULL) {
+        px__up_req_free(r);
+        return NULL;
+    }
+    px__up_dispatch(r);
+    return r;
+}
+
+void px__up_dispatch(px_upreq_t *r)
+{
     char key[PX__KEY_MAX];
-    px__up_key(key, sizeof(key), host, port, tls, 0);
-    px_upconn_t *u = px__up_pool_take(m, key);
-    px__up_req_write(r, r->head, r->head_len);
+    px__up_key(key, sizeof(key), r->host, r->port, r->tls, 0);
+    if (r->h2ok && px__up_h2_share(r, key))
+        return;
+    px_upconn_t *u = px__up_pool_take(r->m, key);
     if (u != NULL) {
         u->reused = 1;
         px__up_attach(u, r);
-        return r;
+        return;
     }
     px__up_connect_new(r, key);
-    return r;
 }
 
 px_upreq_t *px_up_open_raw(px_upmgr_t *m, const char *host, uint16_t port,
@@ -224,8 +267,16 @@ px_upreq_t *px_up_open_raw(px_upmgr_t *m, const char *host, uint16_t port,
 
 void px_up_data(px_upreq_t *r, const char *data, size_t len)
 {
-    if (len == 0)
+    if (len == 0 || r->failed)
         return;
+    if (r->st != NULL) {
+        px__up_h2_data(r, data, len);
+        return;
+    }
+    if (!px__on_h1(r)) { /* framed when the connection (and its protocol) is known */
+        px__up_req_write(r, data, len);
+        return;
+    }
     if (r->body == PX_UP_BODY_CHUNKED) {
         char h[20];
         px__up_req_write(r, h, px_h1_chunk_head(h, len));
@@ -239,6 +290,18 @@ void px_up_data(px_upreq_t *r, const char *data, size_t len)
 void px_up_end(px_upreq_t *r, const px_fields_t *t)
 {
     r->ended = 1;
+    if (r->failed)
+        return;
+    if (r->st != NULL) {
+        px__up_h2_end(r, t);
+        return;
+    }
+    if (!px__on_h1(r)) {
+        if (t != NULL && t->n > 0 && r->trailers == NULL &&
+            (r->trailers = malloc(sizeof(*t))) != NULL)
+            memcpy(r->trailers, t, sizeof(*t));
+        return;
+    }
     if (r->body == PX_UP_BODY_CHUNKED) {
         char last[PX_H1_LAST_CHUNK_MAX];
         px__up_req_write(r, last, px_h1_last_chunk(last, t));
@@ -247,12 +310,15 @@ void px_up_end(px_upreq_t *r, const px_fields_t *t)
 
 size_t px_up_queued(const px_upreq_t *r)
 {
+    if (r->st != NULL)
+        return r->pend_len + px_h2c_queued(r->st);
     return r->pend_len + (r->conn != NULL ? px_sock_queued(&r->conn->sock) : 0);
 }
 
 int px_up_full(const px_upreq_t *r)
 {
-    if (px_up_queued(r) <= PX_WQ_HIGH)
+    /* a stream's queue has its own marks: the connection's are every stream's */
+    if (px_up_queued(r) <= (r->st != NULL ? PX_H2C_QUEUE_HIGH : PX_WQ_HIGH))
         return 0;
     ((px_upreq_t *)r)->full = 1;
     return 1;
@@ -282,6 +348,12 @@ static void on_conn_resume(px_defer_t *d)
 void px_up_pause(px_upreq_t *r, int pause)
 {
     r->paused = pause;
+    if (r->st != NULL) {
+        px__up_h2_pause(r, pause);
+        return;
+    }
+    if (r->wait != NULL)
+        return;
     px_upconn_t *u = r->conn;
     if (u == NULL || u->state != PX__C_READY)
         return;
@@ -296,6 +368,11 @@ static void px__release(px_upreq_t *r, int clean)
 {
     r->cbs = NULL;
     px_defer_cancel(r->m->loop, &r->defer);
+    px_defer_cancel(r->m->loop, &r->resume);
+    if (r->st != NULL)
+        px__up_h2_release(r, clean);
+    else if (r->wait != NULL)
+        px__up_h2_unwait(r);
     px_upconn_t *u = r->conn;
     r->conn = NULL;
     if (r->failed) {
@@ -307,6 +384,8 @@ static void px__release(px_upreq_t *r, int clean)
     if (u == NULL)
         return;
     u->req = NULL;
+    if (u->state != PX__C_READY && !u->closing && px__up_h2_handover(u))
+        return; /* a request waiting on this dial takes it over */
     if (clean && u->reusable && !u->closing && u->state == PX__C_READY)
         px__up_pool_put(u);
     else
@@ -412,6 +491,10 @@ void px__up_conn_read(px_sock_t *s, const char *data, size_t len)
 {
     px_upconn_t *u = s->data;
     u->got_bytes = 1;
+    if (u->h2 != NULL) {
+        px__up_h2_read(u, data, len);
+        return;
+    }
     if (u->in_pool) {
         px__up_conn_close(u); /* idle in the pool: any byte means the connection is done */
         return;
@@ -426,6 +509,10 @@ void px__up_conn_eof(px_sock_t *s, int err)
         px_tunnel_eof(u->tun, 1, err);
         return;
     }
+    if (u->h2 != NULL) {
+        px__up_h2_eof(u, err);
+        return;
+    }
     px_upreq_t *r = u->req;
     if (r == NULL || r->cbs == NULL) {
         px__up_conn_close(u);
@@ -438,10 +525,9 @@ void px__up_conn_eof(px_sock_t *s, int err)
         u->req = NULL;
         r->conn = NULL;
         px__up_conn_close(u);
-        px__up_req_write(r, r->head, r->head_len);
         char key[PX__KEY_MAX];
         px__up_key(key, sizeof(key), r->host, r->port, r->tls, 0);
-        px__up_connect_new(r, key);
+        px__up_connect_new(r, key); /* the head goes out again on attaching */
         return;
     }
     if (err == UV_EOF && u->parser.state == PX_H1_BODY && px_h1_finish(&u->parser) == 0) {
@@ -465,6 +551,10 @@ void px__up_conn_drain(px_sock_t *s)
     px_upconn_t *u = s->data;
     if (u->state == PX__C_TUNNEL) {
         px_tunnel_drain(u->tun, 1);
+        return;
+    }
+    if (u->h2 != NULL) {
+        px__up_h2_flush(u);
         return;
     }
     px_upreq_t *r = u->req;

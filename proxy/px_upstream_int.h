@@ -11,6 +11,7 @@
 #include "proxy/px_config.h"
 #include "proxy/px_dest.h"
 #include "proxy/px_h1.h"
+#include "proxy/px_h2cli.h"
 #include "proxy/px_sock.h"
 #include "proxy/px_upstream.h"
 
@@ -18,6 +19,13 @@
 #define PX__KEY_MAX (PX_HOST_MAX + 16)
 
 typedef struct px_upconn px_upconn_t;
+
+/* What the manager remembers of a key's last TLS handshake: whether the upstream picked h2,
+ * so requests only wait for a connection in progress when it may be shared. */
+typedef struct px__alpn {
+    char key[PX__KEY_MAX];
+    int h1; /* the upstream picked http/1.1 (or nothing) */
+} px__alpn_t;
 
 typedef enum px__cstate {
     PX__C_RESOLVE = 0,
@@ -35,6 +43,10 @@ struct px_upmgr {
     px_dest_ctx_t dest;
     px_upconn_t *buckets[PX__POOL_BUCKETS];
     size_t idle;
+    /* connections that may carry several requests at once: h2 ones with streams, and TLS
+     * dials that may turn out h2 (requests of the same key wait on those) */
+    px_upconn_t *shared[PX__POOL_BUCKETS];
+    px__alpn_t alpn[PX__POOL_BUCKETS]; /* one key per bucket, the last one seen */
 };
 
 struct px_upconn {
@@ -64,6 +76,15 @@ struct px_upconn {
     int keepalive;            /* the final response allows another request */
     int handles;
     int closing;
+    /* HTTP/2 (px_uph2.c) */
+    px_h2c_t *h2;             /* the upstream picked h2: req stays NULL, h2reqs carry streams */
+    px_upreq_t *h2reqs;       /* requests with a stream on it */
+    px_upreq_t *waiters;      /* requests waiting for this dial to tell h2 or not */
+    size_t nwaiters;
+    px_upconn_t *sh_next, *sh_prev;
+    int in_shared;
+    int h1only;               /* offered http/1.1 alone (a WebSocket upgrade) */
+    px_defer_t flush;         /* the codec's output to the socket */
 };
 
 struct px_upreq {
@@ -89,6 +110,14 @@ struct px_upreq {
     int retried;
     int failed;
     char why[320];
+    /* HTTP/2 (px_uph2.c) */
+    int h2ok;                 /* may go over h2: TLS, not raw, not a WebSocket upgrade */
+    px_h2c_req_t *h2head;     /* the head for h2, one block (until the response head) */
+    px_h2cs_t *st;            /* its stream, on an h2 connection */
+    px_upconn_t *wait;        /* the dial it waits on (not its conn) */
+    px_upreq_t *h2_next, *h2_prev; /* the connection's streams, or its dial's waiters */
+    px_fields_t *trailers;    /* px_up_end's trailers, before a connection was ready */
+    px_defer_t resume;        /* held response bytes after a pause */
 };
 
 /* px_upconn.c */
@@ -100,6 +129,8 @@ px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, u
 void px__up_connect_new(px_upreq_t *r, const char *key);
 void px__up_conn_close(px_upconn_t *u);
 void px__up_key(char *out, size_t cap, const char *host, uint16_t port, int tls, int raw);
+unsigned px__up_hash(const char *key);
+void px__up_pool_remove(px_upconn_t *u);
 
 /* px_upstream.c */
 extern const px_h1_cbs_t px__up_resp_cbs; /* a connection's response parser */
@@ -110,5 +141,43 @@ void px__up_deliver(px_upconn_t *u, const char *data, size_t len);
 void px__up_conn_read(px_sock_t *s, const char *data, size_t len);
 void px__up_conn_eof(px_sock_t *s, int err);
 void px__up_conn_drain(px_sock_t *s);
+void px__up_req_write(px_upreq_t *r, const char *data, size_t len);
+/* Places r: a shared h2 connection or dial, a pooled connection, or a new one. */
+void px__up_dispatch(px_upreq_t *r);
+/* on_ready (and a pending on_drain) from the loop. */
+void px__up_ready_later(px_upreq_t *r);
+
+/* px_uph2.c */
+/* The head of q for h2, in one malloc'd block; NULL when out of memory. */
+px_h2c_req_t *px__up_h2_head(const addon_req_t *q, const char *host, uint16_t port);
+/* Finds a connection of key r may share: an h2 one with room (the stream opens now), or a dial
+ * of the same key to wait on. Returns 1 when r was placed. */
+int px__up_h2_share(px_upreq_t *r, const char *key);
+/* The dial of u ended in a TLS handshake: h2 when the upstream picked it. Returns 1 when u
+ * became an h2 connection (its owner request and waiters got streams or were sent on). */
+int px__up_h2_handshake(px_upconn_t *u);
+/* The dial u takes no more waiters; they are sent on (fail: they fail with why). */
+void px__up_h2_waiters(px_upconn_t *u, const char *why);
+void px__up_h2_unshare(px_upconn_t *u);
+/* A dial of an h2ok request: lists u for requests of its key to wait on, unless the key's
+ * upstream is known to pick http/1.1. */
+void px__up_h2_share_dial(px_upconn_t *u);
+/* The dial nu replaces u (the next address): the listing and the waiters move. */
+void px__up_h2_move(px_upconn_t *u, px_upconn_t *nu);
+/* The owner of dial u let go: its first waiter takes the dial over. Returns 1 when one did. */
+int px__up_h2_handover(px_upconn_t *u);
+/* u closes: its waiters and streams fail (why). */
+void px__up_h2_shut(px_upconn_t *u, const char *why);
+/* r's stream: bytes, end, pause, release (clean 0: cancel). */
+void px__up_h2_data(px_upreq_t *r, const char *data, size_t len);
+void px__up_h2_end(px_upreq_t *r, const px_fields_t *t);
+void px__up_h2_pause(px_upreq_t *r, int pause);
+void px__up_h2_release(px_upreq_t *r, int clean);
+/* r leaves the waiters of its dial (released or failed). */
+void px__up_h2_unwait(px_upreq_t *r);
+void px__up_h2_read(px_upconn_t *u, const char *data, size_t len);
+void px__up_h2_eof(px_upconn_t *u, int err);
+void px__up_h2_flush(px_upconn_t *u);
+void px__up_h2_sched(px_upconn_t *u);
 
 #endif

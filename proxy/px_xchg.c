@@ -126,6 +126,11 @@ static void px__hop_by_hop(px_xchg_t *x, int keep_expect)
             continue;
         if (keep_expect && h->name.len == 6 && strncasecmp(h->name.base, "expect", 6) == 0)
             continue;
+        /* "TE: trailers" says the client takes trailers: gRPC servers insist on it, and
+         * HTTP/2 lets it through (RFC 9113 section 8.2.2) */
+        if (h->name.len == 2 && strncasecmp(h->name.base, "te", 2) == 0 && h->value.len == 8 &&
+            strncasecmp(h->value.base, "trailers", 8) == 0)
+            continue;
         if (px_h1_hop_by_hop(h->name.base, h->name.len, cv, cl))
             h->removed = 1;
     }

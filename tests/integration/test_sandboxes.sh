@@ -44,7 +44,7 @@ printf '{"sur-bbbbbbbbbbbbbbbb": {"value": "REAL-B-0123456789", "scopes": ["shar
 : > "$T_DIR/host.log"
 "$AIRLOCK" run --proxy-ip 10.77.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" \
     --log "$T_DIR/host.log" --confdir "$T_DIR/confdir" --listen-dns 10.77.0.1:53 \
-    --listen-http 10.77.0.1:80 --listen-https 10.77.0.1:443 --allow-upstream-cidr 127.0.0.2/32 \
+    --listen-http 10.77.0.1:80 --listen-https 10.77.0.1:443 --listen-proxy 10.77.0.1:3128 --allow-upstream-cidr 127.0.0.2/32 \
     2> "$T_DIR/airlock.err" &
 AIRLOCK_PID=$!
 T_PIDS+=($AIRLOCK_PID)
@@ -75,6 +75,13 @@ t_contains "B to b.test: allowed" "$(get 1 http://b.test/echo)" "host=b.test  20
 t_contains "B to a.test: 403 (A's host)" "$(get 1 http://a.test/echo)" " 403"
 t_contains "B with Host: a.test: still B's policy" "$(get 1 http://b.test/echo -H 'Host: a.test')" " 403"
 t_contains "B over TLS with SNI a.test: still B's policy" "$(get 1 https://a.test/echo)" " 403"
+out=$(in_ns 1 curl -s -m 5 -o /dev/null -w '%{http_connect}' -p -x http://10.77.0.1:3128 http://a.test/echo 2>&1)
+t_eq "B's CONNECT to a.test through the explicit proxy: 403 (B's policy)" 403 "$out"
+out=$(in_ns 0 curl -s -m 5 -w ' %{http_code}' -x http://10.77.0.1:3128 http://a.test/echo 2>&1)
+t_contains "A through the explicit proxy to a.test: allowed" "$out" "host=a.test
+ 200"
+out=$(in_ns 1 curl -s -m 5 -w ' %{http_code}' -x http://10.77.0.1:3128 http://a.test/echo 2>&1)
+t_contains "B through the explicit proxy to a.test: 403" "$out" " 403"
 out=$(in_ns 2 curl -s -m 5 -o /dev/null -w '%{http_code}' http://10.77.0.1/echo -H 'Host: a.test')
 t_eq "C (in no sandbox): the connection is closed" 000 "$out"
 t_logged_in "$T_DIR/host.log" '^BLOCKED - - -> closed (source 10.77.3.2 is in no sandbox)$'
