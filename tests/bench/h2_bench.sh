@@ -13,7 +13,7 @@
 #
 # Environment: RUNS=3 (medians are reported), CONNS=4 STREAMS=32 (h2load -c/-m), N=100000
 # (requests per airlock/nginx run), MITM_N=5000 (per mitmdump run: it is ~30x slower),
-# WARM_N=2000, PROXY_CPU=0 LOAD_CPU=1, IDLE_CONNS=300 (RSS per idle h2 connection),
+# WARM_N=2000, UPSTREAM_H2=0 (the upstream speaks HTTP/1.1 only), PROXY_CPU=0 LOAD_CPU=1, IDLE_CONNS=300 (RSS per idle h2 connection),
 # SYSCALLS=1 (perf stat: the proxy's system calls per request, when perf is installed),
 # NO_MITM=1, AIRLOCK=binary (default build-bench/airlock), KEEP_TEST_DIR=1.
 # Prints figures and ratios; never fails on a timing.
@@ -33,6 +33,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 IDLE_CONNS=${IDLE_CONNS:-300}
 SYSCALLS=${SYSCALLS:-1}; command -v perf > /dev/null || SYSCALLS=0
 NO_MITM=${NO_MITM:-}
+UP_H2=" http2"; [ "${UPSTREAM_H2:-1}" = 0 ] && UP_H2=""
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ -x "$AIRLOCK" ] || { echo "no airlock binary at $AIRLOCK (build it: see README.md)" >&2; exit 2; }
@@ -99,7 +100,7 @@ NGINX
 }
 # the upstream, on LOAD_CPU
 nginx_conf up "server {
-        listen 127.0.0.2:443 ssl http2 backlog=4096;
+        listen 127.0.0.2:443 ssl$UP_H2 backlog=4096;
         ssl_certificate $T_DIR/up.pem;
         ssl_certificate_key $T_DIR/up.key;
         root $T_DIR/www;
@@ -125,7 +126,7 @@ nginx_conf px "upstream up_https { server 127.0.0.2:443; keepalive 64; }
 log "machine: $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'), $(getconf _NPROCESSORS_ONLN) cores; $(uname -r)"
 log "tools: $(h2load --version | head -1), $(nginx -v 2>&1 | cut -d' ' -f3)${NO_MITM:+, no mitmdump}$([ -z "$NO_MITM" ] && mitmdump --version 2>/dev/null | head -1 | tr -s ' ' | sed 's/^/, /')"
 log "airlock: $AIRLOCK"
-log "settings: h2load -c$CONNS -m$STREAMS -n$N (mitmdump -n$MITM_N), RUNS=$RUNS, proxy on CPU $PROXY_CPU, h2load/upstream/dnsmasq on CPU $LOAD_CPU"
+log "settings: h2load -c$CONNS -m$STREAMS -n$N (mitmdump -n$MITM_N), upstream${UP_H2:- http/1.1 only}, RUNS=$RUNS, proxy on CPU $PROXY_CPU, h2load/upstream/dnsmasq on CPU $LOAD_CPU"
 log "load before: $(cat /proc/loadavg)"
 t_start_resolver || exit 1
 nginx -c "$T_DIR/up.conf" -g 'daemon on;' || exit 1
