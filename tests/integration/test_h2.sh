@@ -1,13 +1,15 @@
 #!/bin/bash
 # HTTP/2 on the client leg (issue 16): real h2 clients (curl --http2, nghttp, Python httpx,
-# Node's http2, Go's net/http) through airlock to an allowed host and to a blocked path; a
+# Node's http2, Go's net/http) through airlock to an allowed host and to a blocked path; h2 on
+# the other TLS entry points (explicit-proxy CONNECT, transparent listener, TLS on :80); a
 # blocked path and a blocked host on the same connection as allowed streams (nothing reaches
 # the blocked upstream); a masked secret replaced on an h2 stream; 100 concurrent streams with
 # one never read (the others complete, airlock's RSS bounded); h2c with prior knowledge on
 # port 80 refused with GOAWAY(HTTP_1_1_REQUIRED), the h2c Upgrade answered over HTTP/1.1.
 # gRPC is test_h2_grpc.sh, the attack and bypass cases test_h2_bypass.sh.
 #
-# Addresses in the test's own namespace: airlock 127.0.0.1 (:80, :443, explicit proxy :3128);
+# Addresses in the test's own namespace: airlock 127.0.0.1 (:80, :443, explicit proxy :3128,
+# transparent :3129 fed by an nftables redirect of 127.0.0.10:443);
 # nginx as ok.test on 127.0.0.3 and evil.test on 127.0.0.4 (h2_lib.sh), h2 and http/1.1.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
@@ -31,6 +33,7 @@ JSON
 h2_setup_upstreams || exit 1
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
     --replacements "$T_DIR/repl.json" --listen-proxy 127.0.0.1:3128 \
+    --listen-transparent 127.0.0.1:3129 \
     --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 ECHO="uri=/api/echo host=ok.test"
@@ -51,6 +54,26 @@ t_logged "... logged [masked: 1]" '^allowed GET https://ok\.test/api/echo -> 200
 out=$(curl -sS -m 10 --http2 --cacert "$CA" -x http://127.0.0.1:3128 -w '\n%{http_version} %{http_code}' https://ok.test/api/echo 2>&1)
 t_eq "curl --http2 through the explicit proxy's CONNECT: HTTP/2 inside the tunnel" "2 200" "$(tail -1 <<< "$out")"
 t_contains "... the upstream's answer" "$out" "$ECHO"
+
+# the other TLS entry points: the transparent listener (an nftables redirect of 127.0.0.10:443,
+# as in test_bypass.sh) and TLS sniffed on port 80 (ALPN only: no upstream speaks TLS on 80)
+if command -v nft > /dev/null && nft -f - <<'NFT'
+table ip h2_nat {
+  chain output { type nat hook output priority -100; policy accept;
+    ip daddr 127.0.0.10 tcp dport 443 redirect to :3129; }
+}
+NFT
+then
+    out=$(curl -sS -m 10 --http2 --cacert "$CA" --resolve ok.test:443:127.0.0.10 \
+        -w '\n%{http_version} %{http_code}' https://ok.test/api/echo 2>&1)
+    t_eq "curl --http2 through the transparent listener: HTTP/2, 200" "2 200" "$(tail -1 <<< "$out")"
+    t_contains "... the upstream's answer" "$out" "$ECHO"
+else
+    t_not_made "curl --http2 through the transparent listener" "nftables not usable here"
+fi
+out=$(echo | timeout 10 openssl s_client -connect 127.0.0.1:80 -servername ok.test \
+    -alpn h2,http/1.1 2>&1 | grep '^ALPN protocol')
+t_eq "TLS sniffed on port 80: h2 offered and chosen" "ALPN protocol: h2" "$out"
 
 # ---- nghttp (it does not verify certificates: it has no option for a CA) ----
 out=$(timeout 20 nghttp -v https://ok.test/api/echo 2>&1)
