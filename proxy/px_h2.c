@@ -369,6 +369,18 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
 }
 
 
+/* A response head nghttp2 could not send (over its header block limit): the stream is reset,
+ * rather than left waiting for a head that never leaves. */
+static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, int err, void *ud)
+{
+    (void)err;
+    (void)ud;
+    if (f->hd.type == NGHTTP2_HEADERS && f->hd.stream_id > 0)
+        nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, f->hd.stream_id,
+                                  NGHTTP2_INTERNAL_ERROR);
+    return 0;
+}
+
 /* ---- the session ------------------------------------------------------------------------ */
 
 static nghttp2_session_callbacks *px__callbacks(void)
@@ -383,6 +395,7 @@ static nghttp2_session_callbacks *px__callbacks(void)
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_h2_data);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_h2_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_h2_frame_send);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, on_h2_frame_not_send);
     return cb;
 }
 

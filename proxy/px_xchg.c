@@ -17,22 +17,7 @@
 
 static void px__open(px_xchg_t *x);
 
-/* ---- the log line ---------------------------------------------------------------------------- */
-
-void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
-{
-    if (x->logged)
-        return;
-    x->logged = 1;
-    const char *annot = x->view != NULL ? x->view->annot : "";
-    const char *url = x->pre.url[0] != '\0' ? x->pre.url : "-";
-    if (status < 0)
-        px_log_printf(x->log, "%s %s %s -> %s", verdict, x->method, url,
-                      tail != NULL ? tail : "unknown error");
-    else
-        px_log_printf(x->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
-                      tail != NULL ? tail : "");
-}
+/* ---- the addons' log lines ------------------------------------------------------------------- */
 
 static void on_addon_log(void *data, const char *line, size_t len)
 {
@@ -126,11 +111,9 @@ static void px__hop_by_hop(px_xchg_t *x, int keep_expect)
             continue;
         if (keep_expect && h->name.len == 6 && strncasecmp(h->name.base, "expect", 6) == 0)
             continue;
-        /* "TE: trailers" says the client takes trailers: gRPC servers insist on it, and
-         * HTTP/2 lets it through (RFC 9113 section 8.2.2) */
         if (h->name.len == 2 && strncasecmp(h->name.base, "te", 2) == 0 && h->value.len == 8 &&
             strncasecmp(h->value.base, "trailers", 8) == 0)
-            continue;
+            continue; /* "TE: trailers": gRPC servers insist on it; HTTP/2 lets it through */
         if (px_h1_hop_by_hop(h->name.base, h->name.len, cv, cl))
             h->removed = 1;
     }

@@ -7,6 +7,23 @@
 #include "proxy/px_engine.h"
 #include "proxy/px_xchg_int.h"
 
+/* The exchange's one log line: verdict, method, URL, then the status with the addons'
+ * annotations and tail, or (status < 0) tail as the reason. */
+void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
+{
+    if (x->logged)
+        return;
+    x->logged = 1;
+    const char *annot = x->view != NULL ? x->view->annot : "";
+    const char *url = x->pre.url[0] != '\0' ? x->pre.url : "-";
+    if (status < 0)
+        px_log_printf(x->log, "%s %s %s -> %s", verdict, x->method, url,
+                      tail != NULL ? tail : "unknown error");
+    else
+        px_log_printf(x->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
+                      tail != NULL ? tail : "");
+}
+
 /* ---- answers of our own --------------------------------------------------------------------- */
 
 /* Sends an answer with a JSON body. close: the connection ends after it. */

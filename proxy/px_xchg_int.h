@@ -77,9 +77,11 @@ struct px_xchg {
 };
 
 
-/* px_xchg.c */
+/* px_xchg_answer.c */
 /* Writes the exchange's one log line (verdict, status or, when status < 0, tail as the reason). */
 void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail);
+
+/* px_xchg.c */
 /* Ends the exchange: the client side hears it from the loop with reuse (px_down_ops_t). */
 void px__x_finish(px_xchg_t *x, int reuse);
 

@@ -721,6 +721,28 @@ static void test_px_h2_client_reset(void **state)
 /* The response ends before the request: the request goes on (an owner may still relay it);
  * once the owner discards it, the rest is consumed here and the client ends its stream without
  * a reset (clients such as curl 7.88 take a RST_STREAM after the answer for a failure). */
+/* A response head nghttp2 cannot send (a field over its header block limit) resets the stream
+ * instead of leaving it without an answer; the owner hears it. */
+static void test_px_h2_response_head_too_big(void **state)
+{
+    (void)state;
+    srv_t s;
+    cli_t c;
+    srv_init(&s);
+    cli_init(&c, 0, 0);
+    int32_t sid = cli_get(&c, "/big");
+    pump(&c, &s);
+    static char big[100000];
+    memset(big, 'v', sizeof(big));
+    px_h2_field_t f[] = {{"x-big", 5, big, sizeof(big)}};
+    assert_int_equal(px_h2_respond(s.h, sid, 200, f, 1, 0), 0);
+    pump(&c, &s);
+    assert_true(c.st[sid / 2].closed);
+    assert_int_equal(c.st[sid / 2].code, NGHTTP2_INTERNAL_ERROR);
+    cli_free(&c);
+    srv_free(&s);
+}
+
 static void test_px_h2_early_response(void **state)
 {
     srv_t s;
@@ -1162,6 +1184,7 @@ int main(void)
         cmocka_unit_test(test_px_h2_request_window),
         cmocka_unit_test(test_px_h2_client_reset),
         cmocka_unit_test(test_px_h2_early_response),
+        cmocka_unit_test(test_px_h2_response_head_too_big),
         cmocka_unit_test(test_px_h2_rapid_reset),
         cmocka_unit_test(test_px_h2_some_resets),
         cmocka_unit_test(test_px_h2_header_list_too_big),
