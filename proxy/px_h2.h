@@ -23,10 +23,13 @@
 #include "proxy/px_msg.h"
 
 /* ---- limits (what each one stops) ---- */
-/* Concurrent streams; more are refused (REFUSED_STREAM). */
+/* Concurrent streams (announced): a stream past it is refused with REFUSED_STREAM while the
+ * client has not acknowledged the SETTINGS yet, and ends the connection (GOAWAY
+ * PROTOCOL_ERROR, nghttp2's rule) once it has. */
 #define PX_H2_MAX_STREAMS 100
 /* A request's fields (name + value + 32 each, as RFC 9113 counts them): over it, the codec
- * answers 431 on the stream (the connection goes on). Also the SETTINGS_MAX_HEADER_LIST_SIZE
+ * answers 431 on the stream (the connection goes on); one field alone over nghttp2's own limit
+ * (64 KiB) is a connection error (COMPRESSION_ERROR). Also the SETTINGS_MAX_HEADER_LIST_SIZE
  * announced. At most PX_HEADERS_MAX fields fit a head (with Host and Cookie): more, 431 too. */
 #define PX_H2_HEADER_LIST_MAX PX_HEAD_MAX
 /* HPACK dynamic table, both directions (announced; the encoder's is capped too). */
