@@ -101,6 +101,11 @@ int addon_ghapp_apply(addon_req_t *req, const struct addon_replacements *r, size
  * counted as dropped). Returns 1 when something was removed. */
 int addon_ghapp_strip_foreign(addon_req_t *req, const struct addon_replacements *r);
 
+/* A request carrying a GitHub App token to a GraphQL endpoint (a path ending in "/graphql") must
+ * not have a query string (reference G10: a query there escapes the body's checks). 1 and ans
+ * filled (403 graphql_repo_scope_blocked, detail "query-params"), else 0. */
+int addon_ghapp_graphql_query(addon_req_t *req, addon_answer_t *ans);
+
 /* Fills ans with the 502 github_app_token_refresh_failed answer (verdict "allowed", logged
  * with " [github-app: refresh-failed]") and writes the reference's line "GitHub App token
  * refresh failed for METHOD URL: why" through req->log_cb. why is borrowed. */

@@ -243,6 +243,26 @@ int addon_ghapp_strip_foreign(addon_req_t *req, const addon_replacements_t *r)
     return removed;
 }
 
+int addon_ghapp_graphql_query(addon_req_t *req, addon_answer_t *ans)
+{
+    const char *q = memchr(req->path.base, '?', req->path.len);
+    size_t plen = q != NULL ? (size_t)(q - req->path.base) : req->path.len;
+    if (q == NULL || plen < 8 || memcmp(req->path.base + plen - 8, "/graphql", 8) != 0)
+        return 0;
+    addon_req_annotate(req, "github-app: query-params");
+    ans->status = 403;
+    ans->error = "graphql_repo_scope_blocked";
+    ans->with_request = 0;
+    ans->verdict = "BLOCKED";
+    snprintf(ans->message, sizeof(ans->message),
+             "GraphQL requests with a GitHub App token may not carry query parameters: send the "
+             "query in the POST body.");
+    ans->with_detail = 1;
+    snprintf(ans->detail, sizeof(ans->detail), "query-params");
+    ans->log_tail[0] = '\0';
+    return 1;
+}
+
 void addon_ghapp_refresh_failed(addon_req_t *req, addon_answer_t *ans, const char *why)
 {
     addon_req_log(req, "GitHub App token refresh failed for %.*s %s: %s", (int)req->method.len,

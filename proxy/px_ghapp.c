@@ -287,6 +287,12 @@ int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a)
         addon_ghapp_strip_foreign(r, repl);
         return 0;
     }
+    addon_answer_t gq;
+    memset(&gq, 0, sizeof(gq));
+    if (addon_ghapp_graphql_query(r, &gq)) {
+        px__x_addon_answer(x, &gq);
+        return 1;
+    }
     if (!r->tls) {
         addon_answer_t ans = {.status = 403, .error = "credentials_require_https",
                               .with_request = 1, .verdict = "BLOCKED"};

@@ -555,6 +555,32 @@ static void test_ghapp_refresh_failed(void **state)
     req_free(q);
 }
 
+static void test_ghapp_graphql_query(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path;
+        int refused;
+    } cases[] = {{"/graphql?x=1", 1}, {"/graphql?", 1}, {"/api/graphql?a", 1},
+                 {"/graphql", 0},     {"/repos?x=1", 0}, {"/graphqlx?y", 0}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        addon_req_t *q = req_new("api.github.com", NULL, 0);
+        q->path.base = cases[i].path;
+        q->path.len = strlen(cases[i].path);
+        addon_answer_t ans;
+        memset(&ans, 0, sizeof(ans));
+        assert_int_equal(addon_ghapp_graphql_query(q, &ans), cases[i].refused);
+        if (cases[i].refused) {
+            assert_int_equal(ans.status, 403);
+            assert_string_equal(ans.error, "graphql_repo_scope_blocked");
+            assert_string_equal(ans.detail, "query-params");
+            assert_int_equal(ans.with_detail, 1);
+            assert_string_equal(q->annot, " [github-app: query-params]");
+        }
+        req_free(q);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_ghapp_basic),
         cmocka_unit_test(test_ghapp_duplicates),
         cmocka_unit_test(test_ghapp_refresh_failed),
+        cmocka_unit_test(test_ghapp_graphql_query),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

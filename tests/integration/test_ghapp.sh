@@ -124,6 +124,15 @@ t_logged "G6: not counted as dropped" '^allowed GET https://api\.github\.com/g6 
 out=$(get https://foreign-ok.example.com/g6b -H "Authorization: Bearer foreign-token")
 t_eq "G6: kept with allow_foreign_credentials" "Bearer foreign-token" "$(auth_at /g6b)"
 
+# ---- G10 (its query-parameter case): /graphql?x=1 with the surrogate ----------------------------
+m0=$(mints)
+out=$(get 'https://api.github.com/graphql?x=1' -H "Authorization: Bearer $SURR" --data-binary '{"query": "{ viewer { login } }"}')
+t_contains "G10: POST /graphql?x=1 with an App token: 403" "$out" " 403"
+t_contains "... graphql_repo_scope_blocked, detail query-params" "$out" '"error": "graphql_repo_scope_blocked"'
+t_contains "... detail query-params" "$out" '"detail": "query-params"'
+t_logged "... logged BLOCKED" '^BLOCKED POST https://api\.github\.com/graphql?x=1 -> 403 \[github-app: query-params\]$'
+t_eq "... no mint, nothing sent" "$m0 <none>" "$(mints) $(auth_at '/graphql?x=1')"
+
 # ---- plain http: never injected ---------------------------------------------------------------
 out=$(curl -s -m 10 -w ' %{http_code}' -H "Authorization: Bearer $SURR" http://api.github.com/plain)
 t_contains "plain http with the surrogate: 403" "$out" " 403"
