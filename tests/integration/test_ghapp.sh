@@ -176,6 +176,27 @@ t_eq "... the whole body arrived" 300000 \
     "$("$PY" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["path"]=="/upload2"][-1]["len"])' "$ST/requests.jsonl")"
 t_eq "... one mint each" $((m0 + 2)) "$(mints)"
 
+# ---- a client that gives up while it waits; a token request that never answers ---------------
+t_reload
+echo 2 > "$ST/delay"
+m0=$(mints)
+curl -s -m 0.5 --cacert "$CA" -o /dev/null -H "Authorization: Bearer $SURR" https://api.github.com/gone
+t_eq "a client gone while it waited: curl gave up" 28 "$?"
+sleep 2.5
+rm -f "$ST/delay"
+out=$(get https://api.github.com/after -H "Authorization: Bearer $SURR")
+t_contains "... the mint still filled the cache: the next request goes through" "$out" " 200"
+t_logged "... cached" '^allowed GET https://api\.github\.com/after -> 200 \[github-app: cached\]'
+t_eq "... one mint" $((m0 + 1)) "$(mints)"
+t_eq "... the request that was given up never reached the API" "<none>" "$(auth_at /gone)"
+t_reload
+echo 32 > "$ST/delay"
+out=$(get https://api.github.com/slow -H "Authorization: Bearer $SURR")
+rm -f "$ST/delay"
+t_contains "a token request unanswered for 30 s: 502" "$out" " 502"
+t_logged "... logged as a timeout" \
+    '^GitHub App token refresh failed for GET https://api\.github\.com/slow: the token request timed out after 30 s$'
+
 # ---- G3: an expired token is minted anew -----------------------------------------------------
 t_reload
 echo 302 > "$ST/expires_in" # valid for 2 s, then inside the 300 s refresh margin
