@@ -16,8 +16,8 @@
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
 
-#define GHAPP_ID_MAX 64       /* bytes of an app id or installation id */
-#define GHAPP_PATH_MAX 1024   /* bytes of the base URL's path */
+#define GHAPP_ID_MAX 64     /* bytes of an app id or installation id */
+#define GHAPP_PATH_MAX 1024 /* bytes of the base URL's path */
 #define GHAPP_WHAT_MAX 128
 
 struct addon_ghapp {
@@ -27,7 +27,7 @@ struct addon_ghapp {
     uint16_t port;
     char *token_path; /* {base path}/app/installations/{id}/access_tokens */
     EVP_PKEY *key;
-    json_t *permissions; /* an object, or NULL */
+    json_t *permissions;  /* an object, or NULL */
     json_t *repositories; /* an array, or NULL */
     /* the cache */
     char token[ADDON_GHAPP_TOKEN_MAX + 1];
@@ -40,8 +40,8 @@ struct addon_ghapp {
 
 static int ghapp_id_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 /* app_id: a string of [A-Za-z0-9._-] or a positive integer; installation_id: digits only. */
@@ -87,8 +87,8 @@ static int ghapp_key(const addon_yaml_node_t *n, const char *what, addon_ghapp_t
     if (v == NULL)
         return addon_yaml_errorf(n, err, errlen, "%s: missing required key 'private_key'", what);
     if (addon_yaml_type(v) != ADDON_YAML_STRING)
-        return addon_yaml_errorf(v, err, errlen, "%s.private_key: expected a string, got %s",
-                                 what, addon_yaml_type_name(addon_yaml_type(v)));
+        return addon_yaml_errorf(v, err, errlen, "%s.private_key: expected a string, got %s", what,
+                                 addon_yaml_type_name(addon_yaml_type(v)));
     size_t len;
     const char *s = addon_yaml_text(v, &len);
     if (len > 64 * 1024) {
@@ -106,13 +106,11 @@ static int ghapp_key(const addon_yaml_node_t *n, const char *what, addon_ghapp_t
         return addon_yaml_errorf(v, err, errlen,
                                  "%s.private_key: not an unencrypted PEM private key", what);
     if (EVP_PKEY_get_base_id(g->key) != EVP_PKEY_RSA)
-        return addon_yaml_errorf(v, err, errlen,
-                                 "%s.private_key: not an RSA key (GitHub App JWTs are RS256)",
-                                 what);
+        return addon_yaml_errorf(
+            v, err, errlen, "%s.private_key: not an RSA key (GitHub App JWTs are RS256)", what);
     if (EVP_PKEY_get_bits(g->key) < 2048 || EVP_PKEY_get_bits(g->key) > 16384)
-        return addon_yaml_errorf(v, err, errlen,
-                                 "%s.private_key: RSA keys of 2048 to 16384 bits are accepted",
-                                 what);
+        return addon_yaml_errorf(
+            v, err, errlen, "%s.private_key: RSA keys of 2048 to 16384 bits are accepted", what);
     return 0;
 }
 
@@ -204,8 +202,8 @@ static int ghapp_plain_string(const addon_yaml_node_t *v, const char *what, char
 }
 
 /* permissions: {name: level, ...}; repositories: [name, ...]. Kept as JSON, in file order. */
-static int ghapp_scoping(const addon_yaml_node_t *n, const char *what, addon_ghapp_t *g,
-                         char *err, size_t errlen)
+static int ghapp_scoping(const addon_yaml_node_t *n, const char *what, addon_ghapp_t *g, char *err,
+                         size_t errlen)
 {
     char sub[GHAPP_WHAT_MAX];
     const addon_yaml_node_t *p = addon_yaml_get(n, "permissions");
@@ -254,8 +252,8 @@ static int ghapp_scoping(const addon_yaml_node_t *n, const char *what, addon_gha
     return 0;
 }
 
-int addon_ghapp_parse(const addon_yaml_node_t *n, const char *what, addon_ghapp_t **out,
-                      char *err, size_t errlen)
+int addon_ghapp_parse(const addon_yaml_node_t *n, const char *what, addon_ghapp_t **out, char *err,
+                      size_t errlen)
 {
     *out = NULL;
     addon_ghapp_t *g = calloc(1, sizeof(*g));
@@ -345,8 +343,8 @@ int addon_ghapp_jwt(const addon_ghapp_t *g, int64_t now, char *out, size_t outle
                       (long long)(now - ADDON_GHAPP_JWT_BACKDATE),
                       (long long)(now + ADDON_GHAPP_JWT_LIFETIME), g->app_id);
     size_t sigmax = (size_t)EVP_PKEY_get_size(g->key);
-    size_t need = 4 * ((sizeof(header) + 2) / 3) + 4 * (((size_t)cn + 2) / 3) +
-                  4 * ((sigmax + 2) / 3) + 8;
+    size_t need =
+        4 * ((sizeof(header) + 2) / 3) + 4 * (((size_t)cn + 2) / 3) + 4 * ((sigmax + 2) / 3) + 8;
     if (cn < 0 || (size_t)cn >= sizeof(claims) || need > outlen)
         return PX_ETOOBIG;
     size_t o = ghapp_b64url((const unsigned char *)header, sizeof(header) - 1, out);

@@ -22,11 +22,11 @@ struct addon_replacements;
 
 /* Constants of the reference (refresh margin, JWT backdating and lifetime) and hard caps. */
 #define ADDON_GHAPP_DEFAULT_BASE "https://api.github.com"
-#define ADDON_GHAPP_REFRESH_MARGIN 300 /* s: a token this close to expiry is minted anew */
-#define ADDON_GHAPP_JWT_BACKDATE 60    /* s: iat = now - this (clock skew) */
-#define ADDON_GHAPP_JWT_LIFETIME 540   /* s: exp = now + this */
-#define ADDON_GHAPP_JWT_MAX 4096       /* bytes of a JWT (RSA up to 16384 bits) */
-#define ADDON_GHAPP_TOKEN_MAX 255      /* bytes of an installation token */
+#define ADDON_GHAPP_REFRESH_MARGIN 300   /* s: a token this close to expiry is minted anew */
+#define ADDON_GHAPP_JWT_BACKDATE 60      /* s: iat = now - this (clock skew) */
+#define ADDON_GHAPP_JWT_LIFETIME 540     /* s: exp = now + this */
+#define ADDON_GHAPP_JWT_MAX 4096         /* bytes of a JWT (RSA up to 16384 bits) */
+#define ADDON_GHAPP_TOKEN_MAX 255        /* bytes of an installation token */
 #define ADDON_GHAPP_BODY_MAX (64 * 1024) /* bytes of the token endpoint's answer */
 #define ADDON_GHAPP_HOST_MAX 253
 
@@ -36,8 +36,8 @@ typedef struct addon_ghapp addon_ghapp_t;
  * also reads scopes and allow_foreign_credentials). what labels messages ("entry[3]"). 0 and
  * *out (taken by the caller, freed with addon_ghapp_free); or PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM
  * with "name:line:col: message" in err, never quoting the key. */
-int addon_ghapp_parse(const addon_yaml_node_t *n, const char *what, addon_ghapp_t **out,
-                      char *err, size_t errlen);
+int addon_ghapp_parse(const addon_yaml_node_t *n, const char *what, addon_ghapp_t **out, char *err,
+                      size_t errlen);
 
 /* Wipes and frees g (the key, the cached token). NULL is allowed. */
 void addon_ghapp_free(addon_ghapp_t *g);

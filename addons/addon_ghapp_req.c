@@ -164,8 +164,8 @@ static long ghapp_new_value(addon_str_t v, int how, addon_str_t sur, const char 
     return 6 + (long)e;
 }
 
-int addon_ghapp_apply(addon_req_t *req, const addon_replacements_t *r, size_t i,
-                      const char *token, size_t toklen, int refreshed)
+int addon_ghapp_apply(addon_req_t *req, const addon_replacements_t *r, size_t i, const char *token,
+                      size_t toklen, int refreshed)
 {
     addon_str_t sur = addon_replacements_surrogate(r, i);
     unsigned char *dec = malloc(GHAPP_VALUE_MAX);
@@ -237,7 +237,8 @@ int addon_ghapp_strip_foreign(addon_req_t *req, const addon_replacements_t *r)
         }
     }
     if (removed)
-        addon_req_log(req, "STRIPPED header 'authorization' from %.*s %s (foreign credential "
+        addon_req_log(req,
+                      "STRIPPED header 'authorization' from %.*s %s (foreign credential "
                       "blocked)",
                       (int)req->method.len, req->method.base, req->url != NULL ? req->url : "-");
     return removed;
@@ -272,7 +273,6 @@ void addon_ghapp_refresh_failed(addon_req_t *req, addon_answer_t *ans, const cha
     ans->error = "github_app_token_refresh_failed";
     ans->with_request = 0;
     ans->verdict = "allowed";
-    snprintf(ans->message, sizeof(ans->message),
-             "Failed to refresh GitHub App installation token");
+    snprintf(ans->message, sizeof(ans->message), "Failed to refresh GitHub App installation token");
     ans->log_tail[0] = '\0';
 }

@@ -253,8 +253,7 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl)
 }
 
 /* The entry's token goes into the request, or the exchange answers. 0 or 1 (answered). */
-static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i,
-                      addon_ghapp_t *g)
+static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, addon_ghapp_t *g)
 {
     addon_req_t *r = x->view;
     addon_answer_t ans;
@@ -294,8 +293,10 @@ int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a)
         return 1;
     }
     if (!r->tls) {
-        addon_answer_t ans = {.status = 403, .error = "credentials_require_https",
-                              .with_request = 1, .verdict = "BLOCKED"};
+        addon_answer_t ans = {.status = 403,
+                              .error = "credentials_require_https",
+                              .with_request = 1,
+                              .verdict = "BLOCKED"};
         snprintf(ans.message, sizeof(ans.message),
                  "This request carries a GitHub App credential that airlock only injects over "
                  "https, so the token never crosses the network in clear. Use https:// for "

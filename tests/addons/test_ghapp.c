@@ -69,10 +69,11 @@ static int load(const char *extra, addon_replacements_t **r, char *err, size_t e
 {
     size_t cap = strlen(test_pem) + strlen(extra) + 1024;
     char *doc = malloc(cap);
-    snprintf(doc, cap,
-             "{\"" SURR "\": {\"type\": \"github-app\", \"app_id\": \"12345\", \"private_key\": "
-             "\"%s\", \"installation_id\": 678, \"scopes\": [\"api.github.com\", \"github.com\"]%s}}",
-             test_pem, extra);
+    snprintf(
+        doc, cap,
+        "{\"" SURR "\": {\"type\": \"github-app\", \"app_id\": \"12345\", \"private_key\": "
+        "\"%s\", \"installation_id\": 678, \"scopes\": [\"api.github.com\", \"github.com\"]%s}}",
+        test_pem, extra);
     int rc = addon_replacements_load_buffer("t.json", doc, strlen(doc), r, err, errlen);
     free(doc);
     return rc;
@@ -132,8 +133,7 @@ static void test_ghapp_parse_all_fields(void **state)
                                &r);
     assert_string_equal(addon_ghapp_host(g), "ghe.example.com");
     assert_int_equal(addon_ghapp_port(g), 8443);
-    assert_string_equal(addon_ghapp_token_path(g),
-                        "/api/v3/app/installations/678/access_tokens");
+    assert_string_equal(addon_ghapp_token_path(g), "/api/v3/app/installations/678/access_tokens");
     assert_int_equal(addon_replacements_allow_foreign(r, 0), 1);
     char *body;
     size_t len;
@@ -312,10 +312,13 @@ static void test_ghapp_parse_token(void **state)
     assert_int_equal(exp, 1795730400);
     assert_null(why);
     static const char *const bad[] = {
-        "", "[]", "{\"expires_at\": \"2026-11-26T22:00:00Z\"}",
+        "",
+        "[]",
+        "{\"expires_at\": \"2026-11-26T22:00:00Z\"}",
         "{\"token\": \"a b\", \"expires_at\": \"2026-11-26T22:00:00Z\"}",
         "{\"token\": \"\", \"expires_at\": \"2026-11-26T22:00:00Z\"}",
-        "{\"token\": \"t\"}", "{\"token\": \"t\", \"expires_at\": \"2026-11-26 22:00:00\"}",
+        "{\"token\": \"t\"}",
+        "{\"token\": \"t\", \"expires_at\": \"2026-11-26 22:00:00\"}",
         "{\"token\": \"t\", \"expires_at\": \"2026-13-26T22:00:00Z\"}",
         "{\"token\": 5, \"expires_at\": \"2026-11-26T22:00:00Z\"}",
         "{\"token\": \"t\", \"token\": \"u\", \"expires_at\": \"2026-11-26T22:00:00Z\"}"};
@@ -346,7 +349,7 @@ static void test_ghapp_cache_expiry(void **state)
     assert_true(addon_ghapp_cache_valid(g, now + 3600 - 301));
     assert_false(addon_ghapp_cache_valid(g, now + 3600 - 300)); /* the refresh margin */
     assert_false(addon_ghapp_cache_valid(g, now + 4000));       /* G3: expired */
-    addon_ghapp_cache_set(g, "ghs_new", 7, now + 7200);          /* G3: the cache is updated */
+    addon_ghapp_cache_set(g, "ghs_new", 7, now + 7200);         /* G3: the cache is updated */
     assert_true(addon_ghapp_cache_valid(g, now + 4000));
     assert_string_equal(addon_ghapp_cache_token(g, NULL), "ghs_new");
     addon_ghapp_cache_clear(g);
@@ -485,7 +488,8 @@ static void test_ghapp_basic(void **state)
     addon_replacements_t *r;
     load_ok("", &r);
     /* G7: Basic x-access-token:<surr> on github.com */
-    const char *a[] = {"Basic eC1hY2Nlc3MtdG9rZW46Z2hzX1N1cnJvZ2F0ZVRva2VuVmFsdWUxMjM0NTY3ODkwYWJjZGU="};
+    const char *a[] = {
+        "Basic eC1hY2Nlc3MtdG9rZW46Z2hzX1N1cnJvZ2F0ZVRva2VuVmFsdWUxMjM0NTY3ODkwYWJjZGU="};
     addon_req_t *q = req_new("github.com", a, 1);
     assert_int_equal(addon_ghapp_match(r, q), 0);
     assert_int_equal(addon_ghapp_apply(q, r, 0, REAL, strlen(REAL), 1), 0);
@@ -498,8 +502,9 @@ static void test_ghapp_basic(void **state)
     assert_int_equal(addon_ghapp_match(r, q), -1);
     req_free(q);
     /* not Basic: lowercase scheme, bad base64 */
-    const char *nb[] = {"basic eC1hY2Nlc3MtdG9rZW46Z2hzX1N1cnJvZ2F0ZVRva2VuVmFsdWUxMjM0NTY3ODkwYWJjZGU=",
-                        "Basic not-valid!!!"};
+    const char *nb[] = {
+        "basic eC1hY2Nlc3MtdG9rZW46Z2hzX1N1cnJvZ2F0ZVRva2VuVmFsdWUxMjM0NTY3ODkwYWJjZGU=",
+        "Basic not-valid!!!"};
     q = req_new("github.com", nb, 2);
     assert_int_equal(addon_ghapp_match(r, q), -1);
     req_free(q);
@@ -561,7 +566,7 @@ static void test_ghapp_graphql_query(void **state)
     static const struct {
         const char *path;
         int refused;
-    } cases[] = {{"/graphql?x=1", 1}, {"/graphql?", 1}, {"/api/graphql?a", 1},
+    } cases[] = {{"/graphql?x=1", 1}, {"/graphql?", 1},  {"/api/graphql?a", 1},
                  {"/graphql", 0},     {"/repos?x=1", 0}, {"/graphqlx?y", 0}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         addon_req_t *q = req_new("api.github.com", NULL, 0);
@@ -584,18 +589,12 @@ static void test_ghapp_graphql_query(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ghapp_parse_defaults),
-        cmocka_unit_test(test_ghapp_parse_all_fields),
-        cmocka_unit_test(test_ghapp_parse_errors),
-        cmocka_unit_test(test_ghapp_parse_not_rsa),
-        cmocka_unit_test(test_ghapp_jwt_verifies),
-        cmocka_unit_test(test_ghapp_parse_token),
-        cmocka_unit_test(test_ghapp_cache_expiry),
-        cmocka_unit_test(test_ghapp_bearer),
-        cmocka_unit_test(test_ghapp_foreign),
-        cmocka_unit_test(test_ghapp_basic),
-        cmocka_unit_test(test_ghapp_duplicates),
-        cmocka_unit_test(test_ghapp_refresh_failed),
+        cmocka_unit_test(test_ghapp_parse_defaults), cmocka_unit_test(test_ghapp_parse_all_fields),
+        cmocka_unit_test(test_ghapp_parse_errors),   cmocka_unit_test(test_ghapp_parse_not_rsa),
+        cmocka_unit_test(test_ghapp_jwt_verifies),   cmocka_unit_test(test_ghapp_parse_token),
+        cmocka_unit_test(test_ghapp_cache_expiry),   cmocka_unit_test(test_ghapp_bearer),
+        cmocka_unit_test(test_ghapp_foreign),        cmocka_unit_test(test_ghapp_basic),
+        cmocka_unit_test(test_ghapp_duplicates),     cmocka_unit_test(test_ghapp_refresh_failed),
         cmocka_unit_test(test_ghapp_graphql_query),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
