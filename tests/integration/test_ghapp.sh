@@ -254,6 +254,17 @@ t_eq "no token, key or JWT in the network log or on stderr" 0 "$leak"
 
 kill -0 "$AIRLOCK_PID" 2>/dev/null
 t_check "airlock alive" test $? -eq 0
+# SIGTERM while a request waits for a token: the wait ends with the client, airlock exits at once
+t_reload
+echo 20 > "$ST/delay"
+m0=$(mints)
+curl -s -m 30 --cacert "$CA" -o /dev/null -H "Authorization: Bearer $SURR" https://api.github.com/term &
+cpid=$!
+until_ok '[ "$(mints)" -gt "$m0" ]'
+t0=$SECONDS
 t_stop_airlock
-t_eq "SIGTERM: exit 0" "0" "$?"
+t_eq "SIGTERM while a request waits for its token: exit 0" "0" "$?"
+t_check "... within 5 s (the token request does not hold the loop)" test $((SECONDS - t0)) -le 5
+wait "$cpid" 2>/dev/null
+rm -f "$ST/delay"
 t_done
