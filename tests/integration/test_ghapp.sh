@@ -28,12 +28,18 @@ KEY_LINE=$(sed -n 2p "$T_DIR/app.key") # a line of the key's base64 body, looked
 cat > "$T_DIR/allow.yaml" <<'YAML'
 domains: ["api.github.com", "github.com", "other-api.example.com", "foreign-ok.example.com",
           "wrongkey.example.com"]
+url_prefixes:
+  - host: gql.github.com
+    path: /graphql
+    methods: [POST]
+    graphql:
+      queries: [viewer]
 YAML
 cat > "$T_DIR/repl.json" <<JSON
 {
   "$SURR": {"type": "github-app", "app_id": "12345", "private_key": $KEY_JSON,
             "installation_id": 678, "base_url": "https://api.github.test",
-            "scopes": ["api.github.com", "github.com"],
+            "scopes": ["api.github.com", "github.com", "gql.github.com"],
             "permissions": {"contents": "write"}, "repositories": ["my-repo"]},
   "$SURR2": {"type": "github-app", "app_id": "12345", "private_key": $KEY_JSON,
              "installation_id": 999, "base_url": "https://api.github.test/",
@@ -47,7 +53,7 @@ ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
 t_start_resolver --address=/api.github.test/127.0.0.3 --address=/github.com/127.0.0.3 \
     --address=/example.com/127.0.0.3
 t_upstream_ca
-t_upstream_cert "DNS:api.github.test,DNS:api.github.com,DNS:github.com,DNS:*.example.com" "$T_DIR/up"
+t_upstream_cert "DNS:api.github.test,DNS:*.github.com,DNS:github.com,DNS:*.example.com" "$T_DIR/up"
 "$PY" "$HERE/ghapp_api.py" 127.0.0.3 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$T_DIR/app.pub" 12345 \
     "$ST" > "$T_DIR/api.out" 2>&1 &
 T_PIDS+=($!)
@@ -132,6 +138,20 @@ t_contains "... graphql_repo_scope_blocked, detail query-params" "$out" '"error"
 t_contains "... detail query-params" "$out" '"detail": "query-params"'
 t_logged "... logged BLOCKED" '^BLOCKED POST https://api\.github\.com/graphql?x=1 -> 403 \[github-app: query-params\]$'
 t_eq "... no mint, nothing sent" "$m0 <none>" "$(mints) $(auth_at '/graphql?x=1')"
+
+# ---- with the GraphQL operation filter: the token only after the filter passed -----------------
+t_reload
+m0=$(mints)
+out=$(get https://gql.github.com/graphql -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "mutation { deleteRepository(input: {}) { clientMutationId } }"}')
+t_contains "a GraphQL operation the filter refuses: 403" "$out" " 403"
+t_eq "... no token was minted for it" "$m0" "$(mints)"
+out=$(get https://gql.github.com/graphql -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "{ viewer { login } }"}')
+t_contains "an allowed GraphQL operation: 200" "$out" " 200"
+t_eq "... with the token (minted after the filter)" "Bearer ${REAL}_$((m0 + 1))" "$(auth_at /graphql)"
+t_logged "... both tags" \
+    '^allowed POST https://gql\.github\.com/graphql -> 200 \[graphql-op: query/viewer\] \[github-app: refreshed\] \[masked: 1\]$'
 
 # ---- plain http: never injected ---------------------------------------------------------------
 out=$(curl -s -m 10 -w ' %{http_code}' -H "Authorization: Bearer $SURR" http://api.github.com/plain)
