@@ -281,6 +281,7 @@ echo 20 > "$ST/delay"
 m0=$(mints)
 curl -s -m 30 --cacert "$CA" -o /dev/null -H "Authorization: Bearer $SURR" https://api.github.com/term &
 cpid=$!
+# shellcheck disable=SC2016 # expanded by until_ok's eval
 until_ok '[ "$(mints)" -gt "$m0" ]'
 t0=$SECONDS
 t_stop_airlock
