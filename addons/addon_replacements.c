@@ -9,6 +9,7 @@
 
 #include <openssl/crypto.h>
 
+#include "addons/addon_ghapp.h"
 #include "addons/addon_glob.h"
 #include "addons/addon_out.h"
 #include "addons/addon_yaml.h"
@@ -32,6 +33,7 @@ typedef struct addon__repl_entry {
     addon_str_t secret;
     addon_str_t token;
     addon_str_t surrogate_token;
+    addon_ghapp_t *ghapp; /* github-app */
 } addon__repl_entry_t;
 
 struct addon_replacements {
@@ -53,6 +55,9 @@ static const char *const repl_aws_keys[] = {"type",
                                             "scopes",
                                             "allow_plain_http",
                                             NULL};
+static const char *const repl_ghapp_keys[] = {
+    "type",   "app_id",      "private_key",  "installation_id",           "base_url",
+    "scopes", "permissions", "repositories", "allow_foreign_credentials", NULL};
 
 /* ---- memory ----------------------------------------------------------------------------- */
 
@@ -82,6 +87,7 @@ static void repl_entry_free(addon__repl_entry_t *e)
     repl_str_free(&e->secret);
     repl_str_free(&e->token);
     repl_str_free(&e->surrogate_token);
+    addon_ghapp_free(e->ghapp);
     OPENSSL_cleanse(e, sizeof(*e));
 }
 
@@ -449,6 +455,27 @@ static int repl_aws(const addon_yaml_node_t *n, const char *what, addon__repl_en
     return repl_plain_http(n, what, e, err, errlen);
 }
 
+/* A github-app entry: scopes and the foreign-credential flag here, the rest in addon_ghapp. */
+static int repl_ghapp(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
+                      char *err, size_t errlen)
+{
+    int rc = repl_check_keys(n, repl_ghapp_keys, what, err, errlen);
+    char sub[ADDON__REPL_WHAT_MAX + 32];
+    e->kind = ADDON_REPLACEMENTS_GITHUB_APP;
+    const addon_yaml_node_t *scopes = rc == 0 ? repl_required(n, "scopes", what, &rc, err, errlen)
+                                              : NULL;
+    if (scopes == NULL)
+        return rc;
+    snprintf(sub, sizeof(sub), "%s.scopes", what);
+    if ((rc = repl_scopes(scopes, sub, e, err, errlen)) != 0)
+        return rc;
+    const addon_yaml_node_t *allow = addon_yaml_get(n, "allow_foreign_credentials");
+    snprintf(sub, sizeof(sub), "%s.allow_foreign_credentials", what);
+    if (allow != NULL && (rc = addon_yaml_get_bool(allow, sub, &e->allow_foreign, err, errlen)))
+        return rc;
+    return addon_ghapp_parse(n, what, &e->ghapp, err, errlen);
+}
+
 static int repl_entry(const addon_yaml_node_t *key, const addon_yaml_node_t *n, size_t idx,
                       addon__repl_entry_t *e, char *err, size_t errlen)
 {
@@ -489,13 +516,11 @@ static int repl_entry(const addon_yaml_node_t *key, const addon_yaml_node_t *n, 
     if (tlen == strlen("aws-sigv4") && memcmp(t, "aws-sigv4", tlen) == 0)
         return repl_aws(n, what, e, err, errlen);
     if (tlen == strlen("github-app") && memcmp(t, "github-app", tlen) == 0)
-        return addon_yaml_errorf(type, err, errlen,
-                                 "%s: 'github-app' credentials are not supported by airlock; "
-                                 "give the agent a masked token instead",
-                                 sub);
+        return repl_ghapp(n, what, e, err, errlen);
     /* The text is not echoed: in a damaged file it could be a real value. */
     return addon_yaml_errorf(type, err, errlen,
-                             "%s: unknown type (expected 'aws-sigv4', or no 'type' for a "
+                             "%s: unknown type (expected 'aws-sigv4', 'github-app', or no "
+                             "'type' for a "
                              "masked secret)",
                              sub);
 }
@@ -785,6 +810,12 @@ addon_str_t addon_replacements_canary_value(const addon_replacements_t *r, size_
     return r != NULL && i < r->canaries.n ? r->canaries.values[i] : repl_none;
 }
 
+struct addon_ghapp *addon_replacements_ghapp(const addon_replacements_t *r, size_t i)
+{
+    const addon__repl_entry_t *e = repl_at(r, i);
+    return e != NULL ? e->ghapp : NULL;
+}
+
 int addon_replacements_find_aws(const addon_replacements_t *r, addon_str_t akid)
 {
     for (size_t i = 0; r != NULL && i < r->n; i++) {
@@ -826,13 +857,18 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
     if (len > 0)
         buf[0] = '\0';
     size_t n = addon_replacements_count(r);
-    size_t nmasked = 0;
-    for (size_t i = 0; i < n; i++)
+    size_t nmasked = 0, nghapp = 0;
+    for (size_t i = 0; i < n; i++) {
         nmasked += r->entries[i].kind == ADDON_REPLACEMENTS_MASKED;
+        nghapp += r->entries[i].kind == ADDON_REPLACEMENTS_GITHUB_APP;
+    }
     const char *name = addon_replacements_name(r);
     addon_out_put(&o, name, strlen(name));
-    addon_out_fmt(&o, ": %zu replacements (%zu masked, %zu aws-sigv4)%s\n", n, nmasked, n - nmasked,
-            n == 0 ? " (nothing is masked)" : "");
+    addon_out_fmt(&o, ": %zu replacements (%zu masked, %zu aws-sigv4", n, nmasked,
+                  n - nmasked - nghapp);
+    if (nghapp > 0)
+        addon_out_fmt(&o, ", %zu github-app", nghapp);
+    addon_out_fmt(&o, ")%s\n", n == 0 ? " (nothing is masked)" : "");
     for (size_t i = 0; i < n; i++) {
         const addon__repl_entry_t *e = &r->entries[i];
         addon_out_fmt(&o, "entry[%zu] ", i);
@@ -845,6 +881,14 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
                 addon_out_fmt(&o, " allow_foreign_credentials");
             if (e->allow_plain_http)
                 addon_out_fmt(&o, " allow_plain_http");
+        } else if (e->kind == ADDON_REPLACEMENTS_GITHUB_APP) {
+            addon_out_fmt(&o, " github-app app_id %s installation_id %s token_url https://%s:%u",
+                          addon_ghapp_app_id(e->ghapp), addon_ghapp_installation_id(e->ghapp),
+                          addon_ghapp_host(e->ghapp), (unsigned)addon_ghapp_port(e->ghapp));
+            addon_out_fmt(&o, "%s", addon_ghapp_token_path(e->ghapp));
+            out_list(&o, "scopes", e->scopes, e->nscopes);
+            if (e->allow_foreign)
+                addon_out_fmt(&o, " allow_foreign_credentials");
         } else {
             addon_out_fmt(&o, " aws-sigv4");
             out_list(&o, "scopes", e->scopes, e->nscopes);

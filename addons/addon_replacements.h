@@ -6,7 +6,9 @@
  * allow_foreign_credentials?, allow_plain_http?}; "type": "aws-sigv4" is an AWS credential
  * {access_key_id, secret_access_key, session_token?, surrogate_session_token?, scopes,
  * allow_plain_http?} keyed by the surrogate
- * access key id. "github-app" (and any other type) is refused. Entries keep file order, which
+ * access key id; "github-app" is a GitHub App credential {app_id, private_key, installation_id,
+ * base_url?, scopes, permissions?, repositories?, allow_foreign_credentials?} keyed by its
+ * ghs_ surrogate (addon_ghapp.h). Any other type is refused. Entries keep file order, which
  * is the order the masked-secret pass applies them in: when one surrogate is a substring of a
  * later one, the earlier entry replaces first and the later surrogate no longer matches (list
  * longer surrogates first; `airlock check` points such pairs out).
@@ -41,6 +43,7 @@ typedef enum addon_replacements_kind {
     ADDON_REPLACEMENTS_NONE = 0,  /* index out of range */
     ADDON_REPLACEMENTS_MASKED,    /* masked secret: surrogate -> value in headers */
     ADDON_REPLACEMENTS_AWS_SIGV4, /* AWS credential: re-signing with the real key */
+    ADDON_REPLACEMENTS_GITHUB_APP, /* GitHub App: installation tokens minted by the proxy */
 } addon_replacements_kind_t;
 
 /* An aws-sigv4 entry. Every view is borrowed from the snapshot (valid while it is held); an
@@ -94,7 +97,7 @@ addon_str_t addon_replacements_value(const addon_replacements_t *r, size_t i);
  * 403 instead, so the secret never crosses the network in clear. */
 int addon_replacements_allow_plain_http(const addon_replacements_t *r, size_t i);
 
-/* Masked entry i: 1 when allow_foreign_credentials is true, else 0. */
+/* Masked or github-app entry i: 1 when allow_foreign_credentials is true, else 0. */
 int addon_replacements_allow_foreign(const addon_replacements_t *r, size_t i);
 
 /* Scope (host) patterns of entry i, lowercased; a plain one without its trailing dot. Pattern k
@@ -115,6 +118,10 @@ int addon_replacements_in_scope(const addon_replacements_t *r, size_t i, addon_s
 /* Fills *out with aws-sigv4 entry i (views borrowed from r). 0, or PX_ENOENT when entry i is
  * out of range or not an aws-sigv4 entry. */
 int addon_replacements_aws(const addon_replacements_t *r, size_t i, addon_replacements_aws_t *out);
+
+/* github-app entry i: its app (borrowed from r, with a token cache the proxy fills), or NULL
+ * for other kinds. */
+struct addon_ghapp *addon_replacements_ghapp(const addon_replacements_t *r, size_t i);
 
 /* Canaries in file order: count (r may be NULL), then canary i's name and value (borrowed from
  * r; the value is never logged); {NULL, 0} when out of range. */

@@ -16,6 +16,8 @@
 #include "proxy/px_upstream.h"
 
 static void px__open(px_xchg_t *x);
+static void px__buffered_body(px_xchg_t *x);
+static void px__decide_rest(px_xchg_t *x);
 
 /* ---- the addons' log lines ------------------------------------------------------------------- */
 
@@ -163,30 +165,10 @@ static int px__sink_buffer(void *data, const char *buf, size_t len)
     return 0;
 }
 
-/* An addon failed on the body: nothing half-signed ever goes on. */
-static void px__filter_failed(px_xchg_t *x, int err)
-{
-    if (err == PX_ETOOBIG && x->up == NULL) {
-        px__x_log(x, "BLOCKED", 413, " (request body over the limit)");
-        px__x_answer_error(x, 413, "request_body_too_large",
-                         "The request body is larger than airlock can hold for signing.", 1);
-        return;
-    }
-    if (x->up == NULL) {
-        px__x_log(x, "ERROR", 403, " (signing failed: the request body could not be re-signed)");
-        px__x_answer_error(x, 403, "signing_failed",
-                         "airlock could not re-sign this request body; it was not sent.", 1);
-        return;
-    }
-    px__x_log(x, "ERROR", -1, "request body could not be re-signed; aborted");
-    px_up_abort(x->up);
-    x->up = NULL;
-    px__x_finish(x, -1);
-}
-
 /* Runs the head hooks from a on. Once a body filter asked for the body, the credential stage
  * (the first later addon without a filter hook) waits in x->resume until the filters passed:
- * no real credential is put in a request a filter refuses. 1 when the exchange answered. */
+ * no real credential is put in a request a filter refuses. The GitHub App stage (px_ghapp.c)
+ * may wait there too, for a token. 1 when the exchange answered, 2 when it waits. */
 static int px__heads(px_xchg_t *x, const addon_t *const *a)
 {
     addon_req_t *r = x->view;
@@ -194,6 +176,11 @@ static int px__heads(px_xchg_t *x, const addon_t *const *a)
         if (r->filter_cap > 0 && !x->filtered && (*a)->on_request_body_filter == NULL) {
             x->resume = a;
             return 0;
+        }
+        int gh = px__x_ghapp_stage(x, a);
+        if (gh != 0) {
+            x->resume = a;
+            return gh;
         }
         if ((*a)->on_request_head == NULL)
             continue;
@@ -214,21 +201,6 @@ static int px__heads(px_xchg_t *x, const addon_t *const *a)
     return 0;
 }
 
-/* The gathered body went over its cap: a body filter refuses it its own way, else 413. */
-static void px__over_cap(px_xchg_t *x, size_t len)
-{
-    addon_answer_t ans;
-    x->bodylen += len;
-    if (x->view->filter_cap > 0 && px__x_filters(x, 1, &ans) == ADDON_ANSWER) {
-        free(x->bodybuf);
-        x->bodybuf = NULL;
-        x->bodylen = x->bodycap = 0;
-        px__x_addon_answer(x, &ans);
-        return;
-    }
-    px__filter_failed(x, PX_ETOOBIG);
-}
-
 /* ADDON_BODY_BUFFER: the whole body is here; the addon makes the body and may still change the
  * head (or answer), then the request goes upstream. */
 static void px__buffered_end(px_xchg_t *x)
@@ -245,6 +217,14 @@ static void px__buffered_end(px_xchg_t *x)
         if (x->resume != NULL && px__heads(x, x->resume))
             return; /* the credential stage, now */
     }
+    px__buffered_body(x);
+}
+
+/* The filters passed and the credential stage ran: the credential addon makes the body. */
+static void px__buffered_body(px_xchg_t *x)
+{
+    addon_req_t *r = x->view;
+    addon_answer_t ans;
     const addon_t *a = r->state_owner;
     memset(&ans, 0, sizeof(ans));
     x->outlen = 0;
@@ -264,7 +244,7 @@ static void px__buffered_end(px_xchg_t *x)
         return;
     }
     if (rc < 0) {
-        px__filter_failed(x, rc);
+        px__x_filter_failed(x, rc);
         return;
     }
     px__open(x);
@@ -279,9 +259,15 @@ static void px__decide(px_xchg_t *x)
     }
     if (px__x_leak_head(x))
         return; /* before any addon: the policy, and the credentials that put real values in */
-    addon_req_t *r = x->view;
     if (px__heads(x, px_addons()))
         return;
+    px__decide_rest(x);
+}
+
+/* The head hooks passed: the budgets, then the body is gathered or the request goes up. */
+static void px__decide_rest(px_xchg_t *x)
+{
+    addon_req_t *r = x->view;
     if (px__x_budget_head(x))
         return; /* over an egress budget: 429 (px_xchg_budget.c) */
     if (r->body_mode == ADDON_BODY_BUFFER || r->filter_cap > 0) {
@@ -307,6 +293,16 @@ static void px__decide(px_xchg_t *x)
     }
     x->filter = r->body_mode == ADDON_BODY_STREAM && x->rq == PX__RQ_BODY;
     px__open(x);
+}
+
+void px__x_continue(px_xchg_t *x)
+{
+    if (px__heads(x, x->resume))
+        return;
+    if (x->filtered)
+        px__buffered_body(x);
+    else
+        px__decide_rest(x);
 }
 
 static void on_up_ready(void *owner);
@@ -452,7 +448,7 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
         return;
     case PX__SINK_BUFFER:
         if (x->bodylen + len > x->gather_cap) {
-            px__over_cap(x, len);
+            px__x_over_cap(x, len);
             return;
         }
         if (px__grow(&x->bodybuf, &x->bodycap, x->bodylen + len) != 0) {
@@ -472,7 +468,7 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
                          ? a->on_request_body(a, x->view, data, len, &sink)
                          : px__sink_up(x, data, len);
             if (rc < 0) {
-                px__filter_failed(x, rc);
+                px__x_filter_failed(x, rc);
                 return;
             }
         } else {
@@ -518,7 +514,7 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
                          ? a->on_request_body_end(a, x->view, &sink, &ans)
                          : 0;
             if (rc != 0) {
-                px__filter_failed(x, rc < 0 ? rc : PX_ESIGNING);
+                px__x_filter_failed(x, rc < 0 ? rc : PX_ESIGNING);
                 return;
             }
             px_up_end(x->up, NULL); /* a re-framed body drops the trailers */
@@ -709,6 +705,7 @@ static void px__release(px_xchg_t *x)
             px_up_abort(x->up);
         x->up = NULL;
     }
+    px__x_ghapp_end(x);
     px__addons_end(x);
     px__x_budget_end(x);
     if (x->view != NULL) {

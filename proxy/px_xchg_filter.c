@@ -74,3 +74,41 @@ int px__x_filters(px_xchg_t *x, int over, addon_answer_t *ans)
     }
     return ADDON_NEXT;
 }
+
+/* ---- failures on the body (px_xchg_int.h) ------------------------------------------------ */
+
+/* An addon failed on the body: nothing half-signed ever goes on. */
+void px__x_filter_failed(px_xchg_t *x, int err)
+{
+    if (err == PX_ETOOBIG && x->up == NULL) {
+        px__x_log(x, "BLOCKED", 413, " (request body over the limit)");
+        px__x_answer_error(x, 413, "request_body_too_large",
+                         "The request body is larger than airlock can hold for signing.", 1);
+        return;
+    }
+    if (x->up == NULL) {
+        px__x_log(x, "ERROR", 403, " (signing failed: the request body could not be re-signed)");
+        px__x_answer_error(x, 403, "signing_failed",
+                         "airlock could not re-sign this request body; it was not sent.", 1);
+        return;
+    }
+    px__x_log(x, "ERROR", -1, "request body could not be re-signed; aborted");
+    px_up_abort(x->up);
+    x->up = NULL;
+    px__x_finish(x, -1);
+}
+
+/* The gathered body went over its cap: a body filter refuses it its own way, else 413. */
+void px__x_over_cap(px_xchg_t *x, size_t len)
+{
+    addon_answer_t ans;
+    x->bodylen += len;
+    if (x->view->filter_cap > 0 && px__x_filters(x, 1, &ans) == ADDON_ANSWER) {
+        free(x->bodybuf);
+        x->bodybuf = NULL;
+        x->bodylen = x->bodycap = 0;
+        px__x_addon_answer(x, &ans);
+        return;
+    }
+    px__x_filter_failed(x, PX_ETOOBIG);
+}

@@ -1,5 +1,6 @@
-/* Internals shared by px_xchg.c (the exchange) and px_xchg_answer.c (the answers airlock makes
- * itself). Nothing else includes this header. */
+/* Internals shared by px_xchg.c (the exchange) and its parts: px_xchg_answer.c (the answers
+ * airlock makes itself), px_xchg_filter.c, px_xchg_leak.c, px_xchg_budget.c and px_ghapp.c (the
+ * GitHub App stage). Nothing else includes this header. */
 #ifndef PX_XCHG_INT_H
 #define PX_XCHG_INT_H
 
@@ -57,6 +58,13 @@ struct px_xchg {
     char *held;               /* at most the longest pattern less one byte */
     size_t held_len;
     struct px__xbud *budget;  /* the egress budgets it counts for (px_xchg_budget.c); NULL: none */
+    /* the GitHub App stage (px_ghapp.c): the token request it waits for, the next waiter */
+    struct px__ghmint *gh_mint;
+    px_xchg_t *gh_next;
+    int gh_outcome;           /* 0: not asked yet; PX__GH_CACHED, PX__GH_REFRESHED, PX__GH_FAILED */
+    int gh_paused;            /* the stage paused the request body while it waits */
+    px_defer_t gh_resume;
+    char gh_why[160];         /* why the token request failed (no secret in it) */
     /* the response */
     px_upreq_t *up;
     px__rs_t rs;
@@ -77,11 +85,16 @@ struct px_xchg {
 };
 
 
+enum { PX__GH_CACHED = 1, PX__GH_REFRESHED = 2, PX__GH_FAILED = -1 };
+
 /* px_xchg_answer.c */
 /* Writes the exchange's one log line (verdict, status or, when status < 0, tail as the reason). */
 void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail);
 
 /* px_xchg.c */
+/* The head hooks go on from x->resume after a wait (px_ghapp.c), then the rest of the head's
+ * work (the budgets and the upstream request, or the gathered body's). */
+void px__x_continue(px_xchg_t *x);
 /* Ends the exchange: the client side hears it from the loop with reuse (px_down_ops_t). */
 void px__x_finish(px_xchg_t *x, int reuse);
 
@@ -101,6 +114,22 @@ void px__x_leak_flush(px_xchg_t *x);
  * length is known). ADDON_NEXT (the body, possibly rewritten, is in bodybuf) or ADDON_ANSWER
  * with ans filled. Uses outbody as scratch. */
 int px__x_filters(px_xchg_t *x, int over, addon_answer_t *ans);
+
+/* An addon failed on the body (err): 413, 403 or an abort; nothing half-signed goes on. */
+void px__x_filter_failed(px_xchg_t *x, int err);
+/* The gathered body went over its cap (len: the piece that crossed it): a body filter
+ * refuses it its own way, else 413. */
+void px__x_over_cap(px_xchg_t *x, size_t len);
+
+/* px_ghapp.c */
+/* Before addon a: when a is the GitHub App stage's place (after AWS, before masking) and the
+ * request carries an in-scope github-app surrogate, the installation token goes in (0), the
+ * exchange answered (1: a refresh failure, plain http), or it waits for the token (2; it
+ * resumes with px__x_continue). Otherwise foreign credentials are stripped as the entry says
+ * and 0. */
+int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a);
+/* The exchange is released: it stops waiting for a token. */
+void px__x_ghapp_end(px_xchg_t *x);
 
 /* px_xchg_budget.c */
 /* The request head was allowed: admits it under the egress budgets; 1 when it answered 429. */

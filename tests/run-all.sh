@@ -10,13 +10,13 @@
 # tests/integration/lib.sh) only for a capability the machine lacks; a skip for one it has,
 # for a missing package (`.ci/install-deps test` installs them all) or without a reason fails
 # the run. The summary names every skipped test and why, and every check not made.
-#   FUZZ_SECONDS   seconds per fuzz target (default 30; 0 skips fuzzing)
+#   FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
 #   VALGRIND       0 skips the valgrind pass over the unit tests
 #   JOBS           parallel build/test jobs (default 2)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 JOBS=${JOBS:-2}
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 status=0
 T_RUN=$(date +%s)
 STAGES=()

@@ -1,5 +1,6 @@
 /* addon_replacements: loading /replacements.json (JSON and YAML), every validation error with
- * its exact file:line:col, real values never in messages or descriptions, github-app refused,
+ * its exact file:line:col, real values never in messages or descriptions, a github-app entry
+ * whose key is no PEM key (the github-app fields: test_ghapp.c),
  * a missing file, accessors and the describe text. Every real value in these inputs contains
  * "REALSECRET" so that a leak is one strstr away. */
 #include <setjmp.h>
@@ -313,15 +314,14 @@ static const err_case_t err_cases[] = {
     {"type not a string", "{\n  \"s\": {\"type\": 1}\n}", PX_ECONFIG,
      "t.json:2:17: entry[0].type: expected a string, got an integer"},
     {"unknown type", "{\n  \"s\": {\"type\": \"azure-ad\", " M_VALUE "}\n}", PX_ECONFIG,
-     "t.json:2:17: entry[0].type: unknown type (expected 'aws-sigv4', or no 'type' for a "
-     "masked secret)"},
+     "t.json:2:17: entry[0].type: unknown type (expected 'aws-sigv4', 'github-app', or no "
+     "'type' for a masked secret)"},
     {"github-app",
      "{\n  \"ghs_x\": {\n    \"type\": \"github-app\",\n    \"app_id\": \"1\",\n"
      "    \"private_key\": \"" SECRET_MARK "\",\n    \"installation_id\": 2,\n"
      "    \"scopes\": [\"api.github.com\"]\n  }\n}",
      PX_ECONFIG,
-     "t.json:3:13: entry[0].type: 'github-app' credentials are not supported by airlock; give "
-     "the agent a masked token instead"},
+     "t.json:5:20: entry[0].private_key: not an unencrypted PEM private key"},
     {"aws: missing access_key_id",
      "{\n  \"AKIAS\": {\n    \"type\": \"aws-sigv4\",\n    \"secret_access_key\": \"" SECRET_MARK
      "\",\n    \"scopes\": [\"*.amazonaws.com\"]\n  }\n}",
@@ -452,9 +452,9 @@ static void test_replacements_files_with_errors(void **state)
     char err[512];
     int rc = addon_replacements_load_file(DATA "repl_github_app.json", &r, err, sizeof(err));
     assert_int_equal(rc, PX_ECONFIG);
-    assert_string_equal(err, DATA "repl_github_app.json:3:13: entry[0].type: 'github-app' "
-                                  "credentials are not supported by airlock; give the agent a "
-                                  "masked token instead");
+    assert_string_equal(err, DATA "repl_github_app.json:5:20: entry[0].private_key: not an "
+                                  "unencrypted PEM private key");
+    assert_null(strstr(err, SECRET_MARK));
     assert_null(r);
 
     rc = addon_replacements_load_file(DATA "repl_bad_value.yaml", &r, err, sizeof(err));

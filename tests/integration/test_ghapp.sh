@@ -1,0 +1,292 @@
+#!/bin/bash
+# GitHub App credentials (reference §4.5, catalogue §10.5 G1-G9): airlock mints an RS256 JWT,
+# exchanges it at a fake GitHub API (HTTPS with the test CA; it verifies the JWT with the app's
+# public key and counts the mints), caches the installation token, and puts it in place of the
+# ghs_ surrogate (Bearer, Basic password) for in-scope hosts. 20 concurrent requests share one
+# mint; an expired token is minted anew; a failed mint answers 502 with the reference's line; a
+# request body waits intact while the token is minted; the private key, the JWT and the token
+# never reach the network log or stderr.
+. "$(dirname "$0")/lib.sh"
+t_enter_netns "$@"
+HERE=$(cd "$(dirname "$0")" && pwd)
+"$PY" -c 'import cryptography' 2>/dev/null ||
+    t_skip package "python3-cryptography is not installed"
+
+SURR="ghs_SurrogateTokenValue1234567890abcde"
+SURR2="ghs_OtherSurrogate0000000000000000000001"
+SURR3="ghs_WrongKeySurrogate00000000000000000002"
+REAL="ghs_real_token_value"
+ST="$T_DIR/api"
+mkdir -p "$ST"
+openssl genrsa -out "$T_DIR/app.key" 2048 2>/dev/null
+openssl rsa -in "$T_DIR/app.key" -pubout -out "$T_DIR/app.pub" 2>/dev/null
+openssl genrsa -out "$T_DIR/other.key" 2048 2>/dev/null
+KEY_JSON=$("$PY" -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$T_DIR/app.key")
+OTHER_JSON=$("$PY" -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$T_DIR/other.key")
+KEY_LINE=$(sed -n 2p "$T_DIR/app.key") # a line of the key's base64 body, looked for in the logs
+
+cat > "$T_DIR/allow.yaml" <<'YAML'
+domains: ["api.github.com", "github.com", "other-api.example.com", "foreign-ok.example.com",
+          "wrongkey.example.com"]
+url_prefixes:
+  - host: gql.github.com
+    path: /graphql
+    methods: [POST]
+    graphql:
+      queries: [viewer]
+YAML
+cat > "$T_DIR/repl.json" <<JSON
+{
+  "$SURR": {"type": "github-app", "app_id": "12345", "private_key": $KEY_JSON,
+            "installation_id": 678, "base_url": "https://api.github.test",
+            "scopes": ["api.github.com", "github.com", "gql.github.com"],
+            "permissions": {"contents": "write"}, "repositories": ["my-repo"]},
+  "$SURR2": {"type": "github-app", "app_id": "12345", "private_key": $KEY_JSON,
+             "installation_id": 999, "base_url": "https://api.github.test/",
+             "scopes": ["foreign-ok.example.com"], "allow_foreign_credentials": true},
+  "$SURR3": {"type": "github-app", "app_id": "12345", "private_key": $OTHER_JSON,
+             "installation_id": 678, "base_url": "https://api.github.test",
+             "scopes": ["wrongkey.example.com"]}
+}
+JSON
+ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+t_start_resolver --address=/api.github.test/127.0.0.3 --address=/github.com/127.0.0.3 \
+    --address=/example.com/127.0.0.3
+t_upstream_ca
+t_upstream_cert "DNS:api.github.test,DNS:*.github.com,DNS:github.com,DNS:*.example.com" "$T_DIR/up"
+"$PY" "$HERE/ghapp_api.py" 127.0.0.3 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$T_DIR/app.pub" 12345 \
+    "$ST" > "$T_DIR/api.out" 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 443 10 || { cat "$T_DIR/api.out"; exit 1; }
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+    --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.3/32 || exit 1
+CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
+
+mints() { [ -f "$ST/mints.jsonl" ] && wc -l < "$ST/mints.jsonl" || echo 0; }
+# the Authorization values the API received with the last request to PATH, joined with '|'
+auth_at() {
+    "$PY" -c 'import json,sys
+last = None
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if d["path"] == sys.argv[2]: last = d
+print("<none>" if last is None else "|".join(last["auth"]))' "$ST/requests.jsonl" "$1"
+}
+mint_field() { # mint_field N EXPR (d: the Nth mint record)
+    "$PY" -c 'import json,sys; d=json.loads(open(sys.argv[1]).readlines()[int(sys.argv[2])-1]); print(eval(sys.argv[3]))' \
+        "$ST/mints.jsonl" "$1" "$2"
+}
+get() { # get URL [curl args]: "status body"
+    local u=$1; shift
+    curl -s -m 40 --cacert "$CA" -w ' %{http_code}' "$@" "$u"
+}
+
+# ---- G1: a fresh mint ------------------------------------------------------------------------
+out=$(get https://api.github.com/g1 -H "Authorization: Bearer $SURR")
+t_contains "G1: the request goes through" "$out" " 200"
+t_eq "G1: the API got the real token as Bearer" "Bearer $REAL" "$(auth_at /g1)"
+t_logged "G1: logged refreshed, masked 1" \
+    '^allowed GET https://api\.github\.com/g1 -> 200 \[github-app: refreshed\] \[masked: 1\]$'
+t_eq "G1: one mint" 1 "$(mints)"
+# ---- G9: what the mint carried ---------------------------------------------------------------
+t_eq "G9: the JWT verified with the app's public key (RS256, iss, 600 s)" True "$(mint_field 1 'd["jwt_ok"]')"
+t_eq "G9: iss is the app id" 12345 "$(mint_field 1 'd["iss"]')"
+t_eq "G9: the installation id in the path" 678 "$(mint_field 1 'd["installation"]')"
+t_eq "G9: permissions and repositories in the body" \
+    "{'permissions': {'contents': 'write'}, 'repositories': ['my-repo']}" "$(mint_field 1 'd["body"]')"
+t_eq "G9: Accept: application/vnd.github+json" application/vnd.github+json "$(mint_field 1 'd["accept"]')"
+
+# ---- G2: the cached token --------------------------------------------------------------------
+out=$(get https://api.github.com/g2 -H "Authorization: Bearer $SURR")
+t_contains "G2: the request goes through" "$out" " 200"
+t_eq "G2: the cached token" "Bearer $REAL" "$(auth_at /g2)"
+t_logged "G2: logged cached" '^allowed GET https://api\.github\.com/g2 -> 200 \[github-app: cached\] \[masked: 1\]$'
+t_eq "G2: no new mint" 1 "$(mints)"
+
+# ---- G7: Basic x-access-token:<surr> on github.com --------------------------------------------
+out=$(get https://github.com/g7 -u "x-access-token:$SURR")
+t_contains "G7: the request goes through" "$out" " 200"
+t_eq "G7: the password replaced, Basic re-encoded" \
+    "Basic $(printf 'x-access-token:%s' "$REAL" | base64 -w0)" "$(auth_at /g7)"
+
+# ---- G8: duplicate Authorization [surr, attacker] ---------------------------------------------
+out=$(get https://api.github.com/g8 --http1.1 -H "Authorization: Bearer $SURR" -H "Authorization: Bearer attacker")
+t_contains "G8: the request goes through" "$out" " 200"
+t_eq "G8: one Authorization with the real token" "Bearer $REAL" "$(auth_at /g8)"
+t_logged "G8: COLLAPSED logged" "^COLLAPSED 2 duplicate 'authorization' headers in GET https://api\\.github\\.com/g8"
+
+# ---- G5: out of scope -------------------------------------------------------------------------
+out=$(get https://other-api.example.com/g5 -H "Authorization: Bearer $SURR")
+t_contains "G5: the request goes through" "$out" " 200"
+t_eq "G5: out of scope: the surrogate is forwarded" "Bearer $SURR" "$(auth_at /g5)"
+
+# ---- G6: a foreign credential -----------------------------------------------------------------
+out=$(get https://api.github.com/g6 -H "Authorization: Bearer foreign-token")
+t_contains "G6: the request goes through" "$out" " 200"
+t_eq "G6: a foreign Authorization is removed" "" "$(auth_at /g6)"
+t_logged "G6: STRIPPED logged" \
+    "^STRIPPED header 'authorization' from GET https://api\\.github\\.com/g6 (foreign credential blocked)$"
+t_logged "G6: not counted as dropped" '^allowed GET https://api\.github\.com/g6 -> 200$'
+out=$(get https://foreign-ok.example.com/g6b -H "Authorization: Bearer foreign-token")
+t_eq "G6: kept with allow_foreign_credentials" "Bearer foreign-token" "$(auth_at /g6b)"
+
+# ---- G10 (its query-parameter case): /graphql?x=1 with the surrogate ----------------------------
+m0=$(mints)
+out=$(get 'https://api.github.com/graphql?x=1' -H "Authorization: Bearer $SURR" --data-binary '{"query": "{ viewer { login } }"}')
+t_contains "G10: POST /graphql?x=1 with an App token: 403" "$out" " 403"
+t_contains "... graphql_repo_scope_blocked, detail query-params" "$out" '"error": "graphql_repo_scope_blocked"'
+t_contains "... detail query-params" "$out" '"detail": "query-params"'
+t_logged "... logged BLOCKED" '^BLOCKED POST https://api\.github\.com/graphql?x=1 -> 403 \[github-app: query-params\]$'
+t_eq "... no mint, nothing sent" "$m0 <none>" "$(mints) $(auth_at '/graphql?x=1')"
+
+# ---- with the GraphQL operation filter: the token only after the filter passed -----------------
+t_reload
+m0=$(mints)
+out=$(get https://gql.github.com/graphql -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "mutation { deleteRepository(input: {}) { clientMutationId } }"}')
+t_contains "a GraphQL operation the filter refuses: 403" "$out" " 403"
+t_eq "... no token was minted for it" "$m0" "$(mints)"
+out=$(get https://gql.github.com/graphql -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "{ viewer { login } }"}')
+t_contains "an allowed GraphQL operation: 200" "$out" " 200"
+t_eq "... with the token (minted after the filter)" "Bearer ${REAL}_$((m0 + 1))" "$(auth_at /graphql)"
+t_logged "... both tags" \
+    '^allowed POST https://gql\.github\.com/graphql -> 200 \[graphql-op: query/viewer\] \[github-app: refreshed\] \[masked: 1\]$'
+
+# ---- plain http: never injected ---------------------------------------------------------------
+out=$(curl -s -m 10 -w ' %{http_code}' -H "Authorization: Bearer $SURR" http://api.github.com/plain)
+t_contains "plain http with the surrogate: 403" "$out" " 403"
+t_contains "... credentials_require_https" "$out" '"error": "credentials_require_https"'
+
+# ---- 20 concurrent requests: one mint --------------------------------------------------------
+t_reload # a new snapshot: an empty cache
+echo 1 > "$ST/delay"
+m0=$(mints)
+cpids=()
+for i in $(seq 1 20); do
+    get "https://api.github.com/c$i" -H "Authorization: Bearer $SURR" > "$T_DIR/c$i.out" &
+    cpids+=($!)
+done
+wait "${cpids[@]}"
+rm -f "$ST/delay"
+n200=0
+for i in $(seq 1 20); do case "$(cat "$T_DIR/c$i.out")" in *" 200") n200=$((n200 + 1)) ;; esac; done
+t_eq "20 concurrent requests: all 200" 20 "$n200"
+t_eq "... exactly one mint" $((m0 + 1)) "$(mints)"
+good=0
+for i in $(seq 1 20); do [ "$(auth_at "/c$i")" = "Bearer ${REAL}_$((m0 + 1))" ] && good=$((good + 1)); done
+t_eq "... each carried the new token" 20 "$good"
+t_eq "... 20 refreshed lines (they waited for the mint)" 20 \
+    "$(grep -c '^allowed GET https://api\.github\.com/c[0-9]* -> 200 \[github-app: refreshed\]' "$T_DIR/net.log")"
+
+# ---- a request body waits intact while the token is minted ------------------------------------
+t_reload
+echo 1 > "$ST/delay"
+head -c 300000 /dev/urandom > "$T_DIR/body.bin"
+m0=$(mints)
+out=$(get https://api.github.com/upload --http1.1 -H "Authorization: Bearer $SURR" --data-binary @"$T_DIR/body.bin")
+t_contains "HTTP/1.1 POST of 300 kB during a mint: 200" "$out" " 200"
+t_eq "... the whole body arrived" 300000 \
+    "$("$PY" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["path"]=="/upload"][-1]["len"])' "$ST/requests.jsonl")"
+t_reload
+out=$(curl -s -m 40 --cacert "$CA" --http2 -w ' %{http_version} %{http_code}' \
+      -H "Authorization: Bearer $SURR" --data-binary @"$T_DIR/body.bin" https://api.github.com/upload2)
+rm -f "$ST/delay"
+t_contains "HTTP/2 POST of 300 kB during a mint: 200" "$out" " 2 200"
+t_eq "... the whole body arrived" 300000 \
+    "$("$PY" -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["path"]=="/upload2"][-1]["len"])' "$ST/requests.jsonl")"
+t_eq "... one mint each" $((m0 + 2)) "$(mints)"
+
+# ---- a client that gives up while it waits; a token request that never answers ---------------
+t_reload
+echo 2 > "$ST/delay"
+m0=$(mints)
+curl -s -m 0.5 --cacert "$CA" -o /dev/null -H "Authorization: Bearer $SURR" https://api.github.com/gone
+t_eq "a client gone while it waited: curl gave up" 28 "$?"
+sleep 2.5
+rm -f "$ST/delay"
+out=$(get https://api.github.com/after -H "Authorization: Bearer $SURR")
+t_contains "... the mint still filled the cache: the next request goes through" "$out" " 200"
+t_logged "... cached" '^allowed GET https://api\.github\.com/after -> 200 \[github-app: cached\]'
+t_eq "... one mint" $((m0 + 1)) "$(mints)"
+t_eq "... the request that was given up never reached the API" "<none>" "$(auth_at /gone)"
+t_reload
+echo 32 > "$ST/delay"
+out=$(get https://api.github.com/slow -H "Authorization: Bearer $SURR")
+rm -f "$ST/delay"
+t_contains "a token request unanswered for 30 s: 502" "$out" " 502"
+t_logged "... logged as a timeout" \
+    '^GitHub App token refresh failed for GET https://api\.github\.com/slow: the token request timed out after 30 s$'
+
+# ---- G3: an expired token is minted anew -----------------------------------------------------
+t_reload
+echo 302 > "$ST/expires_in" # valid for 2 s, then inside the 300 s refresh margin
+m0=$(mints)
+get https://api.github.com/g3a -H "Authorization: Bearer $SURR" > /dev/null
+t_eq "G3: a mint" $((m0 + 1)) "$(mints)"
+get https://api.github.com/g3b -H "Authorization: Bearer $SURR" > /dev/null
+t_eq "G3: within its life: cached, no mint" $((m0 + 1)) "$(mints)"
+sleep 3
+rm -f "$ST/expires_in"
+get https://api.github.com/g3c -H "Authorization: Bearer $SURR" > /dev/null
+t_eq "G3: 300 s before its expiry: a new mint" $((m0 + 2)) "$(mints)"
+t_eq "G3: the new token went out" "Bearer ${REAL}_$((m0 + 2))" "$(auth_at /g3c)"
+get https://api.github.com/g3d -H "Authorization: Bearer $SURR" > /dev/null
+t_eq "G3: the cache was updated (the next one is cached)" "Bearer ${REAL}_$((m0 + 2)) $((m0 + 2))" \
+    "$(auth_at /g3d) $(mints)"
+
+# ---- G4: a failed mint ------------------------------------------------------------------------
+t_reload
+echo fail > "$ST/mode"
+out=$(get https://api.github.com/g4 -H "Authorization: Bearer $SURR")
+t_eq "G4: 502 with the reference's body" \
+    '{"error": "github_app_token_refresh_failed", "message": "Failed to refresh GitHub App installation token"} 502' "$out"
+t_logged "G4: the loud line" \
+    '^GitHub App token refresh failed for GET https://api\.github\.com/g4: the token endpoint answered HTTP 500$'
+t_logged "G4: allowed ... -> 502 [github-app: refresh-failed], masked 0" \
+    '^allowed GET https://api\.github\.com/g4 -> 502 \[github-app: refresh-failed\]$'
+t_eq "G4: nothing reached the API" "<none>" "$(auth_at /g4)"
+echo garbage > "$ST/mode"
+out=$(get https://api.github.com/g4b -H "Authorization: Bearer $SURR")
+t_contains "G4: an answer without a token: 502" "$out" " 502"
+t_logged "G4: ... and why" \
+    '^GitHub App token refresh failed for GET https://api\.github\.com/g4b: the answer has no "token" string$'
+rm -f "$ST/mode"
+out=$(get https://wrongkey.example.com/g4c -H "Authorization: Bearer $SURR3")
+t_contains "G4: a JWT signed with another key: the API refuses it, 502" "$out" " 502"
+t_logged "G4: ... HTTP 401 logged" \
+    '^GitHub App token refresh failed for GET https://wrongkey\.example\.com/g4c: the token endpoint answered HTTP 401$'
+n=$(mints)
+t_eq "G4: ... the fake API saw a JWT that does not verify" False "$(mint_field "$n" 'd["jwt_ok"]')"
+out=$(get https://api.github.com/g4d -H "Authorization: Bearer $SURR")
+t_contains "after the failures, a good mint again" "$out" " 200"
+
+# ---- nothing secret in the log or on stderr ---------------------------------------------------
+leak=0
+for v in "$REAL" "$KEY_LINE" "PRIVATE KEY"; do
+    grep -qF -- "$v" "$T_DIR/net.log" "$T_DIR/airlock.err" && { leak=1; echo "found: ${v:0:12}..."; }
+done
+while read -r jwt; do
+    [ -n "$jwt" ] && grep -qF -- "${jwt##*.}" "$T_DIR/net.log" "$T_DIR/airlock.err" && leak=1
+    [ -n "$jwt" ] && grep -qF -- "${jwt%.*}" "$T_DIR/net.log" "$T_DIR/airlock.err" && leak=1
+done < <("$PY" -c 'import json,sys
+for l in open(sys.argv[1]): print(json.loads(l)["jwt"] or "")' "$ST/mints.jsonl")
+t_eq "no token, key or JWT in the network log or on stderr" 0 "$leak"
+
+kill -0 "$AIRLOCK_PID" 2>/dev/null
+t_check "airlock alive" test $? -eq 0
+# SIGTERM while a request waits for a token: the wait ends with the client, airlock exits at once
+t_reload
+echo 20 > "$ST/delay"
+m0=$(mints)
+curl -s -m 30 --cacert "$CA" -o /dev/null -H "Authorization: Bearer $SURR" https://api.github.com/term &
+cpid=$!
+# shellcheck disable=SC2016 # expanded by until_ok's eval
+until_ok '[ "$(mints)" -gt "$m0" ]'
+t0=$SECONDS
+t_stop_airlock
+t_eq "SIGTERM while a request waits for its token: exit 0" "0" "$?"
+t_check "... within 5 s (the token request does not hold the loop)" test $((SECONDS - t0)) -le 5
+wait "$cpid" 2>/dev/null
+rm -f "$ST/delay"
+t_done
