@@ -17,7 +17,7 @@
 #define PX_HOST_MAX 255                   /* a host name */
 #define PX_IN_MAX (PX_HEAD_MAX + 65536)   /* client bytes read ahead of their turn */
 #define PX_POOL_IDLE_MAX 256              /* idle upstream connections kept in all */
-#define PX_POOL_PER_KEY_MAX 64            /* idle upstream connections per host:port:scheme */
+#define PX_POOL_PER_KEY_MAX 128           /* idle upstream connections per host:port:scheme */
 #define PX_POOL_IDLE_MS (60 * 1000)       /* an idle upstream connection is closed after this */
 #define PX_REJECT_EVERY_MS (60 * 1000)    /* one TLS REJECTED line per host this often */
 #define PX_REJECT_HOSTS 64                /* hosts remembered for that */
