@@ -39,7 +39,11 @@ static int setup(void **state)
     PEM_write_bio_PrivateKey(b, test_key, NULL, NULL, 0, NULL, NULL);
     char *p;
     long n = BIO_get_mem_data(b, &p);
-    test_pem_raw = strndup(p, (size_t)n);
+    test_pem_raw = malloc((size_t)n + 1); /* the BIO's bytes are not NUL-terminated */
+    if (test_pem_raw == NULL)
+        return -1;
+    memcpy(test_pem_raw, p, (size_t)n);
+    test_pem_raw[n] = '\0';
     test_pem = malloc((size_t)n * 2 + 1);
     size_t o = 0;
     for (long i = 0; i < n; i++) {
