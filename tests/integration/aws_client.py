@@ -92,11 +92,73 @@ def send(connect, ca, method, url, headers, body_pieces):
     return {"status": r.status, "verify": r.getheader("X-Verify"), "body": body}
 
 
+def send_h2(connect, ca, method, url, headers, body_pieces):
+    """The same request over HTTP/2 (python3-h2): ALPN h2 only, the body as DATA frames within
+    the stream's and the connection's windows."""
+    import h2.config
+    import h2.connection
+    import h2.events
+    u = urlsplit(url)
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["h2"])
+    sock = ctx.wrap_socket(socket.create_connection((connect or u.hostname, u.port or 443),
+                                                    timeout=120), server_hostname=u.hostname)
+    if sock.selected_alpn_protocol() != "h2":
+        raise OSError("the server did not pick h2")
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    sock.sendall(c.data_to_send())
+    target = (u.path or "/") + ("?" + u.query if u.query else "")
+    drop = ("host", "connection", "transfer-encoding", "keep-alive")
+    hdrs = [(":method", method), (":scheme", "https"), (":authority", u.netloc),
+            (":path", target)] + [(k.lower(), v) for k, v in headers if k.lower() not in drop]
+    sid = c.get_next_available_stream_id()
+    c.send_headers(sid, hdrs)
+    sock.sendall(c.data_to_send())
+    status, verify, data, ended = 0, None, b"", False
+
+    def pump():
+        nonlocal status, verify, data, ended
+        for e in c.receive_data(sock.recv(65536) or b""):
+            if isinstance(e, h2.events.ResponseReceived):
+                hd = dict(e.headers)
+                status = int(hd[b":status"])
+                verify = hd.get(b"x-verify", b"").decode() or None
+            elif isinstance(e, h2.events.DataReceived):
+                data += e.data
+                c.acknowledge_received_data(e.flow_controlled_length, sid)
+            elif isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset)):
+                ended = True
+        sock.sendall(c.data_to_send())
+
+    for piece in body_pieces:
+        piece = memoryview(bytes(piece))
+        while len(piece) > 0 and not ended:
+            room = min(c.local_flow_control_window(sid), c.max_outbound_frame_size)
+            if room <= 0:
+                pump()
+                continue
+            c.send_data(sid, piece[:room].tobytes())
+            piece = piece[room:]
+            sock.sendall(c.data_to_send())
+    if not ended:
+        c.end_stream(sid)
+        sock.sendall(c.data_to_send())
+    while not ended:
+        pump()
+    sock.close()
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = data.decode(errors="replace")
+    return {"status": status, "verify": verify, "body": body, "http": 2}
+
+
 def send_all(a, method, url, headers, make_body):
     """Sends the request as configured; with --direct-ca, sends the same request again straight
     to --direct-ip (the upstream), and adds that answer as "direct"."""
     try:
-        out = send(a.connect, a.ca, method, url, headers, make_body())
+        out = (send_h2 if a.h2 else send)(a.connect, a.ca, method, url, headers, make_body())
     except (OSError, http.client.HTTPException) as e:
         return {"status": 0, "verify": None, "error": type(e).__name__}
     if a.direct_ca:
@@ -324,6 +386,7 @@ def main():
     ap.add_argument("--ca", default=os.environ.get("AWS_CA_BUNDLE"))
     ap.add_argument("--direct-ca", help="also send the same request straight to --direct-ip")
     ap.add_argument("--direct-ip", default="127.0.0.3")
+    ap.add_argument("--h2", action="store_true", help="send over HTTP/2 (ALPN h2)")
     a = ap.parse_args()
     out = {"botocore": mode_botocore, "presign": mode_presign, "crt": mode_crt,
            "chunked": mode_chunked}[a.mode](a)
