@@ -21,8 +21,7 @@ static void px__stream_free(px_h2_t *h, px_h2s_t *st)
     px_msg_free(st->m);
     free(st->cookie);
     free(st->trailers);
-    free(st->q);
-    free(st->tnv);
+    px_h2io_q_free(&st->q);
     free(st);
 }
 
@@ -451,7 +450,7 @@ void px_h2_free(px_h2_t *h)
     nghttp2_session_del(h->ses);
     while (h->streams != NULL)
         px__stream_free(h, h->streams);
-    free(h->out);
+    free(h->out.buf);
     free(h);
 }
 
@@ -467,9 +466,9 @@ static void px__after(px_h2_t *h)
         return;
     h->any_drain = 0;
     for (px_h2s_t *st = h->streams; st != NULL; st = st->next) {
-        if (!st->drain)
+        if (!st->q.drain)
             continue;
-        st->drain = 0;
+        st->q.drain = 0;
         if (h->cbs->on_drain != NULL && !st->owner_reset)
             h->cbs->on_drain(h->owner, st->id);
     }
@@ -478,29 +477,12 @@ static void px__after(px_h2_t *h)
 /* Frames from nghttp2 into the output buffer, up to PX_H2_OUT_MAX. */
 static int px__pump(px_h2_t *h)
 {
-    if (h->handed > 0) /* the owner wrote what it took: all there was */
-        h->out_len = h->handed = 0;
-    while (!h->failed && h->out_len < PX_H2_OUT_MAX) {
-        const uint8_t *p;
-        ssize_t n = nghttp2_session_mem_send(h->ses, &p);
-        if (n <= 0) {
-            if (n < 0)
-                h->failed = n == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_EPARSE;
-            break;
-        }
-        if (px__grow(&h->out, &h->out_cap, h->out_len, (size_t)n) != 0) {
-            h->failed = PX_ENOMEM;
-            break;
-        }
-        memcpy(h->out + h->out_len, p, (size_t)n);
-        h->out_len += (size_t)n;
-    }
+    /* a failed session gathers nothing more, but what the owner took is forgotten still */
+    int err = px_h2io_out_fill(&h->out, h->ses, h->failed ? 0 : PX_H2_OUT_MAX);
+    if (!h->failed)
+        h->failed = err;
     px__after(h);
-    if (h->out_len == 0 && h->out != NULL) { /* an idle connection holds no output buffer */
-        free(h->out);
-        h->out = NULL;
-        h->out_cap = 0;
-    }
+    px_h2io_out_trim(&h->out); /* an idle connection holds no output buffer */
     if (h->failed && h->reason == NULL)
         h->reason = h->failed == PX_ENOMEM ? "out of memory" : "HTTP/2 session failed";
     return h->failed;
@@ -530,20 +512,20 @@ int px_h2_feed(px_h2_t *h, const char *data, size_t len)
 int px_h2_take_output(px_h2_t *h, const char **data, size_t *len)
 {
     int err = px__pump(h);
-    *data = h->out;
-    *len = h->out_len;
-    h->handed = h->out_len;
-    return err != 0 && h->out_len == 0 ? err : 0;
+    *data = h->out.buf;
+    *len = h->out.len;
+    h->out.handed = h->out.len;
+    return err != 0 && h->out.len == 0 ? err : 0;
 }
 
 int px_h2_want_write(const px_h2_t *h)
 {
-    return h->out_len > h->handed || (!h->failed && nghttp2_session_want_write(h->ses));
+    return h->out.len > h->out.handed || (!h->failed && nghttp2_session_want_write(h->ses));
 }
 
 int px_h2_done(const px_h2_t *h)
 {
-    if (h->out_len > h->handed)
+    if (h->out.len > h->out.handed)
         return 0;
     return h->failed || (!nghttp2_session_want_read(h->ses) && !nghttp2_session_want_write(h->ses));
 }

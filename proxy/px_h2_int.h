@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "proxy/px_h2.h"
+#include "proxy/px_h2io.h"
 
 /* One request stream. Lives from its first HEADERS frame until nghttp2 closes the stream. */
 typedef struct px_h2s px_h2s_t;
@@ -26,16 +27,12 @@ struct px_h2s {
     const char *bad;
     px_fields_t *trailers;
     size_t unconsumed; /* body bytes handed out and not consumed yet */
-    char *q;           /* response bytes waiting for the client's windows */
-    size_t q_off, q_len, q_cap;
-    nghttp2_nv *tnv; /* response trailers, their bytes after the array */
-    size_t tn;
+    px_h2io_q_t q;     /* the response body waiting for the client's windows, its trailers */
     unsigned reported : 1, req_ended : 1; /* on_request fired; on_end fired (or would have) */
     unsigned resp_started : 1, resp_body : 1, resp_end : 1;
     unsigned owner_done : 1;  /* the owner ended its response (or reset) */
     unsigned owner_reset : 1; /* the owner reset the stream: nothing more is reported */
-    unsigned deferred : 1;    /* nghttp2 waits for response bytes (resume_data) */
-    unsigned over_high : 1, drain : 1, trailer_bad : 1;
+    unsigned trailer_bad : 1;
     unsigned discard : 1; /* px_h2_discard(): the rest of the request body is dropped here */
     uint64_t discarded;
 };
@@ -45,8 +42,7 @@ struct px_h2 {
     const px_h2_cbs_t *cbs;
     void *owner;
     px_h2s_t *streams;
-    char *out; /* output prepared for px_h2_take_output() */
-    size_t out_len, out_cap, handed;
+    px_h2io_out_t out; /* output prepared for px_h2_take_output() */
     size_t owed; /* connection window owed for streams closed with bytes unconsumed */
     unsigned win_reqs, win_resets; /* rapid reset accounting */
     int failed;                    /* PX_ENOMEM / PX_EPARSE: the session cannot go on */
@@ -61,19 +57,7 @@ static inline px_h2s_t *px__stream(const px_h2_t *h, int32_t sid)
     return sid > 0 ? nghttp2_session_get_stream_user_data(h->ses, sid) : NULL;
 }
 
-/* Room for len more bytes after used in *buf of capacity *cap. Returns 0 or -1 (no memory). */
-static inline int px__grow(char **buf, size_t *cap, size_t used, size_t len)
-{
-    size_t c = *cap ? *cap : 512;
-    while (c - used < len)
-        c *= 2;
-    char *nb = c == *cap ? *buf : realloc(*buf, c);
-    if (nb == NULL)
-        return -1;
-    *buf = nb;
-    *cap = c;
-    return 0;
-}
+#define px__grow px_h2io_grow
 
 /* px_h2_resp.c: nghttp2's data source of a response body. */
 ssize_t px__h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,

@@ -10,48 +10,20 @@
 ssize_t px__h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
                     uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
+    (void)ud;
     px_h2s_t *st = src->ptr;
-    size_t n = st->q_len - st->q_off < len ? st->q_len - st->q_off : len;
-    if (n > 0)
-        memcpy(buf, st->q + st->q_off, n);
-    st->q_off += n;
-    if (st->q_off == st->q_len)
-        st->q_off = st->q_len = 0;
-    if (st->over_high && st->q_len - st->q_off <= PX_H2_QUEUE_LOW) {
-        st->over_high = 0;
-        st->drain = 1;
+    ssize_t n = px_h2io_q_read(&st->q, st->resp_end, PX_H2_QUEUE_LOW, ses, sid, buf, len, flags);
+    if (st->q.drain)
         st->h->any_drain = 1;
-    }
-    if (st->q_len > st->q_off)
-        return (ssize_t)n;
-    if (!st->resp_end) {
-        if (n > 0)
-            return (ssize_t)n;
-        st->deferred = 1;
-        return NGHTTP2_ERR_DEFERRED;
-    }
-    *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (st->tn > 0) {
-        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        if (nghttp2_submit_trailer(ses, sid, st->tnv, st->tn) != 0)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-    return (ssize_t)n;
+    return n;
 }
 
 /* ---- responses -------------------------------------------------------------------------- */
 
-/* Fields that HTTP/2 forbids (RFC 9113 section 8.2.2) or that are ours to write. */
+/* Fields that HTTP/2 forbids or that are ours to write; a response carries no TE at all. */
 static int px__field_dropped(const char *n, size_t len)
 {
-    static const char *const drop[] = {"connection",        "keep-alive", "proxy-connection",
-                                       "transfer-encoding", "upgrade",    "te"};
-    if (len == 0 || n[0] == ':')
-        return 1;
-    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
-        if (len == strlen(drop[i]) && strncasecmp(n, drop[i], len) == 0)
-            return 1;
-    return 0;
+    return px_h2io_field_dropped(n, len, "", 0);
 }
 
 /* An nv array for fields f[0..n) or t (first: :status when given), names lowercased, names and
@@ -118,9 +90,9 @@ int px_h2_respond(px_h2_t *h, int32_t sid, int status, const px_h2_field_t *f, s
 
 static int px__resume(px_h2_t *h, px_h2s_t *st)
 {
-    if (!st->deferred)
+    if (!st->q.deferred)
         return 0;
-    st->deferred = 0;
+    st->q.deferred = 0;
     int rv = nghttp2_session_resume_data(h->ses, st->id);
     return rv == 0 ? 0 : px__err(rv);
 }
@@ -130,21 +102,8 @@ int px_h2_send_data(px_h2_t *h, int32_t sid, const char *data, size_t len)
     px_h2s_t *st = px__stream(h, sid);
     if (st == NULL || !st->resp_body || st->resp_end || st->owner_reset)
         return PX_ESTATE;
-    size_t queued = st->q_len - st->q_off;
-    if (len > PX_H2_QUEUE_MAX - queued)
-        return PX_ETOOBIG;
-    if (st->q_cap - st->q_len < len && st->q_off > 0) {
-        memmove(st->q, st->q + st->q_off, queued);
-        st->q_off = 0;
-        st->q_len = queued;
-    }
-    if (px__grow(&st->q, &st->q_cap, st->q_len, len) != 0)
-        return PX_ENOMEM;
-    memcpy(st->q + st->q_len, data, len);
-    st->q_len += len;
-    if (st->q_len - st->q_off > PX_H2_QUEUE_HIGH)
-        st->over_high = 1;
-    return px__resume(h, st);
+    int rc = px_h2io_q_push(&st->q, data, len, PX_H2_QUEUE_MAX, PX_H2_QUEUE_HIGH);
+    return rc != 0 ? rc : px__resume(h, st);
 }
 
 int px_h2_end(px_h2_t *h, int32_t sid, const px_fields_t *t)
@@ -155,8 +114,8 @@ int px_h2_end(px_h2_t *h, int32_t sid, const px_fields_t *t)
     if (st == NULL || !st->resp_body || st->resp_end || st->owner_reset)
         return PX_ESTATE;
     if (t != NULL && t->n > 0) {
-        st->tnv = px__nv(NULL, NULL, 0, t, &st->tn);
-        if (st->tnv == NULL)
+        st->q.tnv = px__nv(NULL, NULL, 0, t, &st->q.tn);
+        if (st->q.tnv == NULL)
             return PX_ENOMEM;
     }
     st->resp_end = 1;
@@ -171,9 +130,7 @@ void px_h2_reset(px_h2_t *h, int32_t sid, uint32_t code)
         return;
     st->owner_reset = 1;
     st->owner_done = 1;
-    free(st->q);
-    st->q = NULL;
-    st->q_off = st->q_len = st->q_cap = 0;
+    px_h2io_q_free(&st->q);
     nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, sid, code);
 }
 
@@ -191,7 +148,7 @@ void px_h2_discard(px_h2_t *h, int32_t sid)
 size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid)
 {
     px_h2s_t *st = px__stream(h, sid);
-    return st != NULL ? st->q_len - st->q_off : 0;
+    return st != NULL ? px_h2io_q_queued(&st->q) : 0;
 }
 
 void px_h2_shutdown(px_h2_t *h)

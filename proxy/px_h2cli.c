@@ -1,4 +1,5 @@
 #include "proxy/px_h2cli.h"
+#include "proxy/px_h2io.h"
 
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
@@ -22,14 +23,11 @@ struct px_h2cs {
     px_fields_t *trailers;
     char *held; /* response bytes held while paused */
     size_t held_len, held_cap;
-    char *q; /* request bytes waiting for the server's windows */
-    size_t q_off, q_len, q_cap;
-    nghttp2_nv *tnv; /* request trailers, their bytes after the array */
-    size_t tn;
+    px_h2io_q_t q; /* the request body waiting for the server's windows, its trailers */
     const char *bad; /* the response broke a cap: why (static) */
     uint32_t code;
     unsigned is_head : 1, final : 1, no_body : 1;
-    unsigned req_body : 1, req_end : 1, deferred : 1, over_high : 1, drain : 1;
+    unsigned req_body : 1, req_end : 1;
     unsigned paused : 1, resp_end : 1, end_told : 1;
     unsigned ng_closed : 1, owner_gone : 1;
 };
@@ -39,8 +37,7 @@ struct px_h2c {
     const px_h2c_cbs_t *cbs;
     px_h2cs_t *streams;
     size_t open; /* streams the owner holds */
-    char *out;
-    size_t out_len, out_cap, handed;
+    px_h2io_out_t out;
     size_t owed; /* connection window owed for bytes dropped with their stream */
     int failed;
     int goaway; /* a GOAWAY came or went */
@@ -54,18 +51,7 @@ struct px_h2c {
 
 /* ---- streams ------------------------------------------------------------------------------ */
 
-static int px__grow(char **buf, size_t *cap, size_t used, size_t len)
-{
-    size_t c = *cap ? *cap : 512;
-    while (c - used < len)
-        c *= 2;
-    char *nb = c == *cap ? *buf : realloc(*buf, c);
-    if (nb == NULL)
-        return -1;
-    *buf = nb;
-    *cap = c;
-    return 0;
-}
+#define px__grow px_h2io_grow
 
 static void px__stream_free(px_h2c_t *h, px_h2cs_t *st)
 {
@@ -78,8 +64,7 @@ static void px__stream_free(px_h2c_t *h, px_h2cs_t *st)
     px_msg_free(st->m);
     free(st->trailers);
     free(st->held);
-    free(st->q);
-    free(st->tnv);
+    px_h2io_q_free(&st->q);
     free(st);
 }
 
@@ -101,7 +86,7 @@ static void px__fail(px_h2c_t *h, px_h2cs_t *st, uint32_t code, const char *why)
     if (st->owner_gone || st->end_told)
         return;
     st->end_told = 1;
-    st->drain = st->over_high = 0;
+    st->q.drain = st->q.over_high = 0;
     px__drop_held(h, st);
     h->cbs->on_error(st->owner, code, why);
 }
@@ -291,12 +276,10 @@ static int on_h2_stream_close(nghttp2_session *ses, int32_t sid, uint32_t code, 
     st->ng_closed = 1;
     st->code = code;
     h->any_free = 1;
-    free(st->q); /* nothing more goes out on it */
-    st->q = NULL;
-    st->q_off = st->q_len = st->q_cap = 0;
-    if (st->over_high) { /* an owner waiting to send more hears the queue is empty */
-        st->over_high = 0;
-        st->drain = 1;
+    px_h2io_q_free(&st->q); /* nothing more goes out on it */
+    if (st->q.over_high) { /* an owner waiting to send more hears the queue is empty */
+        st->q.over_high = 0;
+        st->q.drain = 1;
         h->any_drain = 1;
     }
     if (st->resp_end || st->owner_gone)
@@ -349,33 +332,12 @@ static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, in
 static ssize_t on_h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
                           uint32_t *flags, nghttp2_data_source *src, void *ud)
 {
+    (void)ud;
     px_h2cs_t *st = src->ptr;
-    size_t n = st->q_len - st->q_off < len ? st->q_len - st->q_off : len;
-    if (n > 0)
-        memcpy(buf, st->q + st->q_off, n);
-    st->q_off += n;
-    if (st->q_off == st->q_len)
-        st->q_off = st->q_len = 0;
-    if (st->over_high && st->q_len - st->q_off <= PX_H2C_QUEUE_LOW) {
-        st->over_high = 0;
-        st->drain = 1;
+    ssize_t n = px_h2io_q_read(&st->q, st->req_end, PX_H2C_QUEUE_LOW, ses, sid, buf, len, flags);
+    if (st->q.drain)
         st->h->any_drain = 1;
-    }
-    if (st->q_len > st->q_off)
-        return (ssize_t)n;
-    if (!st->req_end) {
-        if (n > 0)
-            return (ssize_t)n;
-        st->deferred = 1;
-        return NGHTTP2_ERR_DEFERRED;
-    }
-    *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (st->tn > 0) {
-        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        if (nghttp2_submit_trailer(ses, sid, st->tnv, st->tn) != 0)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-    return (ssize_t)n;
+    return n;
 }
 
 /* ---- the session ------------------------------------------------------------------------ */
@@ -446,7 +408,7 @@ void px_h2c_free(px_h2c_t *h)
     nghttp2_session_del(h->ses);
     while (h->streams != NULL)
         px__stream_free(h, h->streams);
-    free(h->out);
+    free(h->out.buf);
     free(h);
 }
 
@@ -461,9 +423,9 @@ static void px__after(px_h2c_t *h)
     if (h->any_drain) {
         h->any_drain = 0;
         for (px_h2cs_t *st = h->streams; st != NULL; st = st->next) {
-            if (!st->drain)
+            if (!st->q.drain)
                 continue;
-            st->drain = 0;
+            st->q.drain = 0;
             if (h->cbs->on_drain != NULL && !st->owner_gone)
                 h->cbs->on_drain(st->owner);
         }
@@ -481,29 +443,12 @@ static void px__after(px_h2c_t *h)
 
 static int px__pump(px_h2c_t *h)
 {
-    if (h->handed > 0)
-        h->out_len = h->handed = 0;
-    while (!h->failed && h->out_len < PX_H2C_OUT_MAX) {
-        const uint8_t *p;
-        ssize_t n = nghttp2_session_mem_send(h->ses, &p);
-        if (n <= 0) {
-            if (n < 0)
-                h->failed = n == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_EPARSE;
-            break;
-        }
-        if (px__grow(&h->out, &h->out_cap, h->out_len, (size_t)n) != 0) {
-            h->failed = PX_ENOMEM;
-            break;
-        }
-        memcpy(h->out + h->out_len, p, (size_t)n);
-        h->out_len += (size_t)n;
-    }
+    /* a failed session gathers nothing more, but what the owner took is forgotten still */
+    int err = px_h2io_out_fill(&h->out, h->ses, h->failed ? 0 : PX_H2C_OUT_MAX);
+    if (!h->failed)
+        h->failed = err;
     px__after(h);
-    if (h->out_len == 0 && h->out != NULL) {
-        free(h->out);
-        h->out = NULL;
-        h->out_cap = 0;
-    }
+    px_h2io_out_trim(&h->out); /* an idle connection holds no output buffer */
     if (h->term && !h->failed) /* a GOAWAY with an error went: nothing more can come */
         h->failed = PX_EPARSE;
     if (h->failed && h->reason == NULL)
@@ -550,15 +495,15 @@ int px_h2c_take_output(px_h2c_t *h, const char **data, size_t *len)
     int err = px__pump(h);
     if (was != 0)
         h->failed = was;
-    *data = h->out;
-    *len = h->out_len;
-    h->handed = h->out_len;
-    return (err != 0 || was != 0) && h->out_len == 0 ? (was ? was : err) : 0;
+    *data = h->out.buf;
+    *len = h->out.len;
+    h->out.handed = h->out.len;
+    return (err != 0 || was != 0) && h->out.len == 0 ? (was ? was : err) : 0;
 }
 
 int px_h2c_want_write(const px_h2c_t *h)
 {
-    return h->out_len > h->handed || (!h->failed && nghttp2_session_want_write(h->ses));
+    return h->out.len > h->out.handed || (!h->failed && nghttp2_session_want_write(h->ses));
 }
 
 int px_h2c_closing(const px_h2c_t *h)
@@ -589,18 +534,10 @@ const char *px_h2c_reason(const px_h2c_t *h)
 
 /* ---- requests --------------------------------------------------------------------------- */
 
+/* Host becomes :authority; the rest as HTTP/2 allows. */
 static int px__dropped(const char *n, size_t len, const char *v, size_t vlen)
 {
-    static const char *const drop[] = {"connection",        "keep-alive", "proxy-connection",
-                                       "transfer-encoding", "upgrade",    "host"};
-    if (len == 0 || n[0] == ':')
-        return 1;
-    for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
-        if (len == strlen(drop[i]) && strncasecmp(n, drop[i], len) == 0)
-            return 1;
-    /* TE is connection-specific; only "trailers" may cross (RFC 9113 section 8.2.2) */
-    return len == 2 && strncasecmp(n, "te", 2) == 0 &&
-           !(vlen == 8 && strncasecmp(v, "trailers", 8) == 0);
+    return px_h2io_field_dropped(n, len, v, vlen) || (len == 4 && strncasecmp(n, "host", 4) == 0);
 }
 
 /* An nv array for head q (pseudo-fields first) or trailers t, names lowercased, all bytes
@@ -687,9 +624,9 @@ int px_h2c_open(px_h2c_t *h, const px_h2c_req_t *q, int has_body, int is_head, v
 
 static int px__resume_data(px_h2c_t *h, px_h2cs_t *st)
 {
-    if (!st->deferred || st->ng_closed)
+    if (!st->q.deferred || st->ng_closed)
         return 0;
-    st->deferred = 0;
+    st->q.deferred = 0;
     int rv = nghttp2_session_resume_data(h->ses, st->id);
     return rv == 0 ? 0 : rv == NGHTTP2_ERR_NOMEM ? PX_ENOMEM : PX_ESTATE;
 }
@@ -698,21 +635,8 @@ int px_h2c_send_data(px_h2c_t *h, px_h2cs_t *st, const char *data, size_t len)
 {
     if (!st->req_body || st->req_end || st->ng_closed || st->owner_gone)
         return PX_ESTATE;
-    size_t queued = st->q_len - st->q_off;
-    if (len > PX_H2C_QUEUE_MAX - queued)
-        return PX_ETOOBIG;
-    if (st->q_cap - st->q_len < len && st->q_off > 0) {
-        memmove(st->q, st->q + st->q_off, queued);
-        st->q_off = 0;
-        st->q_len = queued;
-    }
-    if (px__grow(&st->q, &st->q_cap, st->q_len, len) != 0)
-        return PX_ENOMEM;
-    memcpy(st->q + st->q_len, data, len);
-    st->q_len += len;
-    if (st->q_len - st->q_off > PX_H2C_QUEUE_HIGH)
-        st->over_high = 1;
-    return px__resume_data(h, st);
+    int rc = px_h2io_q_push(&st->q, data, len, PX_H2C_QUEUE_MAX, PX_H2C_QUEUE_HIGH);
+    return rc != 0 ? rc : px__resume_data(h, st);
 }
 
 int px_h2c_end(px_h2c_t *h, px_h2cs_t *st, const px_fields_t *t)
@@ -722,8 +646,8 @@ int px_h2c_end(px_h2c_t *h, px_h2cs_t *st, const px_fields_t *t)
     if (st->req_end || st->ng_closed || st->owner_gone)
         return PX_ESTATE;
     if (t != NULL && t->n > 0) {
-        st->tnv = px__nv(NULL, t, &st->tn);
-        if (st->tnv == NULL)
+        st->q.tnv = px__nv(NULL, t, &st->q.tn);
+        if (st->q.tnv == NULL)
             return PX_ENOMEM;
     }
     st->req_end = 1;
@@ -732,7 +656,7 @@ int px_h2c_end(px_h2c_t *h, px_h2cs_t *st, const px_fields_t *t)
 
 size_t px_h2c_queued(const px_h2cs_t *st)
 {
-    return st->q_len - st->q_off;
+    return px_h2io_q_queued(&st->q);
 }
 
 void px_h2c_pause(px_h2c_t *h, px_h2cs_t *st, int pause)

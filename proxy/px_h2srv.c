@@ -18,6 +18,7 @@
 #include "proxy/px_answer.h"
 #include "proxy/px_client_int.h"
 #include "proxy/px_h2.h"
+#include "proxy/px_h2io.h"
 
 struct px__h2s {
     px__h2s_t *next, *prev;
@@ -250,16 +251,8 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
 
 static int px__hold(px__h2s_t *s, const char *data, size_t len)
 {
-    if (s->hold_cap - s->hold_len < len) {
-        size_t cap = s->hold_cap ? s->hold_cap : 4096;
-        while (cap - s->hold_len < len)
-            cap *= 2;
-        char *nb = realloc(s->hold, cap);
-        if (nb == NULL)
-            return PX_ENOMEM;
-        s->hold = nb;
-        s->hold_cap = cap;
-    }
+    if (px_h2io_grow(&s->hold, &s->hold_cap, s->hold_len, len) != 0)
+        return PX_ENOMEM;
     memcpy(s->hold + s->hold_len, data, len);
     s->hold_len += len;
     return 0;
