@@ -23,10 +23,10 @@ static void end_write(void *end, const char *data, size_t len)
     px_sock_write(&c->sock, data, len);
 }
 
-static size_t end_queued(void *end)
+static int end_full(void *end)
 {
     px_client_t *c = end;
-    return px_sock_queued(&c->sock);
+    return px_sock_full(&c->sock);
 }
 
 static void end_read(void *end, int on)
@@ -69,7 +69,7 @@ static void on_tunnel_pending(px_defer_t *d)
 
 void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t)
 {
-    px_tunnel_end_t e = {end_write, end_queued, end_read, end_shutdown, end_finish, end_close, c};
+    px_tunnel_end_t e = {end_write, end_full, end_read, end_shutdown, end_finish, end_close, c};
     c->mode = PX__TUNNEL;
     c->tun = t;
     uv_timer_stop(&c->timer);

@@ -281,10 +281,10 @@ static void down_end(void *down, const px_fields_t *t)
     }
 }
 
-static size_t down_queued(void *down)
+static int down_full(void *down)
 {
     px_client_t *c = down;
-    return px_sock_queued(&c->sock);
+    return px_sock_full(&c->sock);
 }
 
 static void down_pause_body(void *down, int pause)
@@ -330,7 +330,7 @@ const px_down_ops_t px__cl_down = {
     .head = down_head,
     .data = down_data,
     .end = down_end,
-    .queued = down_queued,
+    .full = down_full,
     .pause_body = down_pause_body,
     .tunnel = down_tunnel,
     .finished = down_finished,

@@ -128,7 +128,7 @@ static void tun_write(void *end, const char *data, size_t len)
     px__kick(s->c);
 }
 
-static size_t down_queued(void *down);
+static int down_full(void *down);
 
 static void on_resume(px_defer_t *d);
 
@@ -500,15 +500,13 @@ static void down_end(void *down, const px_fields_t *t)
     px__kick(s->c);
 }
 
-/* The stream's queue, as the exchange reads it: past PX_H2_QUEUE_HIGH it reads as past
- * PX_WQ_HIGH, so the exchange pauses the upstream there (and on_drain restarts it). */
-static size_t down_queued(void *down)
+/* The stream's queue is full past PX_H2_QUEUE_HIGH (the exchange, or the tunnel, stops
+ * feeding it until on_drain). */
+static int down_full(void *down)
 {
     px__h2s_t *s = down;
-    size_t q = px_h2_stream_queued(s->c->h2, s->sid);
-    return q > PX_H2_QUEUE_HIGH ? PX_WQ_HIGH + q : q;
+    return px_h2_stream_queued(s->c->h2, s->sid) > PX_H2_QUEUE_HIGH;
 }
-
 static void on_resume(px_defer_t *d)
 {
     px__h2s_t *s = px_container_of(d, px__h2s_t, resume);
@@ -553,7 +551,7 @@ static void down_tunnel(void *down, px_tunnel_t *t)
     }
     s->tun = t;
     px_tunnel_end_t e = {.write = tun_write,
-                         .queued = down_queued,
+                         .full = down_full,
                          .read = tun_read,
                          .shutdown = tun_shutdown,
                          .finish = tun_finish,
@@ -585,7 +583,7 @@ static const px_down_ops_t px__h2_down = {
     .head = down_head,
     .data = down_data,
     .end = down_end,
-    .queued = down_queued,
+    .full = down_full,
     .pause_body = down_pause_body,
     .tunnel = down_tunnel,
     .finished = down_finished,

@@ -55,7 +55,7 @@ void px_tunnel_data(px_tunnel_t *t, int side, const char *data, size_t len)
     if (t->closing || !t->live[other])
         return;
     t->e[other].write(t->e[other].end, data, len);
-    if (!t->paused[side] && t->e[other].queued(t->e[other].end) > PX_WQ_HIGH) {
+    if (!t->paused[side] && t->e[other].full(t->e[other].end)) {
         t->paused[side] = 1;
         t->e[side].read(t->e[side].end, 0);
     }

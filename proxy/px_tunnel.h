@@ -14,7 +14,7 @@ typedef struct px_tunnel px_tunnel_t;
 
 typedef struct px_tunnel_end {
     void (*write)(void *end, const char *data, size_t len);
-    size_t (*queued)(void *end);
+    int (*full)(void *end);            /* 1 when its queue is above its high mark */
     void (*read)(void *end, int on);   /* reading on or off */
     void (*shutdown)(void *end);       /* half-close the write side once flushed */
     void (*finish)(void *end);         /* close once flushed */

@@ -236,10 +236,10 @@ static void end_write(void *end, const char *data, size_t len)
     px_sock_write(&u->sock, data, len);
 }
 
-static size_t end_queued(void *end)
+static int end_full(void *end)
 {
     px_upconn_t *u = end;
-    return px_sock_queued(&u->sock);
+    return px_sock_full(&u->sock);
 }
 
 static void end_read(void *end, int on)
@@ -275,7 +275,7 @@ void px_up_tunnel(px_upreq_t *r, px_tunnel_t *t, int side)
     r->cbs = NULL;
     px_defer_cancel(r->m->loop, &r->defer);
     px__up_req_free(r);
-    px_tunnel_end_t e = {end_write, end_queued, end_read, end_shutdown, end_finish, end_close, u};
+    px_tunnel_end_t e = {end_write, end_full, end_read, end_shutdown, end_finish, end_close, u};
     u->req = NULL;
     u->state = PX__C_TUNNEL;
     u->tun = t;

@@ -639,7 +639,7 @@ static void on_up_data(void *owner, const char *data, size_t len)
     if (px__x_budget_received(x, data, len))
         return; /* the received-bytes budget cut the response (px_xchg_budget.c) */
     x->ops->data(x->down, data, len);
-    if (!x->up_paused && x->ops->queued(x->down) > PX_WQ_HIGH) {
+    if (!x->up_paused && x->ops->full(x->down)) {
         x->up_paused = 1;
         px_up_pause(x->up, 1);
     }

@@ -47,8 +47,8 @@ typedef struct px_down_ops {
     void (*data)(void *down, const char *data, size_t len);
     /* Ends the response (trailers t may be NULL). */
     void (*end)(void *down, const px_fields_t *t);
-    /* Bytes queued toward the client. */
-    size_t (*queued)(void *down);
+    /* 1 when what is queued toward the client is above its high mark (then drain comes). */
+    int (*full)(void *down);
     /* Stops (1) or restarts (0) delivering request body bytes. */
     void (*pause_body)(void *down, int pause);
     /* After a 101: the client side becomes side 0 of t; what was read after the request goes
