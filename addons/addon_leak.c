@@ -6,51 +6,11 @@
 
 #include <openssl/crypto.h>
 
+#include "addons/addon_leak_int.h"
 #include "base/px_err.h"
 
-#define LEAK_ROOT 0u
-#define LEAK_NONE (-1)
-#define LEAK_WIN_MAX 32 /* window of the shift table: at most the shortest pattern */
-#define LEAK_GRAM 4     /* bytes the shift table is indexed by (hashed) */
-/* The shift table: 32 KiB fits L1 and measured fastest (at 64 KiB the table's load from L2 is
- * on every step's path); it grows with the pattern count so that at most a quarter of its
- * slots are taken, or text made of the patterns' alphabet (base64, hex) would shift little. A
- * hashed 4-byte gram rather than an exact 2-byte one: base64 text ran at 1.5 GB/s with the
- * exact bigram table (every alphanumeric bigram was taken), 3.2 GB/s with this one. */
-#define LEAK_SHIFT_BITS_MIN 15
-#define LEAK_SHIFT_BITS_MAX 22
 #define LEAK_ITEM_PATS 12 /* patterns one value can give (raw, 2 url, 6 base64, 2 hex) */
 #define LEAK_WHAT_MAX 64  /* "entry[1023].secret_access_key" */
-
-typedef struct leak_pat {
-    size_t off; /* in blob */
-    size_t len;
-    uint32_t item;
-    addon_leak_enc_t enc;
-} leak_pat_t;
-
-struct addon_leak {
-    char **names;
-    addon_leak_kind_t *kinds;
-    size_t nitems;
-    unsigned char *blob; /* every pattern's bytes, wiped on free */
-    size_t bloblen, blobcap;
-    leak_pat_t *pats;
-    size_t npats, patcap;
-    size_t minlen, maxlen;
-    /* The automaton, nodes numbered in BFS order so that a node's children are consecutive. */
-    uint32_t nnodes;
-    uint32_t *first; /* first child */
-    uint32_t *cnt;   /* children */
-    uint32_t *fail;
-    int32_t *out; /* pattern ending here (longest), or via the dictionary suffix; LEAK_NONE */
-    unsigned char *label;
-    uint32_t root[256];
-    size_t win;           /* shift window, 0 when there is no pattern */
-    unsigned char *shift; /* by a hash of the window's last 4 bytes: how far the window may move */
-    size_t shift_size;
-    unsigned shift_shr;
-};
 
 static const char leak_hex_lower[] = "0123456789abcdef";
 static const char leak_hex_upper[] = "0123456789ABCDEF";
@@ -82,7 +42,7 @@ static int leak_reserve(addon_leak_t *m, size_t extra)
     }
     if (m->npats == m->patcap) {
         size_t cap = m->patcap ? m->patcap * 2 : 64;
-        leak_pat_t *p = realloc(m->pats, cap * sizeof(*p));
+        addon__leak_pat_t *p = realloc(m->pats, cap * sizeof(*p));
         if (p == NULL)
             return PX_ENOMEM;
         m->pats = p;
@@ -97,13 +57,13 @@ static void leak_commit(addon_leak_t *m, size_t len, uint32_t item, addon_leak_e
 {
     const unsigned char *p = m->blob + m->bloblen;
     for (size_t k = m->npats; k > 0 && m->pats[k - 1].item == item; k--) {
-        const leak_pat_t *q = &m->pats[k - 1];
+        const addon__leak_pat_t *q = &m->pats[k - 1];
         if (q->len == len && memcmp(m->blob + q->off, p, len) == 0)
             return;
     }
     if (len == 0)
         return;
-    leak_pat_t *n = &m->pats[m->npats++];
+    addon__leak_pat_t *n = &m->pats[m->npats++];
     n->off = m->bloblen;
     n->len = len;
     n->item = item;
@@ -238,36 +198,6 @@ static int leak_cmp(const void *a, const void *b)
     return p->idx < q->idx ? -1 : 1;
 }
 
-/* The child of s labelled c, or LEAK_ROOT. */
-static uint32_t leak_child(const addon_leak_t *m, uint32_t s, unsigned char c)
-{
-    if (s == LEAK_ROOT)
-        return m->root[c];
-    uint32_t lo = m->first[s];
-    uint32_t hi = lo + m->cnt[s];
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (m->label[mid] == c)
-            return mid;
-        if (m->label[mid] < c)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return LEAK_ROOT;
-}
-
-static uint32_t leak_step(const addon_leak_t *m, uint32_t s, unsigned char c)
-{
-    while (s != LEAK_ROOT) {
-        uint32_t t = leak_child(m, s, c);
-        if (t != LEAK_ROOT)
-            return t;
-        s = m->fail[s];
-    }
-    return m->root[c];
-}
-
 /* A trie of the sorted patterns with sibling lists: in sorted order an existing child for the
  * next byte is always the last child added. Returns the node count. */
 static uint32_t leak_trie(const addon_leak_t *m, const leak_key_t *order, uint32_t *fc,
@@ -275,7 +205,7 @@ static uint32_t leak_trie(const addon_leak_t *m, const leak_key_t *order, uint32
 {
     uint32_t n = 1;
     fc[0] = ns[0] = lc[0] = 0;
-    term[0] = LEAK_NONE;
+    term[0] = ADDON__LEAK_NONE;
     for (size_t i = 0; i < m->npats; i++) {
         const leak_key_t *p = &order[i];
         uint32_t s = 0;
@@ -288,7 +218,7 @@ static uint32_t leak_trie(const addon_leak_t *m, const leak_key_t *order, uint32
             }
             fc[n] = ns[n] = lc[n] = 0;
             lab[n] = c;
-            term[n] = LEAK_NONE;
+            term[n] = ADDON__LEAK_NONE;
             if (last != 0)
                 ns[last] = n;
             else
@@ -296,7 +226,7 @@ static uint32_t leak_trie(const addon_leak_t *m, const leak_key_t *order, uint32
             lc[s] = n;
             s = n++;
         }
-        if (term[s] == LEAK_NONE)
+        if (term[s] == ADDON__LEAK_NONE)
             term[s] = (int32_t)p->idx;
     }
     return n;
@@ -326,48 +256,18 @@ static void leak_bfs(addon_leak_t *m, const uint32_t *fc, const uint32_t *ns,
     memset(m->root, 0, sizeof(m->root));
     for (uint32_t c = m->first[0]; c < m->first[0] + m->cnt[0]; c++)
         m->root[m->label[c]] = c;
-    m->out[0] = LEAK_NONE;
+    m->out[0] = ADDON__LEAK_NONE;
+    m->depth[0] = 0;
     for (uint32_t v = 1; v < m->nnodes; v++) {
         uint32_t u = parent[v];
-        uint32_t f = LEAK_ROOT;
-        if (u != LEAK_ROOT)
-            f = leak_step(m, m->fail[u], m->label[v]);
+        m->depth[v] = m->depth[u] + 1;
+        uint32_t f = ADDON__LEAK_ROOT;
+        if (u != ADDON__LEAK_ROOT)
+            f = addon__leak_step(m, m->fail[u], m->label[v]);
         m->fail[v] = f;
-        if (m->out[v] == LEAK_NONE)
+        if (m->out[v] == ADDON__LEAK_NONE)
             m->out[v] = m->out[f];
     }
-}
-
-/* The table slot of the 4 bytes at p (any alignment). */
-static inline unsigned leak_gram(const unsigned char *p, unsigned shr)
-{
-    uint32_t g;
-    memcpy(&g, p, sizeof(g));
-    return (uint32_t)(g * 0x9e3779b1u) >> shr;
-}
-
-static int leak_shift(addon_leak_t *m)
-{
-    m->win = m->minlen < LEAK_WIN_MAX ? m->minlen : LEAK_WIN_MAX;
-    unsigned bits = LEAK_SHIFT_BITS_MIN;
-    while (bits < LEAK_SHIFT_BITS_MAX &&
-           ((size_t)1 << bits) < 4 * m->npats * (m->win - LEAK_GRAM + 1))
-        bits++;
-    m->shift_size = (size_t)1 << bits;
-    m->shift_shr = 32 - bits;
-    m->shift = malloc(m->shift_size);
-    if (m->shift == NULL)
-        return PX_ENOMEM;
-    memset(m->shift, (int)(m->win - LEAK_GRAM + 1), m->shift_size);
-    for (size_t i = 0; i < m->npats; i++) {
-        const unsigned char *p = m->blob + m->pats[i].off;
-        for (size_t j = 0; j + LEAK_GRAM <= m->win; j++) {
-            unsigned g = leak_gram(p + j, m->shift_shr);
-            if (m->shift[g] > m->win - LEAK_GRAM - j)
-                m->shift[g] = (unsigned char)(m->win - LEAK_GRAM - j);
-        }
-    }
-    return 0;
 }
 
 static int leak_build(addon_leak_t *m)
@@ -396,10 +296,12 @@ static int leak_build(addon_leak_t *m)
     m->fail = malloc(m->nnodes * sizeof(*m->fail));
     m->out = malloc(m->nnodes * sizeof(*m->out));
     m->label = malloc(m->nnodes);
-    if (m->first == NULL || m->cnt == NULL || m->fail == NULL || m->out == NULL || m->label == NULL)
+    m->depth = malloc(m->nnodes * sizeof(*m->depth));
+    if (m->first == NULL || m->cnt == NULL || m->fail == NULL || m->out == NULL ||
+        m->label == NULL || m->depth == NULL)
         goto fail;
     leak_bfs(m, fc, ns, lab, term, lc);
-    rc = leak_shift(m);
+    rc = addon__leak_tables_build(m);
 fail:
     if (lab != NULL)
         OPENSSL_cleanse(lab, cap);
@@ -433,9 +335,8 @@ void addon_leak_free(addon_leak_t *m)
     if (m->label != NULL)
         OPENSSL_cleanse(m->label, m->nnodes);
     free(m->label);
-    if (m->shift != NULL)
-        OPENSSL_cleanse(m->shift, m->shift_size);
-    free(m->shift);
+    free(m->depth);
+    addon__leak_tables_free(m);
     free(m);
 }
 
@@ -546,76 +447,6 @@ int addon_leak_from_replacements(const addon_replacements_t *r, addon_leak_t **o
     free(items);
     free(names);
     return rc;
-}
-
-/* ---- scanning ------------------------------------------------------------------------- */
-
-void addon_leak_state_init(addon_leak_state_t *st)
-{
-    st->node = LEAK_ROOT;
-    st->pos = 0;
-}
-
-/* From window start i with the automaton at its root: the first window (win bytes, the
- * shortest pattern's length at most) whose last 4 bytes may lie in some pattern's first win
- * bytes, or the first window that does not fit in len. No pattern starts in a window skipped:
- * it would hold that window's last 4 bytes at an offset the table allows (Wu-Manber). */
-static size_t leak_skip(const addon_leak_t *m, const unsigned char *p, size_t i, size_t len)
-{
-    const unsigned char *shift = m->shift;
-    unsigned shr = m->shift_shr;
-    if (len < m->win)
-        return i;
-    const unsigned char *q = p + m->win - LEAK_GRAM; /* q + i: window i's last 4 bytes */
-    size_t end = len - m->win;                       /* the last window start */
-    while (i <= end) {
-        unsigned s = shift[leak_gram(q + i, shr)];
-        if (s == 0)
-            break;
-        i += s;
-    }
-    return i;
-}
-
-int addon_leak_feed(const addon_leak_t *m, addon_leak_state_t *st, const void *data, size_t len,
-                    addon_leak_match_t *match)
-{
-    if (m == NULL || m->npats == 0) {
-        st->pos += len;
-        return 0;
-    }
-    const unsigned char *p = data;
-    uint32_t s = st->node;
-    size_t i = 0;
-    while (i < len) {
-        if (s == LEAK_ROOT) {
-            i = leak_skip(m, p, i, len);
-            if (i >= len)
-                break;
-        }
-        s = leak_step(m, s, p[i++]);
-        if (m->out[s] != LEAK_NONE) {
-            const leak_pat_t *pat = &m->pats[m->out[s]];
-            match->name = m->names[pat->item];
-            match->kind = m->kinds[pat->item];
-            match->enc = pat->enc;
-            match->end = st->pos + i;
-            st->node = s;
-            st->pos += i;
-            /* The rest of this piece is the next feed's: report one match per call. */
-            return 1;
-        }
-    }
-    st->node = s;
-    st->pos += len;
-    return 0;
-}
-
-int addon_leak_scan(const addon_leak_t *m, const void *data, size_t len, addon_leak_match_t *match)
-{
-    addon_leak_state_t st;
-    addon_leak_state_init(&st);
-    return addon_leak_feed(m, &st, data, len, match);
 }
 
 size_t addon_leak_pattern_count(const addon_leak_t *m)

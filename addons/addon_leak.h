@@ -6,8 +6,10 @@
  * A-Za-z0-9-._~ as %XX, upper and lower hex digits); base64 standard and URL-safe, as the three
  * alignment-stable inner substrings (the value may sit at any offset mod 3 inside a larger
  * base64 text: the characters whose bits mix with neighbouring bytes are dropped); hex, lower
- * and upper. One Aho-Corasick automaton holds every pattern; a Wu-Manber shift table (by a hash
- * of a window's last 4 bytes) lets the scan skip text while the automaton is at its root.
+ * and upper. One Aho-Corasick automaton holds every pattern. Short texts run through it, with a
+ * Wu-Manber shift table (by a hash of a window's last 4 bytes) skipping text while it is at its
+ * root; long pieces are sampled, one hashed 4-byte gram every (shortest pattern - 3) bytes, and
+ * the automaton only runs over their edges (addons/addon_leak_scan.c).
  *
  * The matcher is immutable after it is built and may be shared by any number of streams; a
  * stream's whole state is an addon_leak_state_t (a node number and a byte count), so a pattern
@@ -105,6 +107,11 @@ addon_str_t addon_leak_pattern(const addon_leak_t *m, size_t i, addon_leak_enc_t
 /* The longest pattern in bytes (what a caller holding a tail would need; the scan itself keeps
  * none). */
 size_t addon_leak_max_pattern_len(const addon_leak_t *m);
+
+/* How many of the last bytes fed to st may still begin a pattern (the automaton's depth; less
+ * than addon_leak_max_pattern_len when nothing matched): a caller that must never send part of
+ * a value holds those back, and may send everything before them. */
+size_t addon_leak_pending(const addon_leak_t *m, const addon_leak_state_t *st);
 
 /* "raw", "url", "base64", "base64url", "hex"; "secret", "canary". */
 const char *addon_leak_enc_name(addon_leak_enc_t enc);

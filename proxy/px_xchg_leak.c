@@ -121,28 +121,29 @@ void px__x_leak_body(px_xchg_t *x, const char *data, size_t len)
         px__leak_refuse(x, &mt, "body", NULL, 0);
         return;
     }
-    /* a value split across pieces: its start is still held, never sent, when its end arrives */
-    size_t keep = addon_leak_max_pattern_len(m);
-    if (keep < 2) {
-        px__x_body_out(x, data, len); /* nothing to hold (a matcher with patterns never has it) */
+    /* A value split across pieces: its start is still held, never sent, when its end arrives.
+     * Only the bytes that may still begin a value are held (usually none). */
+    size_t keep = addon_leak_pending(m, &x->leak_st);
+    if (keep == 0 && x->held_len == 0) {
+        px__x_body_out(x, data, len);
         return;
     }
-    keep--;
     size_t total = x->held_len + len;
     size_t out = total > keep ? total - keep : 0;
     size_t from_held = out < x->held_len ? out : x->held_len;
     size_t from_data = out - from_held;
     if (x->held == NULL) {
-        x->held = malloc(keep);
+        x->held = malloc(addon_leak_max_pattern_len(m)); /* keep is always less */
         if (x->held == NULL) {
             px__x_finish(x, -1);
             return;
         }
     }
     /* what goes on is copied out first: handing it on may end the exchange */
+    char small[256];
     char *send = NULL;
     if (from_held > 0) {
-        send = malloc(from_held);
+        send = from_held <= sizeof(small) ? small : malloc(from_held);
         if (send == NULL) {
             px__x_finish(x, -1);
             return;
@@ -155,7 +156,8 @@ void px__x_leak_body(px_xchg_t *x, const char *data, size_t len)
     x->held_len += len - from_data;
     if (send != NULL) {
         px__x_body_out(x, send, from_held);
-        free(send);
+        if (send != small)
+            free(send);
         if (x->finished)
             return;
     }

@@ -473,6 +473,91 @@ static void test_leak_many_patterns(void **state)
     addon_leak_free(m);
 }
 
+/* First match of text[0..len) fed in the given piece sizes (0 ends the list, then the rest). */
+static int feed_pieces(const addon_leak_t *m, const char *text, size_t len, const size_t *pieces,
+                       addon_leak_match_t *mt)
+{
+    addon_leak_state_t st;
+    addon_leak_state_init(&st);
+    size_t off = 0;
+    for (size_t k = 0; off < len; k++) {
+        size_t piece = pieces != NULL && pieces[k] != 0 ? pieces[k] : len - off;
+        piece = piece > len - off ? len - off : piece;
+        if (addon_leak_feed(m, &st, text + off, piece, mt))
+            return 1;
+        off += piece;
+        assert_int_equal(st.pos, off);
+    }
+    return 0;
+}
+
+/* Long pieces are sampled (one gram every shortest-pattern-less-3 bytes, the automaton over
+ * their edges): the same first match as the byte-by-byte scan, for every pattern planted at
+ * the edges of the text and of the pieces, at every offset mod the sampling step, and none in
+ * random text. */
+static void test_leak_long_pieces(void **state)
+{
+    (void)state;
+    enum { LEN = 64 << 10 };
+    addon_leak_t *m = build_values();
+    static char text[LEN];
+    const size_t cuts[][4] = {{0}, {LEN / 2, 0}, {1000, 7, 30000, 0}, {4093, 4093, 4093, 0}};
+    for (size_t i = 0; i < addon_leak_pattern_count(m); i++) {
+        addon_str_t p = addon_leak_pattern(m, i, NULL, NULL);
+        const size_t at[] = {0, 1, 5, 17, 999, 1000 - p.len / 2, 1007 - p.len, LEN / 2 - 1,
+                             4093 * 2 - 3, LEN - p.len, 12345 + i % 23};
+        for (size_t a = 0; a < sizeof(at) / sizeof(at[0]); a++) {
+            for (size_t k = 0; k < LEN; k++)
+                text[k] = (char)('a' + rng() % 26);
+            memcpy(text + at[a], p.base, p.len);
+            addon_leak_match_t want;
+            addon_leak_state_t st;
+            addon_leak_state_init(&st);
+            size_t k = 0;
+            while (k < LEN && !addon_leak_feed(m, &st, text + k, 1, &want))
+                k++;
+            assert_true(k < LEN);
+            for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+                addon_leak_match_t got;
+                assert_int_equal(feed_pieces(m, text, LEN, cuts[c], &got), 1);
+                assert_int_equal(got.end, want.end);
+                assert_ptr_equal(got.name, want.name);
+                assert_int_equal(got.enc, want.enc);
+            }
+        }
+    }
+    for (int round = 0; round < 16; round++) {
+        for (size_t k = 0; k < LEN; k++)
+            text[k] = (char)rng();
+        addon_leak_match_t mt;
+        for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++)
+            assert_int_equal(feed_pieces(m, text, LEN, cuts[c], &mt), 0);
+    }
+    addon_leak_free(m);
+}
+
+/* What a caller must hold back: the bytes that may still begin a value, none otherwise. */
+static void test_leak_pending(void **state)
+{
+    (void)state;
+    addon_leak_t *m = build_values();
+    addon_leak_state_t st;
+    addon_leak_state_init(&st);
+    addon_leak_match_t mt;
+    assert_int_equal(addon_leak_pending(m, &st), 0);
+    assert_int_equal(addon_leak_feed(m, &st, "zzzz zzzz", 9, &mt), 0);
+    assert_int_equal(addon_leak_pending(m, &st), 0);
+    assert_int_equal(addon_leak_feed(m, &st, "zz ghp_REAL", 11, &mt), 0);
+    assert_int_equal(addon_leak_pending(m, &st), 8);
+    assert_int_equal(addon_leak_feed(m, &st, "SECRET", 6, &mt), 0);
+    assert_int_equal(addon_leak_pending(m, &st), 14);
+    assert_int_equal(addon_leak_feed(m, &st, "!", 1, &mt), 0);
+    assert_int_equal(addon_leak_pending(m, &st), 0);
+    assert_true(addon_leak_pending(m, &st) < addon_leak_max_pattern_len(m));
+    assert_int_equal(addon_leak_pending(NULL, &st), 0);
+    addon_leak_free(m);
+}
+
 /* ---- benchmark ------------------------------------------------------------------------ */
 
 static double now_s(void)
@@ -572,6 +657,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_leak_canaries_from_replacements),
         cmocka_unit_test(test_leak_canary_syntax),
         cmocka_unit_test(test_leak_many_patterns),
+        cmocka_unit_test(test_leak_long_pieces),
+        cmocka_unit_test(test_leak_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

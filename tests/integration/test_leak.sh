@@ -44,6 +44,13 @@ head -c 1048576 /dev/urandom | base64 -w0 | head -c 1048576 > "$T_DIR/big.txt"
 out=$(curl -sS -m 20 --data-binary @"$T_DIR/big.txt" http://rec.test/upload 2>&1)
 t_eq "control: a 1 MiB body without a secret arrives whole" "ok 1048576" "$out"
 
+# the body is scanned by sampling in large pieces: a value deep inside 1 MiB is still found
+{ head -c 700001 "$T_DIR/big.txt"; printf '%s' "$(b64 "xx$REAL")"; tail -c 300000 "$T_DIR/big.txt"; } \
+    > "$T_DIR/big-leak.txt"
+out=$(curl -s -m 20 -w ' %{http_code}' --data-binary @"$T_DIR/big-leak.txt" http://rec.test/upload)
+t_contains "the value base64 at 700 KB of a 1 MB body: 403" "$out" " 403"
+t_contains "... where body, encoding base64" "$out" '"encoding": "base64", "where": "body"'
+
 n0=$(nrec)
 out=$(curl -s -m 5 -w ' %{http_code}' "http://rec.test/q?token=$REAL")
 t_contains "the value raw in the query: 403" "$out" " 403"
