@@ -18,7 +18,8 @@ typedef struct addon_ghrepos addon_ghrepos_t;
 addon_ghrepos_t *addon_ghrepos_new(void);
 void addon_ghrepos_free(addon_ghrepos_t *s);
 
-/* Adds one repository (name borrowed, copied). 0 or PX_ENOMEM/PX_ETOOBIG. */
+/* Adds one repository (name borrowed, copied). 0 or PX_ENOMEM/PX_ETOOBIG (PX_ESTATE once
+ * sealed). */
 int addon_ghrepos_add(addon_ghrepos_t *s, uint64_t id, const char *node_id, const char *full_name);
 
 /* Reads one page of GET /installation/repositories (borrowed): {"total_count": N,
@@ -26,6 +27,10 @@ int addon_ghrepos_add(addon_ghrepos_t *s, uint64_t id, const char *node_id, cons
  * the repositories on the page, *total: total_count. 0, or PX_EPARSE with why (static). */
 int addon_ghrepos_page(addon_ghrepos_t *s, const char *body, size_t len, size_t *got,
                        uint64_t *total, const char **why);
+
+/* Sorts the set for the lookups below (without it they scan it); nothing can be added after.
+ * 0 or PX_ENOMEM (the set stays usable, unsorted). */
+int addon_ghrepos_seal(addon_ghrepos_t *s);
 
 size_t addon_ghrepos_count(const addon_ghrepos_t *s);
 

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "addons/addon_ghnodeid.h"
@@ -19,6 +20,8 @@ typedef struct ghs {
     const addon_gql_doc_t *doc;
     const json_t *vars; /* the "variables" object, or NULL */
     const addon_ghrepos_t *repos;
+    size_t *vardefs; /* the variable definitions' nodes */
+    size_t nvardefs;
     char *detail;
     size_t dlen;
     int verdict;
@@ -154,21 +157,26 @@ static int ghs_under(const ghs_t *g, size_t j, size_t i)
     return 0;
 }
 
-/* The default value of variable definition i, or ADDON_GQL_NONE. */
+/* The default value of variable definition i (the parser records it right after the
+ * definition, before the definition's directives), or ADDON_GQL_NONE. */
 static size_t ghs_default(const ghs_t *g, size_t i)
 {
-    size_t n = addon_gql_node_count(g->doc);
-    for (size_t j = i + 1; j < n && ghs_under(g, j, i); j++) {
-        const addon_gql_node_t *c = ghs_node(g, j);
-        if (c->parent == i && ghs_is_value(c) && c->key.len == 0)
-            return j;
-    }
-    return ADDON_GQL_NONE;
+    const addon_gql_node_t *c = ghs_node(g, i + 1);
+    return c != NULL && c->parent == i && ghs_is_value(c) && c->key.len == 0 ? i + 1
+                                                                             : ADDON_GQL_NONE;
+}
+
+/* Node j is an argument (or inside one) of field i: arguments come right after their field,
+ * before the field's selection set, and hold no field. */
+static int ghs_in_args(const ghs_t *g, size_t j, size_t i)
+{
+    const addon_gql_node_t *n = ghs_node(g, j);
+    return n != NULL && n->kind != ADDON_GQL_N_FIELD && ghs_under(g, j, i);
 }
 
 /* What variable name stands for: its JSON value (1), a default value node in *dflt (2, the one
  * default of that name: two different definitions with defaults are refused, -1), or null (0). */
-static int ghs_var(const ghs_t *g, addon_str_t name, const json_t **j, size_t *dflt)
+static int ghs_var(ghs_t *g, addon_str_t name, const json_t **j, size_t *dflt)
 {
     char key[GHS_STR_MAX];
     if (name.len >= sizeof(key))
@@ -179,10 +187,11 @@ static int ghs_var(const ghs_t *g, addon_str_t name, const json_t **j, size_t *d
     if (*j != NULL)
         return 1;
     int found = 0;
-    for (size_t i = 0; i < addon_gql_node_count(g->doc); i++) {
+    g->work += g->nvardefs; /* charged: many references to many definitions stay bounded */
+    for (size_t k = 0; k < g->nvardefs && g->work <= ADDON_GHSCOPE_WORK_MAX; k++) {
+        size_t i = g->vardefs[k];
         const addon_gql_node_t *n = ghs_node(g, i);
-        if (n->kind != ADDON_GQL_N_VARDEF || n->key.len != name.len ||
-            memcmp(n->key.base, name.base, name.len) != 0)
+        if (n->key.len != name.len || memcmp(n->key.base, name.base, name.len) != 0)
             continue;
         size_t d = ghs_default(g, i);
         if (d == ADDON_GQL_NONE)
@@ -191,6 +200,10 @@ static int ghs_var(const ghs_t *g, addon_str_t name, const json_t **j, size_t *d
             return -1;
         *dflt = d;
         found = 2;
+    }
+    if (g->work > ADDON_GHSCOPE_WORK_MAX) {
+        ghs_block(g, ADDON_GHSCOPE_UNREADABLE, "<too-complex>", "", 0, "");
+        return -1;
     }
     return found;
 }
@@ -313,7 +326,7 @@ static long ghs_chain_owner(ghs_t *g, size_t field, char *out, size_t cap)
         !ghs_eq(f->key.base, f->key.len, "user") &&
         !ghs_eq(f->key.base, f->key.len, "organization"))
         return -1;
-    for (size_t j = up + 1; j < field; j++) {
+    for (size_t j = up + 1; j < field && ghs_in_args(g, j, up); j++) {
         const addon_gql_node_t *a = ghs_node(g, j);
         if (a->parent == up && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "login"))
             return ghs_string(g, (ghv_t){NULL, j}, out, cap, 0);
@@ -324,8 +337,8 @@ static long ghs_chain_owner(ghs_t *g, size_t field, char *out, size_t cap)
 /* repository(owner:, name:) at field node i. */
 static void ghs_repository(ghs_t *g, size_t i)
 {
-    size_t owner = ADDON_GQL_NONE, name = ADDON_GQL_NONE, n = addon_gql_node_count(g->doc);
-    for (size_t j = i + 1; j < n && ghs_under(g, j, i); j++) {
+    size_t owner = ADDON_GQL_NONE, name = ADDON_GQL_NONE;
+    for (size_t j = i + 1; ghs_in_args(g, j, i); j++) {
         const addon_gql_node_t *a = ghs_node(g, j);
         if (a->parent == i && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "owner"))
             owner = j;
@@ -393,6 +406,24 @@ static void ghs_json(ghs_t *g, const json_t *j, int depth)
     }
 }
 
+/* The variable definitions' nodes into g->vardefs. 0 or PX_ENOMEM. */
+static int ghs_vardefs(ghs_t *g)
+{
+    size_t n = addon_gql_node_count(g->doc), count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += ghs_node(g, i)->kind == ADDON_GQL_N_VARDEF;
+    if (count == 0)
+        return 0;
+    g->vardefs = malloc(count * sizeof(*g->vardefs));
+    if (g->vardefs == NULL)
+        return PX_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (ghs_node(g, i)->kind == ADDON_GQL_N_VARDEF)
+            g->vardefs[g->nvardefs++] = i;
+    }
+    return 0;
+}
+
 static int ghs_unreadable(char *detail, size_t dlen, const char *why)
 {
     snprintf(detail, dlen, "%s", why);
@@ -436,11 +467,15 @@ int addon_ghscope_check(const char *body, size_t len, const addon_ghrepos_t *rep
             rc = ADDON_GHSCOPE_UNREADABLE;
         } else {
             ghs_t g = {.doc = doc, .vars = vars, .repos = repos, .detail = detail, .dlen = dlen};
-            ghs_doc(&g);
-            if (g.verdict == ADDON_GHSCOPE_PASS && vars != NULL)
-                ghs_json(&g, vars, 0);
-            rc = g.verdict;
-            *ntargets = g.ntargets;
+            rc = ghs_vardefs(&g);
+            if (rc == 0) {
+                ghs_doc(&g);
+                if (g.verdict == ADDON_GHSCOPE_PASS && vars != NULL)
+                    ghs_json(&g, vars, 0);
+                rc = g.verdict;
+                *ntargets = g.ntargets;
+            }
+            free(g.vardefs);
         }
     }
     addon_gql_free(doc);

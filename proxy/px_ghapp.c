@@ -213,7 +213,9 @@ static void px__repos_answer(px__ghmint_t *mt)
             return;
         }
     }
-    if (bad != NULL)
+    if (bad == NULL)
+        addon_ghrepos_seal(mt->repos); /* unsorted when memory is short: still correct */
+    else
         px__repos_failed(mt, bad);
     px__mint_done(mt, NULL);
 }

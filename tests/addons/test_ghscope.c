@@ -26,6 +26,7 @@ static addon_ghrepos_t *test_repos(void)
     assert_non_null(s);
     assert_int_equal(addon_ghrepos_add(s, 12345, "R_kgDNMDk", "octo/hello"), 0);
     assert_int_equal(addon_ghrepos_add(s, 300, "MDEwOlJlcG9zaXRvcnkzMDA=", "Octo/World"), 0);
+    assert_int_equal(addon_ghrepos_seal(s), 0);
     return s;
 }
 
@@ -51,6 +52,29 @@ static void test_ghscope_repos_page(void **state)
     assert_true(addon_ghrepos_has_name(s, "O", 1, "A", 1));
     assert_false(addon_ghrepos_has_name(s, "o", 1, "c", 1));
     assert_false(addon_ghrepos_has_name(s, "o/a", 3, "", 0));
+    /* sealed: the same answers from the sorted views, and nothing more can be added */
+    for (int sealed = 0; sealed < 2; sealed++) {
+        for (uint64_t i = 3; i < 300; i++) {
+            char node[32], name[32];
+            snprintf(node, sizeof(node), "R_n%llu", (unsigned long long)(i * 7919 % 1000));
+            snprintf(name, sizeof(name), "Org%llu/Repo%llu", (unsigned long long)(i % 7),
+                     (unsigned long long)(i * 31 % 1000));
+            if (!sealed)
+                assert_int_equal(addon_ghrepos_add(s, i * 7919 % 1000 + 10, node, name), 0);
+        }
+        if (sealed == 0)
+            assert_int_equal(addon_ghrepos_seal(s), 0);
+        assert_true(addon_ghrepos_has_id(s, 2));
+        assert_true(addon_ghrepos_has_id(s, 3 * 7919 % 1000 + 10));
+        assert_false(addon_ghrepos_has_id(s, 5));
+        assert_true(addon_ghrepos_has_node(s, "R_b", 3));
+        assert_false(addon_ghrepos_has_node(s, "R_n", 3));
+        assert_true(addon_ghrepos_has_name(s, "o", 1, "b", 1));
+        assert_true(addon_ghrepos_has_name(s, "org3", 4, "REPO93", 6));
+        assert_false(addon_ghrepos_has_name(s, "org3", 4, "repo94", 6));
+        assert_false(addon_ghrepos_has_name(s, "o\0", 2, "a", 1));
+    }
+    assert_int_equal(addon_ghrepos_add(s, 9, "R_x", "o/x"), PX_ESTATE);
     static const char *const bad[] = {
         "[]",
         "{\"repositories\": []}",
@@ -252,6 +276,17 @@ static void test_ghscope_caps(void **state)
     for (int i = 0; i < 400; i++)
         off += (size_t)snprintf(b + off, big - off, "%s\"R_kgDNMDk\"", i ? "," : "");
     off += (size_t)snprintf(b + off, big - off, "]}}");
+    assert_int_equal(addon_ghscope_check(b, off, s, detail, sizeof(detail), &n),
+                     ADDON_GHSCOPE_UNREADABLE);
+    assert_string_equal(detail, "<too-complex>");
+    /* many references resolved against many variable definitions: bounded by the same cap */
+    off = (size_t)snprintf(b, big, "{\"query\": \"query(");
+    for (int i = 0; i < 3000; i++)
+        off += (size_t)snprintf(b + off, big - off, "$v%d: ID ", i);
+    off += (size_t)snprintf(b + off, big - off, ") { ");
+    for (int i = 0; i < 100; i++)
+        off += (size_t)snprintf(b + off, big - off, "a%d: node(id: $v2999) { id } ", i);
+    off += (size_t)snprintf(b + off, big - off, "}\"}");
     assert_int_equal(addon_ghscope_check(b, off, s, detail, sizeof(detail), &n),
                      ADDON_GHSCOPE_UNREADABLE);
     assert_string_equal(detail, "<too-complex>");
