@@ -236,6 +236,32 @@ t_eq "... two pages fetched, still no mint" "$((f0 + 3)) $((m0 + 1))" "$(fetches
 t_logged "... cached, graphql-scoped" \
     '^allowed POST https://api\.github\.com/graphql -> 200 \[github-app: cached, graphql-scoped\] \[masked: 1\]$'
 
+out=$(curl -s -m 40 --cacert "$CA" --http2 -w ' %{http_version} %{http_code}' -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "{ repository(owner: \"octo\", name: \"repo9\") { id } }"}' https://api.github.com/graphql)
+t_contains "scope over HTTP/2: in the installation: 200" "$out" " 2 200"
+out=$(curl -s -m 40 --cacert "$CA" --http2 -w ' %{http_version} %{http_code}' -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "{ repository(owner: \"octo\", name: \"nope\") { id } }"}' https://api.github.com/graphql)
+t_contains "scope over HTTP/2: outside: 403" "$out" '"detail": "repository:octo/nope"} 2 403'
+# concurrent GraphQL requests on an empty cache share one mint and one fetch
+t_reload
+echo 1 > "$ST/delay"
+m0=$(mints)
+f0=$(fetches)
+cpids=()
+for i in $(seq 1 8); do
+    r=$([ $((i % 2)) = 0 ] && echo "repo$((100 + i))" || echo "other$i")
+    gql "{ repository(owner: \"octo\", name: \"$r\") { id } }" > "$T_DIR/s$i.out" &
+    cpids+=($!)
+done
+wait "${cpids[@]}"
+rm -f "$ST/delay"
+n200=0 n403=0
+for i in $(seq 1 8); do
+    case "$(cat "$T_DIR/s$i.out")" in *" 200") n200=$((n200 + 1)) ;; *'"detail": "repository:octo/other'*" 403") n403=$((n403 + 1)) ;; esac
+done
+t_eq "8 concurrent GraphQL requests on an empty cache: 4 in scope 200, 4 outside 403" "4 4" "$n200 $n403"
+t_eq "... one mint, one fetch (2 pages)" "$((m0 + 1)) $((f0 + 2))" "$(mints) $(fetches)"
+
 # ---- with the GraphQL operation filter: the token only after the filter passed -----------------
 t_reload
 m0=$(mints)
