@@ -82,7 +82,7 @@ static void ghs_block(ghs_t *g, int verdict, const char *what, const char *s, si
     size_t keep = len > 100 ? 100 : len;
     for (size_t i = 0; i < keep && o + 1 < g->dlen; i++) {
         unsigned char c = (unsigned char)s[i];
-        g->detail[o++] = c > 0x20 && c < 0x7f && c != '"' && c != '\\' ? (char)c : '?';
+        g->detail[o++] = c > 0x20 && c < 0x7f && !strchr("\"\\[]", c) ? (char)c : '?';
     }
     g->detail[o < g->dlen ? o : g->dlen - 1] = '\0';
     snprintf(g->detail + strlen(g->detail), g->dlen - strlen(g->detail), "%s%s",

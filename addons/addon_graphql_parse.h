@@ -2,7 +2,8 @@
  * GraphQL specification, October 2021 edition plus the \u{...} escapes of later drafts):
  * operations and fragments only. It keeps what the operation allowlist needs: each operation's
  * type, name and top-level field names, with inline fragments at the root resolved two levels
- * deep as the reference proxy resolves them.
+ * deep as the reference proxy resolves them; on request (addon_gql_parse_nodes) also every field,
+ * variable definition and argument value, for GitHub App repository scoping.
  *
  * Fail-secure: anything outside the grammar is an error, and so are type-system definitions
  * and extensions (a GraphQL server refuses them in an executable request), invalid UTF-8, and

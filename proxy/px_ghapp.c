@@ -3,8 +3,11 @@
  * token request to {base_url}/app/installations/{id}/access_tokens made here with the upstream
  * client. One token request per entry at a time: exchanges that need the token while it is
  * under way wait on it (a list), and all resume when it ends. The exchange's request body is
- * paused meanwhile. The JWT and the token never reach the log or stderr: a failure is logged
- * with its cause (status, connection error, parse error) only. */
+ * paused meanwhile. After a token request the same job fetches the installation's
+ * repositories page by page (GraphQL repository scoping): requests to .../graphql have their
+ * body gathered first, then checked against them before the token goes in (addon_ghscope.h).
+ * The JWT and the token never reach the log or stderr: a failure is logged with its cause
+ * (status, connection error, parse error) only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
