@@ -1,8 +1,9 @@
-/* addon_ghscope and addon_ghrepos: the repositories of an installation (pages of
- * /installation/repositories, case-insensitive names), and the repository targets of GraphQL
- * request bodies checked against them, table-driven: repository(owner:, name:) as literals,
- * variables and defaults, owner chains, nameWithOwner, node IDs of both formats in arguments,
- * lists, input objects and variables, and the fail-secure refusals. */
+/* addon_ghscope, addon_ghrepos and the parser's nodes: what addon_gql_parse_nodes keeps (fields,
+ * variable definitions, argument values); the repositories of an installation (pages of
+ * /installation/repositories, case-insensitive names, sorted lookups); and the repository
+ * targets of GraphQL request bodies checked against them, table-driven: repository(owner:,
+ * name:) as literals, variables and defaults, owner chains, nameWithOwner, node IDs of both
+ * formats in arguments, lists, input objects and variables, the fail-secure refusals, caps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include "addons/addon_ghnodeid.h"
 #include "addons/addon_ghrepos.h"
 #include "addons/addon_ghscope.h"
+#include "addons/addon_graphql_parse.h"
 #include "base/px_err.h"
 
 /* The installation: octo/hello (id 12345, node R_kgDNMDk) and octo/world (id 300, legacy node
@@ -304,12 +306,55 @@ static void test_ghscope_caps(void **state)
     addon_ghrepos_free(s);
 }
 
+/* The nodes the parser keeps for scoping: kinds, keys, texts and parents, in document order. */
+static void test_ghscope_parser_nodes(void **state)
+{
+    (void)state;
+    static const char doc[] = "query($a: ID = \"x\" @d(k: 1)) { r: repository(owner: \"o\", "
+                              "name: $n) { issues(first: 5, labels: [\"a\"]) { ... on X { "
+                              "nodes { id } } } } }";
+    static const struct {
+        addon_gql_nkind_t kind;
+        const char *key, *text;
+        size_t parent;
+    } want[] = {
+        {ADDON_GQL_N_VARDEF, "a", "a", ADDON_GQL_NONE},
+        {ADDON_GQL_N_STRING, "", "\"x\"", 0},
+        {ADDON_GQL_N_INT, "k", "1", 0},
+        {ADDON_GQL_N_FIELD, "repository", "repository", ADDON_GQL_NONE},
+        {ADDON_GQL_N_STRING, "owner", "\"o\"", 3},
+        {ADDON_GQL_N_VAR, "name", "n", 3},
+        {ADDON_GQL_N_FIELD, "issues", "issues", 3},
+        {ADDON_GQL_N_INT, "first", "5", 6},
+        {ADDON_GQL_N_LIST, "labels", "[", 6},
+        {ADDON_GQL_N_STRING, "", "\"a\"", 8},
+        {ADDON_GQL_N_FIELD, "nodes", "nodes", 6}, /* through the inline fragment */
+        {ADDON_GQL_N_FIELD, "id", "id", 10},
+    };
+    addon_gql_doc_t *d = NULL;
+    char err[128];
+    assert_int_equal(addon_gql_parse_nodes(doc, strlen(doc), &d, err, sizeof(err)), 0);
+    assert_int_equal(addon_gql_node_count(d), sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const addon_gql_node_t *n = addon_gql_node(d, i);
+        if (n->kind != want[i].kind || n->parent != want[i].parent ||
+            n->key.len != strlen(want[i].key) || memcmp(n->key.base, want[i].key, n->key.len) ||
+            n->text.len != strlen(want[i].text) || memcmp(n->text.base, want[i].text, n->text.len))
+            fail_msg("node %zu: kind %d parent %zu key '%.*s' text '%.*s'", i, (int)n->kind,
+                     n->parent, (int)n->key.len, n->key.base, (int)n->text.len, n->text.base);
+    }
+    assert_null(addon_gql_node(d, sizeof(want) / sizeof(want[0])));
+    addon_gql_free(d);
+    assert_int_equal(addon_gql_parse(doc, strlen(doc), &d, err, sizeof(err)), 0);
+    assert_int_equal(addon_gql_node_count(d), 0);
+    addon_gql_free(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ghscope_repos_page),
-        cmocka_unit_test(test_ghscope_table),
-        cmocka_unit_test(test_ghscope_no_repos),
+        cmocka_unit_test(test_ghscope_parser_nodes), cmocka_unit_test(test_ghscope_repos_page),
+        cmocka_unit_test(test_ghscope_table),        cmocka_unit_test(test_ghscope_no_repos),
         cmocka_unit_test(test_ghscope_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
