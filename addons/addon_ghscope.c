@@ -326,29 +326,43 @@ static long ghs_chain_owner(ghs_t *g, size_t field, char *out, size_t cap)
         !ghs_eq(f->key.base, f->key.len, "user") &&
         !ghs_eq(f->key.base, f->key.len, "organization"))
         return -1;
+    size_t login = ADDON_GQL_NONE;
     for (size_t j = up + 1; j < field && ghs_in_args(g, j, up); j++) {
         const addon_gql_node_t *a = ghs_node(g, j);
-        if (a->parent == up && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "login"))
-            return ghs_string(g, (ghv_t){NULL, j}, out, cap, 0);
+        if (a->parent == up && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "login")) {
+            if (login != ADDON_GQL_NONE)
+                return -1; /* twice (or also in a directive): which one counts is not ours */
+            login = j;
+        }
     }
-    return -1;
+    return login != ADDON_GQL_NONE ? ghs_string(g, (ghv_t){NULL, login}, out, cap, 0) : -1;
 }
 
 /* repository(owner:, name:) at field node i. */
 static void ghs_repository(ghs_t *g, size_t i)
 {
     size_t owner = ADDON_GQL_NONE, name = ADDON_GQL_NONE;
+    int twice = 0;
     for (size_t j = i + 1; ghs_in_args(g, j, i); j++) {
         const addon_gql_node_t *a = ghs_node(g, j);
-        if (a->parent == i && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "owner"))
-            owner = j;
-        if (a->parent == i && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "name"))
-            name = j;
+        if (a->parent != i || !ghs_is_value(a))
+            continue;
+        size_t *slot = ghs_eq(a->key.base, a->key.len, "owner")  ? &owner
+                       : ghs_eq(a->key.base, a->key.len, "name") ? &name
+                                                                 : NULL;
+        if (slot != NULL) {
+            twice |= *slot != ADDON_GQL_NONE;
+            *slot = j;
+        }
     }
     if (owner == ADDON_GQL_NONE && name == ADDON_GQL_NONE)
         return; /* a repository field of an object (issue { repository }): no new target */
     char o[GHS_STR_MAX], nm[GHS_STR_MAX];
     g->ntargets++;
+    if (twice) { /* a duplicate argument, or one in a directive: which one counts is not ours */
+        ghs_block(g, ADDON_GHSCOPE_OUTSIDE, "repository:", "?", 1, " (an argument given twice)");
+        return;
+    }
     long nl = name != ADDON_GQL_NONE ? ghs_string(g, (ghv_t){NULL, name}, nm, sizeof(nm), 0) : -1;
     if (nl <= 0) {
         ghs_block(g, ADDON_GHSCOPE_OUTSIDE, "repository:", "?", 1, " (no readable name)");

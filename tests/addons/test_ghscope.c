@@ -133,6 +133,14 @@ static const scope_case_t scope_cases[] = {
     {Q("fragment F on Query { repository(owner: \\\"x\\\", name: \\\"y\\\") { id } } "
        "{ viewer { login } }"),
      ADDON_GHSCOPE_OUTSIDE, "repository:x/y"},
+    {Q("{ repository(owner: \\\"other\\\", name: \\\"repo\\\") @d(owner: \\\"octo\\\", name: "
+       "\\\"hello\\\") { id } }"),
+     ADDON_GHSCOPE_OUTSIDE, "repository:? (an argument given twice)"},
+    {Q("{ repository(owner: \\\"other\\\", owner: \\\"octo\\\", name: \\\"hello\\\") { id } }"),
+     ADDON_GHSCOPE_OUTSIDE, "repository:? (an argument given twice)"},
+    {Q("{ repositoryOwner(login: \\\"other\\\") @d(login: \\\"octo\\\") { repository(name: "
+       "\\\"hello\\\") { id } } }"),
+     ADDON_GHSCOPE_OUTSIDE, "repository:?/hello (no readable owner)"},
     /* chains */
     {Q("{ repositoryOwner(login: \\\"octo\\\") { repository(name: \\\"hello\\\") { id } } }"),
      ADDON_GHSCOPE_PASS, NULL},
