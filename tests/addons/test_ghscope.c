@@ -346,10 +346,13 @@ static void test_ghscope_parser_nodes(void **state)
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         const addon_gql_node_t *n = addon_gql_node(d, i);
         if (n->kind != want[i].kind || n->parent != want[i].parent ||
-            n->key.len != strlen(want[i].key) || memcmp(n->key.base, want[i].key, n->key.len) ||
-            n->text.len != strlen(want[i].text) || memcmp(n->text.base, want[i].text, n->text.len))
+            n->key.len != strlen(want[i].key) ||
+            (n->key.len > 0 && memcmp(n->key.base, want[i].key, n->key.len) != 0) ||
+            n->text.len != strlen(want[i].text) ||
+            memcmp(n->text.base, want[i].text, n->text.len) != 0)
             fail_msg("node %zu: kind %d parent %zu key '%.*s' text '%.*s'", i, (int)n->kind,
-                     n->parent, (int)n->key.len, n->key.base, (int)n->text.len, n->text.base);
+                     n->parent, (int)n->key.len, n->key.len ? n->key.base : "", (int)n->text.len,
+                     n->text.base);
     }
     assert_null(addon_gql_node(d, sizeof(want) / sizeof(want[0])));
     addon_gql_free(d);
