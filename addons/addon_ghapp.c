@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "addons/addon_ghrepos.h"
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
 
@@ -33,6 +34,7 @@ struct addon_ghapp {
     char token[ADDON_GHAPP_TOKEN_MAX + 1];
     size_t token_len;
     int64_t expires;
+    addon_ghrepos_t *repos; /* the installation's repositories; NULL: unknown */
     void *pending;
 };
 
@@ -288,6 +290,7 @@ void addon_ghapp_free(addon_ghapp_t *g)
     json_decref(g->permissions);
     json_decref(g->repositories);
     free(g->token_path);
+    addon_ghrepos_free(g->repos);
     OPENSSL_cleanse(g, sizeof(*g));
     free(g);
 }
@@ -486,6 +489,28 @@ void addon_ghapp_cache_clear(addon_ghapp_t *g)
     OPENSSL_cleanse(g->token, sizeof(g->token));
     g->token_len = 0;
     g->expires = 0;
+}
+
+const addon_ghrepos_t *addon_ghapp_repos(const addon_ghapp_t *g)
+{
+    return g->repos;
+}
+
+void addon_ghapp_set_repos(addon_ghapp_t *g, addon_ghrepos_t *repos)
+{
+    addon_ghrepos_free(g->repos);
+    g->repos = repos;
+}
+
+int addon_ghapp_repos_path(const addon_ghapp_t *g, unsigned page, char *out, size_t outlen)
+{
+    /* the base path is what precedes "/app/installations/{id}/access_tokens" */
+    size_t tail =
+        strlen("/app/installations/") + strlen(g->installation_id) + strlen("/access_tokens");
+    size_t base = strlen(g->token_path) - tail;
+    int n = snprintf(out, outlen, "%.*s/installation/repositories?per_page=%d&page=%u", (int)base,
+                     g->token_path, ADDON_GHREPOS_PER_PAGE, page);
+    return n < 0 || (size_t)n >= outlen ? PX_ETOOBIG : 0;
 }
 
 void *addon_ghapp_pending(const addon_ghapp_t *g)

@@ -19,6 +19,7 @@
 #include "addons/addon_yaml.h"
 
 struct addon_replacements;
+struct addon_ghrepos;
 
 /* Constants of the reference (refresh margin, JWT backdating and lifetime) and hard caps. */
 #define ADDON_GHAPP_DEFAULT_BASE "https://api.github.com"
@@ -77,6 +78,16 @@ int64_t addon_ghapp_cache_expires(const addon_ghapp_t *g);
 void addon_ghapp_cache_set(addon_ghapp_t *g, const char *token, size_t len, int64_t expires);
 void addon_ghapp_cache_clear(addon_ghapp_t *g);
 
+/* The installation's repositories, kept with the cached token for GraphQL scoping (borrowed
+ * from g), or NULL when they are unknown (not fetched yet, or the fetch failed). set takes
+ * repos (NULL: unknown) and frees the previous set. */
+const struct addon_ghrepos *addon_ghapp_repos(const addon_ghapp_t *g);
+void addon_ghapp_set_repos(addon_ghapp_t *g, struct addon_ghrepos *repos);
+
+/* The path of page (1-based) of GET {base_url}/installation/repositories, per_page 100, into
+ * out (NUL-terminated). 0 or PX_ETOOBIG. */
+int addon_ghapp_repos_path(const addon_ghapp_t *g, unsigned page, char *out, size_t outlen);
+
 /* A slot for the proxy's token request in flight (one per entry: concurrent requests share
  * it). Not owned by g: the proxy sets and clears it. */
 void *addon_ghapp_pending(const addon_ghapp_t *g);
@@ -88,13 +99,18 @@ void addon_ghapp_set_pending(addon_ghapp_t *g, void *p);
  * Returns the entry index, or -1. */
 int addon_ghapp_match(const struct addon_replacements *r, const addon_req_t *req);
 
+/* Flags of addon_ghapp_apply. */
+#define ADDON_GHAPP_REFRESHED 1 /* the token was minted for this request ("refreshed") */
+#define ADDON_GHAPP_SCOPED 2    /* the GraphQL repository scope was checked ("graphql-scoped") */
+
 /* Replaces entry i's surrogate in the request's Authorization with token (borrowed; Bearer:
  * every occurrence; Basic: the password, re-encoded); other Authorization headers are removed
- * (a COLLAPSED line when there were any). Annotates " [github-app: cached|refreshed]
- * [masked: 1]" and sets credentials_done. 0, PX_ENOENT (the surrogate is no longer there), or
- * PX_ENOMEM/PX_ETOOBIG (nothing usable: the caller answers instead of forwarding). */
+ * (a COLLAPSED line when there were any). Annotates " [github-app: cached|refreshed[,
+ * graphql-scoped]] [masked: 1]" (flags above) and sets credentials_done. 0, PX_ENOENT (the
+ * surrogate is no longer there), or PX_ENOMEM/PX_ETOOBIG (nothing usable: the caller answers
+ * instead of forwarding). */
 int addon_ghapp_apply(addon_req_t *req, const struct addon_replacements *r, size_t i,
-                      const char *token, size_t toklen, int refreshed);
+                      const char *token, size_t toklen, int flags);
 
 /* No github-app entry matched: for an in-scope github-app entry without
  * allow_foreign_credentials, every Authorization header is removed (one STRIPPED line; not
@@ -105,6 +121,20 @@ int addon_ghapp_strip_foreign(addon_req_t *req, const struct addon_replacements 
  * not have a query string (reference G10: a query there escapes the body's checks). 1 and ans
  * filled (403 graphql_repo_scope_blocked, detail "query-params"), else 0. */
 int addon_ghapp_graphql_query(addon_req_t *req, addon_answer_t *ans);
+
+/* A GraphQL endpoint, for repository scoping: the request path without its query,
+ * percent-decoded and without trailing '/', ends in "/graphql" (ASCII case-insensitive), whatever
+ * the method. 1 or 0. */
+int addon_ghapp_graphql_path(const addon_req_t *req);
+
+/* The repository scope of a GraphQL request carrying entry's token (reference §11.4; body
+ * borrowed; repos: the installation's, NULL when unknown, which refuses every request). 0: it
+ * passes; 1: ans is filled (403 graphql_repo_scope_blocked, detail: the target or the reason,
+ * annotated " [github-app: graphql-scope-blocked: detail]"), with the loud line "GraphQL
+ * repo-scope check failed: ..." when the body could not be read. A len over
+ * ADDON_GHSCOPE_BODY_CAP is refused without reading body (which may then be NULL). */
+int addon_ghapp_graphql_scope(addon_req_t *req, const struct addon_ghrepos *repos, const char *body,
+                              size_t len, addon_answer_t *ans);
 
 /* Fills ans with the 502 github_app_token_refresh_failed answer (verdict "allowed", logged
  * with " [github-app: refresh-failed]") and writes the reference's line "GitHub App token

@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "addons/addon_ghscope.h"
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
 
@@ -59,6 +61,8 @@ static long ghapp_b64_decode(const char *s, size_t len, unsigned char *out, size
     }
     return (long)o;
 }
+
+static int ghapp_hex(char c);
 
 static int ghapp_is_auth(const addon_header_t *h)
 {
@@ -165,7 +169,7 @@ static long ghapp_new_value(addon_str_t v, int how, addon_str_t sur, const char 
 }
 
 int addon_ghapp_apply(addon_req_t *req, const addon_replacements_t *r, size_t i, const char *token,
-                      size_t toklen, int refreshed)
+                      size_t toklen, int flags)
 {
     addon_str_t sur = addon_replacements_surrogate(r, i);
     unsigned char *dec = malloc(GHAPP_VALUE_MAX);
@@ -204,7 +208,9 @@ int addon_ghapp_apply(addon_req_t *req, const addon_replacements_t *r, size_t i,
                       "credential headers removed)",
                       count, (int)req->method.len, req->method.base,
                       req->url != NULL ? req->url : "-");
-    addon_req_annotate(req, "github-app: %s", refreshed ? "refreshed" : "cached");
+    addon_req_annotate(req, "github-app: %s%s",
+                       flags & ADDON_GHAPP_REFRESHED ? "refreshed" : "cached",
+                       flags & ADDON_GHAPP_SCOPED ? ", graphql-scoped" : "");
     addon_req_annotate(req, "masked: 1");
     req->credentials_done = 1;
 out:
@@ -246,9 +252,7 @@ int addon_ghapp_strip_foreign(addon_req_t *req, const addon_replacements_t *r)
 
 int addon_ghapp_graphql_query(addon_req_t *req, addon_answer_t *ans)
 {
-    const char *q = memchr(req->path.base, '?', req->path.len);
-    size_t plen = q != NULL ? (size_t)(q - req->path.base) : req->path.len;
-    if (q == NULL || plen < 8 || memcmp(req->path.base + plen - 8, "/graphql", 8) != 0)
+    if (memchr(req->path.base, '?', req->path.len) == NULL || !addon_ghapp_graphql_path(req))
         return 0;
     addon_req_annotate(req, "github-app: query-params");
     ans->status = 403;
@@ -261,6 +265,98 @@ int addon_ghapp_graphql_query(addon_req_t *req, addon_answer_t *ans)
     ans->with_detail = 1;
     snprintf(ans->detail, sizeof(ans->detail), "query-params");
     ans->log_tail[0] = '\0';
+    return 1;
+}
+
+static int ghapp_hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = (char)(c | 0x20);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int addon_ghapp_graphql_path(const addon_req_t *req)
+{
+    const char *q = memchr(req->path.base, '?', req->path.len);
+    size_t plen = q != NULL ? (size_t)(q - req->path.base) : req->path.len;
+    char tail[8];
+    size_t n = 0;
+    /* decoded from the end: the last 8 characters after trailing slashes */
+    size_t i = plen;
+    int trailing = 1;
+    while (i > 0 && n < sizeof(tail)) {
+        char c = req->path.base[i - 1];
+        size_t w = 1;
+        if (i >= 3 && req->path.base[i - 3] == '%' && ghapp_hex(req->path.base[i - 2]) >= 0 &&
+            ghapp_hex(c) >= 0) {
+            c = (char)(ghapp_hex(req->path.base[i - 2]) * 16 + ghapp_hex(c));
+            w = 3;
+        }
+        i -= w;
+        if (trailing && c == '/')
+            continue;
+        trailing = 0;
+        tail[sizeof(tail) - 1 - n++] = c;
+    }
+    return n == sizeof(tail) && strncasecmp(tail, "/graphql", 8) == 0;
+}
+
+/* The 403 of a scope refusal: message by verdict, detail, annotation. */
+static void ghapp_scope_answer(addon_req_t *req, addon_answer_t *ans, const char *message,
+                               const char *detail)
+{
+    addon_req_annotate(req, "github-app: graphql-scope-blocked: %s", detail);
+    ans->status = 403;
+    ans->error = "graphql_repo_scope_blocked";
+    ans->with_request = 0;
+    ans->verdict = "BLOCKED";
+    snprintf(ans->message, sizeof(ans->message), "%s", message);
+    ans->with_detail = 1;
+    snprintf(ans->detail, sizeof(ans->detail), "%s", detail);
+    ans->log_tail[0] = '\0';
+}
+
+int addon_ghapp_graphql_scope(addon_req_t *req, const struct addon_ghrepos *repos, const char *body,
+                              size_t len, addon_answer_t *ans)
+{
+    static const char outside[] =
+        "This GraphQL request targets a repository outside the GitHub App installation's "
+        "repositories (or an object that cannot be tied to one of them); airlock refused it.";
+    static const char unreadable[] =
+        "airlock could not read the repositories this GraphQL request targets and refused it.";
+    if (len > ADDON_GHSCOPE_BODY_CAP) {
+        addon_req_log(req, "GraphQL repo-scope check failed: unreadable: <too-large>");
+        ghapp_scope_answer(req, ans, unreadable, "<too-large>");
+        return 1;
+    }
+    if (repos == NULL) {
+        ghapp_scope_answer(req, ans,
+                           "The GitHub App installation's repositories could not be fetched, so "
+                           "airlock refuses GraphQL requests with its token.",
+                           "<repositories-unknown>");
+        return 1;
+    }
+    int e = addon_req_find(req, "content-encoding", 0);
+    if (e >= 0 && req->headers[e].value.len > 0 &&
+        !(req->headers[e].value.len == 8 &&
+          strncasecmp(req->headers[e].value.base, "identity", 8) == 0)) {
+        addon_req_log(req, "GraphQL repo-scope check failed: unreadable: <content-encoding>");
+        ghapp_scope_answer(req, ans, unreadable, "<content-encoding>");
+        return 1;
+    }
+    char detail[ADDON_GHSCOPE_DETAIL_MAX + 1];
+    size_t n = 0;
+    int v = addon_ghscope_check(body, len, repos, detail, sizeof(detail), &n);
+    if (v == ADDON_GHSCOPE_PASS)
+        return 0;
+    if (v < 0) {
+        addon_req_log(req, "GraphQL repo-scope check failed: internal: out of memory");
+        snprintf(detail, sizeof(detail), "<internal-error>");
+    } else if (v == ADDON_GHSCOPE_UNREADABLE) {
+        addon_req_log(req, "GraphQL repo-scope check failed: unreadable: %s", detail);
+    }
+    ghapp_scope_answer(req, ans, v == ADDON_GHSCOPE_OUTSIDE ? outside : unreadable, detail);
     return 1;
 }
 

@@ -27,6 +27,8 @@ struct addon_gql_doc {
     addon_str_t *fields;
     size_t nfields, fcap;
     size_t *first; /* ops[i]'s first field index, until the pointers are fixed at the end */
+    addon_gql_node_t *nodes; /* addon_gql_parse_nodes: fields, variables and argument values */
+    size_t nnodes, ncap;
 };
 
 typedef struct gql_parser {
@@ -41,6 +43,9 @@ typedef struct gql_parser {
     char *err;
     size_t errlen;
     addon_gql_doc_t *doc;
+    int record;      /* keep nodes (addon_gql_parse_nodes) */
+    size_t cur;      /* the node new nodes belong to */
+    addon_str_t key; /* the name the next value is bound to */
 } gql_parser_t;
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -377,30 +382,62 @@ static int gql_enter(gql_parser_t *p)
     return 0;
 }
 
+/* Records a node under p->cur when nodes are kept; its index (ADDON_GQL_NONE when not kept). */
+static size_t gql_node(gql_parser_t *p, addon_gql_nkind_t kind, addon_str_t key, addon_str_t text)
+{
+    addon_gql_doc_t *d = p->doc;
+    if (!p->record || p->rc != 0)
+        return ADDON_GQL_NONE;
+    if (d->nnodes == d->ncap) {
+        size_t cap = d->ncap ? d->ncap * 2 : 64;
+        addon_gql_node_t *n = realloc(d->nodes, cap * sizeof(*n));
+        if (n == NULL) {
+            gql_fail(p, PX_ENOMEM, "out of memory");
+            return ADDON_GQL_NONE;
+        }
+        d->nodes = n;
+        d->ncap = cap;
+    }
+    d->nodes[d->nnodes] = (addon_gql_node_t){kind, key, text, p->cur};
+    return d->nnodes++;
+}
+
+static addon_str_t gql_token(const gql_parser_t *p)
+{
+    return (addon_str_t){p->s + p->tstart, p->tlen};
+}
+
 /* ---- values, types, directives -------------------------------------------------------------- */
 
 static int gql_value(gql_parser_t *p, int is_const);
 
 static int gql_value_list(gql_parser_t *p, int is_const)
 {
+    size_t outer = p->cur;
+    p->cur = gql_node(p, ADDON_GQL_N_LIST, p->key, gql_token(p));
+    p->key = (addon_str_t){NULL, 0};
     if (gql_next(p) != 0 || gql_enter(p) != 0)
         return p->rc;
     while (p->rc == 0 && !gql_is(p, ']'))
         gql_value(p, is_const);
     p->depth--;
+    p->cur = outer;
     return gql_expect(p, ']');
 }
 
 static int gql_value_object(gql_parser_t *p, int is_const)
 {
+    size_t outer = p->cur;
+    p->cur = gql_node(p, ADDON_GQL_N_OBJECT, p->key, gql_token(p));
     if (gql_next(p) != 0 || gql_enter(p) != 0)
         return p->rc;
     while (p->rc == 0 && !gql_is(p, '}')) {
-        gql_name(p, NULL);
+        gql_name(p, &p->key);
         gql_expect(p, ':');
         gql_value(p, is_const);
     }
     p->depth--;
+    p->cur = outer;
     return gql_expect(p, '}');
 }
 
@@ -408,16 +445,26 @@ static int gql_value(gql_parser_t *p, int is_const)
 {
     if (p->rc != 0)
         return p->rc;
+    static const addon_gql_nkind_t kinds[] = {
+        [GQL_INT] = ADDON_GQL_N_INT,
+        [GQL_FLOAT] = ADDON_GQL_N_FLOAT,
+        [GQL_STRING] = ADDON_GQL_N_STRING,
+        [GQL_NAME] = ADDON_GQL_N_NAME,
+    };
+    addon_str_t var = {NULL, 0};
     switch (p->tok) {
     case GQL_INT:
     case GQL_FLOAT:
     case GQL_STRING:
     case GQL_NAME: /* true, false, null or an enum value */
+        gql_node(p, kinds[p->tok], p->key, gql_token(p));
         return gql_next(p);
     case GQL_PUNCT:
         if (gql_is(p, '$') && !is_const) {
             gql_next(p);
-            return gql_name(p, NULL);
+            gql_name(p, &var);
+            gql_node(p, ADDON_GQL_N_VAR, p->key, var);
+            return p->rc;
         }
         if (gql_is(p, '['))
             return gql_value_list(p, is_const);
@@ -455,7 +502,7 @@ static int gql_arguments(gql_parser_t *p, int is_const)
         return p->rc;
     gql_next(p);
     do {
-        gql_name(p, NULL);
+        gql_name(p, &p->key);
         gql_expect(p, ':');
         gql_value(p, is_const);
     } while (p->rc == 0 && !gql_is(p, ')'));
@@ -511,10 +558,13 @@ static int gql_field(gql_parser_t *p, int level)
     }
     if (p->rc == 0 && level >= 0)
         gql_add_field(p, name);
+    size_t outer = p->cur;
+    p->cur = gql_node(p, ADDON_GQL_N_FIELD, name, name);
     gql_arguments(p, 0);
     gql_directives(p, 0);
     if (p->rc == 0 && gql_is(p, '{'))
         gql_selection_set(p, -1);
+    p->cur = outer;
     return p->rc;
 }
 
@@ -559,15 +609,19 @@ static int gql_variable_definitions(gql_parser_t *p)
         return p->rc;
     gql_next(p);
     do {
+        addon_str_t name = {NULL, 0};
         gql_expect(p, '$');
-        gql_name(p, NULL);
+        gql_name(p, &name);
         gql_expect(p, ':');
         gql_type(p);
+        p->cur = gql_node(p, ADDON_GQL_N_VARDEF, name, name);
+        p->key = (addon_str_t){NULL, 0};
         if (p->rc == 0 && gql_is(p, '=')) {
             gql_next(p);
             gql_value(p, 1);
         }
         gql_directives(p, 1);
+        p->cur = ADDON_GQL_NONE;
     } while (p->rc == 0 && !gql_is(p, ')'));
     return gql_expect(p, ')');
 }
@@ -625,12 +679,18 @@ static int gql_definition(gql_parser_t *p)
     return gql_unexpected(p, "an operation or a fragment");
 }
 
-int addon_gql_parse(const char *src, size_t len, addon_gql_doc_t **out, char *err, size_t errlen)
+static int gql_parse(const char *src, size_t len, int record, addon_gql_doc_t **out, char *err,
+                     size_t errlen)
 {
     *out = NULL;
     if (err != NULL && errlen > 0)
         err[0] = '\0';
-    gql_parser_t p = {.s = src, .len = len, .err = err, .errlen = errlen};
+    gql_parser_t p = {.s = src,
+                      .len = len,
+                      .err = err,
+                      .errlen = errlen,
+                      .record = record,
+                      .cur = ADDON_GQL_NONE};
     if (len > ADDON_GQL_MAX_SIZE)
         return gql_fail(&p, PX_ETOOBIG, "document longer than %d bytes", ADDON_GQL_MAX_SIZE);
     addon_gql_doc_t *d = calloc(1, sizeof(*d));
@@ -657,6 +717,27 @@ int addon_gql_parse(const char *src, size_t len, addon_gql_doc_t **out, char *er
     return 0;
 }
 
+int addon_gql_parse(const char *src, size_t len, addon_gql_doc_t **out, char *err, size_t errlen)
+{
+    return gql_parse(src, len, 0, out, err, errlen);
+}
+
+int addon_gql_parse_nodes(const char *src, size_t len, addon_gql_doc_t **out, char *err,
+                          size_t errlen)
+{
+    return gql_parse(src, len, 1, out, err, errlen);
+}
+
+size_t addon_gql_node_count(const addon_gql_doc_t *d)
+{
+    return d != NULL ? d->nnodes : 0;
+}
+
+const addon_gql_node_t *addon_gql_node(const addon_gql_doc_t *d, size_t i)
+{
+    return d != NULL && i < d->nnodes ? &d->nodes[i] : NULL;
+}
+
 size_t addon_gql_count(const addon_gql_doc_t *d)
 {
     return d != NULL ? d->nops : 0;
@@ -674,6 +755,7 @@ void addon_gql_free(addon_gql_doc_t *d)
     free(d->ops);
     free(d->first);
     free(d->fields);
+    free(d->nodes);
     free(d);
 }
 

@@ -3,8 +3,11 @@
  * token request to {base_url}/app/installations/{id}/access_tokens made here with the upstream
  * client. One token request per entry at a time: exchanges that need the token while it is
  * under way wait on it (a list), and all resume when it ends. The exchange's request body is
- * paused meanwhile. The JWT and the token never reach the log or stderr: a failure is logged
- * with its cause (status, connection error, parse error) only. */
+ * paused meanwhile. After a token request the same job fetches the installation's
+ * repositories page by page (GraphQL repository scoping): requests to .../graphql have their
+ * body gathered first, then checked against them before the token goes in (addon_ghscope.h).
+ * The JWT and the token never reach the log or stderr: a failure is logged with its cause
+ * (status, connection error, parse error) only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,8 @@
 #include <openssl/crypto.h>
 
 #include "addons/addon_ghapp.h"
+#include "addons/addon_ghrepos.h"
+#include "addons/addon_ghscope.h"
 #include "addons/addon_masking.h"
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
@@ -21,16 +26,28 @@
 
 #define PX__GH_TIMEOUT_MS 30000 /* the whole token request (the reference's HTTP timeout) */
 
+typedef enum { PX__GH_MINT = 0, PX__GH_REPOS } px__ghphase_t;
+
+/* One job per entry: a token request (unless the cached token is still good and only the
+ * repositories are missing), then the pages of the installation's repositories. */
 typedef struct px__ghmint {
     addon_replacements_t *repl; /* a reference: the entry lives while the request does */
     addon_ghapp_t *g;
     px_loop_t *loop;
     px_upreq_t *up;
     uv_timer_t timer;
+    px__ghphase_t phase;
+    int minted; /* a new token is in tok */
     int status;
     char *resp;
-    size_t resp_len;
+    size_t resp_len, resp_cap;
     int over;
+    char tok[ADDON_GHAPP_TOKEN_MAX + 1];
+    size_t toklen;
+    int64_t expires;
+    unsigned page;
+    addon_ghrepos_t *repos; /* gathered so far */
+    px_defer_t next;        /* the next page is asked from the loop, outside the last one's end */
     px_xchg_t *waiters;
 } px__ghmint_t;
 
@@ -39,7 +56,9 @@ static void on_mint_closed(uv_handle_t *h)
     px__ghmint_t *mt = h->data;
     if (mt->resp != NULL)
         OPENSSL_cleanse(mt->resp, mt->resp_len);
+    OPENSSL_cleanse(mt->tok, sizeof(mt->tok));
     free(mt->resp);
+    addon_ghrepos_free(mt->repos);
     addon_replacements_unref(mt->repl);
     free(mt);
 }
@@ -57,13 +76,36 @@ static void on_waiter_resume(px_defer_t *d)
     px__x_continue(x);
 }
 
-/* The token request ended: every waiter hears the outcome from the loop. why: NULL on success. */
+/* The repositories could not be fetched: the reference's loud line, once per network log. */
+static void px__repos_failed(px__ghmint_t *mt, const char *why)
+{
+    for (px_xchg_t *x = mt->waiters; x != NULL; x = x->gh_next) {
+        int seen = 0;
+        for (px_xchg_t *y = mt->waiters; y != x && !seen; y = y->gh_next)
+            seen = y->log == x->log;
+        if (!seen)
+            addon_req_log(x->view, "GitHub App repo node ID resolution failed: %s", why);
+    }
+    addon_ghrepos_free(mt->repos);
+    mt->repos = NULL;
+}
+
+/* The job ended: the token and the repositories (NULL: unknown) go to the cache, and every
+ * waiter hears the outcome from the loop. why: NULL on success (of the token). */
 static void px__mint_done(px__ghmint_t *mt, const char *why)
 {
     if (mt->up != NULL) {
         px_up_abort(mt->up);
         mt->up = NULL;
     }
+    px_defer_cancel(mt->loop, &mt->next);
+    if (why == NULL && mt->minted)
+        addon_ghapp_cache_set(mt->g, mt->tok, mt->toklen, mt->expires);
+    if (why == NULL) {
+        addon_ghapp_set_repos(mt->g, mt->repos); /* taken: NULL when the fetch failed */
+        mt->repos = NULL;
+    }
+    OPENSSL_cleanse(mt->tok, sizeof(mt->tok));
     addon_ghapp_set_pending(mt->g, NULL);
     px_xchg_t *x = mt->waiters;
     mt->waiters = NULL;
@@ -71,7 +113,7 @@ static void px__mint_done(px__ghmint_t *mt, const char *why)
         px_xchg_t *next = x->gh_next;
         x->gh_next = NULL;
         x->gh_mint = NULL;
-        x->gh_outcome = why == NULL ? PX__GH_REFRESHED : PX__GH_FAILED;
+        x->gh_outcome = why != NULL ? PX__GH_FAILED : mt->minted ? PX__GH_REFRESHED : PX__GH_CACHED;
         snprintf(x->gh_why, sizeof(x->gh_why), "%s", why != NULL ? why : "");
         px_defer(&x->eng->loop, &x->gh_resume, on_waiter_resume);
         x = next;
@@ -91,20 +133,44 @@ static void on_mint_head(void *owner, px_msg_t *m)
 static void on_mint_data(void *owner, const char *data, size_t len)
 {
     px__ghmint_t *mt = owner;
-    if (mt->over || len > ADDON_GHAPP_BODY_MAX - mt->resp_len) {
+    size_t cap = mt->phase == PX__GH_MINT ? ADDON_GHAPP_BODY_MAX : ADDON_GHREPOS_PAGE_MAX;
+    if (mt->over || len > cap - mt->resp_len) {
         mt->over = 1;
         return;
+    }
+    if (mt->resp_len + len > mt->resp_cap) {
+        size_t n = mt->resp_cap ? mt->resp_cap : 16384;
+        while (n < mt->resp_len + len)
+            n *= 2;
+        char *p = malloc(n);
+        if (p == NULL) {
+            mt->over = 1;
+            return;
+        }
+        if (mt->resp != NULL) {
+            memcpy(p, mt->resp, mt->resp_len);
+            OPENSSL_cleanse(mt->resp, mt->resp_len);
+            free(mt->resp);
+        }
+        mt->resp = p;
+        mt->resp_cap = n;
     }
     memcpy(mt->resp + mt->resp_len, data, len);
     mt->resp_len += len;
 }
 
-static void on_mint_end(void *owner, const px_fields_t *t)
+static int px__repos_send(px__ghmint_t *mt, px_upmgr_t *upmgr);
+static void on_repos_next(px_defer_t *d);
+
+/* The upstream pool of a waiter (none left: nobody needs the answer). */
+static px_upmgr_t *px__waiter_pool(const px__ghmint_t *mt)
 {
-    (void)t;
-    px__ghmint_t *mt = owner;
-    px_up_done(mt->up);
-    mt->up = NULL;
+    return mt->waiters != NULL ? mt->waiters->upmgr : NULL;
+}
+
+/* The token answer: kept in the job, then the repositories are fetched. */
+static void px__mint_answer(px__ghmint_t *mt)
+{
     char why[128];
     if (mt->status != 201 && mt->status != 200) {
         snprintf(why, sizeof(why), "the token endpoint answered HTTP %d", mt->status);
@@ -115,24 +181,76 @@ static void on_mint_end(void *owner, const px_fields_t *t)
         px__mint_done(mt, "the token endpoint's answer is over 64 KiB");
         return;
     }
-    char tok[ADDON_GHAPP_TOKEN_MAX + 1];
-    int64_t expires = 0;
     const char *bad = NULL;
-    if (addon_ghapp_parse_token(mt->resp, mt->resp_len, tok, sizeof(tok), &expires, &bad) != 0) {
-        OPENSSL_cleanse(tok, sizeof(tok));
+    if (addon_ghapp_parse_token(mt->resp, mt->resp_len, mt->tok, sizeof(mt->tok), &mt->expires,
+                                &bad) != 0) {
         px__mint_done(mt, bad);
         return;
     }
-    addon_ghapp_cache_set(mt->g, tok, strlen(tok), expires);
-    OPENSSL_cleanse(tok, sizeof(tok));
+    mt->toklen = strlen(mt->tok);
+    mt->minted = 1;
+    mt->phase = PX__GH_REPOS;
+    mt->page = 1;
+    px_defer(mt->loop, &mt->next, on_repos_next);
+}
+
+/* A page of the repositories: the next one, or the end of the job. */
+static void px__repos_answer(px__ghmint_t *mt)
+{
+    char why[128];
+    size_t got = 0;
+    uint64_t total = 0;
+    const char *bad = NULL;
+    if (mt->status != 200) {
+        snprintf(why, sizeof(why), "the repositories endpoint answered HTTP %d", mt->status);
+        bad = why;
+    } else if (mt->over) {
+        bad = "a page of the repositories answer is over its cap";
+    } else if (mt->repos == NULL && (mt->repos = addon_ghrepos_new()) == NULL) {
+        bad = "out of memory";
+    } else if (addon_ghrepos_page(mt->repos, mt->resp, mt->resp_len, &got, &total, &bad) == 0) {
+        if (got == ADDON_GHREPOS_PER_PAGE && addon_ghrepos_count(mt->repos) < total &&
+            mt->page < ADDON_GHREPOS_MAX_PAGES) {
+            mt->page++;
+            px_defer(mt->loop, &mt->next, on_repos_next);
+            return;
+        }
+    }
+    if (bad == NULL)
+        addon_ghrepos_seal(mt->repos); /* unsorted when memory is short: still correct */
+    else
+        px__repos_failed(mt, bad);
     px__mint_done(mt, NULL);
+}
+
+static void on_repos_next(px_defer_t *d)
+{
+    px__ghmint_t *mt = px_container_of(d, px__ghmint_t, next);
+    if (px__repos_send(mt, px__waiter_pool(mt)) == 0)
+        return;
+    px__repos_failed(mt, "the repositories request could not start");
+    px__mint_done(mt, NULL);
+}
+
+static void on_mint_end(void *owner, const px_fields_t *t)
+{
+    (void)t;
+    px__ghmint_t *mt = owner;
+    px_up_done(mt->up);
+    mt->up = NULL;
+    if (mt->phase == PX__GH_MINT)
+        px__mint_answer(mt);
+    else
+        px__repos_answer(mt);
 }
 
 static void on_mint_error(void *owner, const char *why)
 {
     px__ghmint_t *mt = owner;
     mt->up = NULL; /* the upstream client let go of it already */
-    px__mint_done(mt, why);
+    if (mt->phase == PX__GH_REPOS)
+        px__repos_failed(mt, why);
+    px__mint_done(mt, mt->phase == PX__GH_REPOS ? NULL : why);
 }
 
 static void on_mint_drain(void *owner)
@@ -151,6 +269,11 @@ static const px_up_cbs_t px__mint_cbs = {
 static void on_mint_timer(uv_timer_t *t)
 {
     px__ghmint_t *mt = t->data;
+    if (mt->phase == PX__GH_REPOS) {
+        px__repos_failed(mt, "a repositories request timed out after 30 s");
+        px__mint_done(mt, NULL);
+        return;
+    }
     px__mint_done(mt, "the token request timed out after 30 s");
 }
 
@@ -163,82 +286,122 @@ static void px__hdr(addon_req_t *h, const char *name, const char *value, size_t 
     f->value.len = vlen;
 }
 
-/* Sends the token request: POST {path} with the app JWT and the configured scoping. 0, or a
- * negative code (nothing was sent; no callback comes). */
-static int px__mint_send(px__ghmint_t *mt, px_upmgr_t *upmgr)
+/* Sends one request of the job to the GitHub API: method path with auth (borrowed) and, for a
+ * POST, body. The response is gathered anew; the 30 s timer restarts. 0, or a negative code
+ * (nothing was sent; no callback comes). */
+static int px__send(px__ghmint_t *mt, px_upmgr_t *upmgr, const char *method, const char *path,
+                    const char *auth, size_t alen, const char *body, size_t blen)
 {
     addon_req_t *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return PX_ENOMEM;
+    const char *host = addon_ghapp_host(mt->g);
+    uint16_t port = addon_ghapp_port(mt->g);
+    char hosthdr[ADDON_GHAPP_HOST_MAX + 8];
+    int hl = port == 443 ? snprintf(hosthdr, sizeof(hosthdr), "%s", host)
+                         : snprintf(hosthdr, sizeof(hosthdr), "%s:%u", host, (unsigned)port);
+    char clen[24];
+    int cl = snprintf(clen, sizeof(clen), "%zu", blen);
+    h->method.base = method;
+    h->method.len = strlen(method);
+    h->path.base = path;
+    h->path.len = strlen(path);
+    px__hdr(h, "Host", hosthdr, (size_t)hl);
+    px__hdr(h, "Authorization", auth, alen);
+    px__hdr(h, "Accept", "application/vnd.github+json", 27);
+    px__hdr(h, "X-GitHub-Api-Version", "2022-11-28", 10);
+    px__hdr(h, "User-Agent", "airlock/" AIRLOCK_VERSION, strlen("airlock/" AIRLOCK_VERSION));
+    if (body != NULL) {
+        px__hdr(h, "Content-Type", "application/json", 16);
+        px__hdr(h, "Content-Length", clen, (size_t)cl);
+    }
+    mt->status = 0;
+    mt->over = 0;
+    if (mt->resp != NULL)
+        OPENSSL_cleanse(mt->resp, mt->resp_len);
+    mt->resp_len = 0;
+    mt->up = px_up_open(upmgr, host, port, 1, h, body != NULL ? PX_UP_BODY_LENGTH : PX_UP_BODY_NONE,
+                        0, &px__mint_cbs, mt);
+    free(h);
+    if (mt->up == NULL)
+        return PX_ENOMEM;
+    if (body != NULL)
+        px_up_data(mt->up, body, blen);
+    px_up_end(mt->up, NULL);
+    uv_timer_start(&mt->timer, on_mint_timer, PX__GH_TIMEOUT_MS, 0);
+    return 0;
+}
+
+/* Sends the token request: POST {path} with the app JWT and the configured scoping. */
+static int px__mint_send(px__ghmint_t *mt, px_upmgr_t *upmgr)
+{
     char *auth = malloc(ADDON_GHAPP_JWT_MAX + 16);
     char *body = NULL;
     size_t blen = 0, jlen = 0;
-    int rc = h == NULL || auth == NULL ? PX_ENOMEM : 0;
+    int rc = auth == NULL ? PX_ENOMEM : 0;
     if (rc == 0) {
         memcpy(auth, "Bearer ", 7);
         rc = addon_ghapp_jwt(mt->g, (int64_t)time(NULL), auth + 7, ADDON_GHAPP_JWT_MAX, &jlen);
     }
     if (rc == 0)
         rc = addon_ghapp_mint_body(mt->g, &body, &blen);
-    if (rc == 0) {
-        const char *host = addon_ghapp_host(mt->g);
-        uint16_t port = addon_ghapp_port(mt->g);
-        char hosthdr[ADDON_GHAPP_HOST_MAX + 8];
-        int hl = port == 443 ? snprintf(hosthdr, sizeof(hosthdr), "%s", host)
-                             : snprintf(hosthdr, sizeof(hosthdr), "%s:%u", host, (unsigned)port);
-        char clen[24];
-        int cl = snprintf(clen, sizeof(clen), "%zu", blen);
-        h->method.base = "POST";
-        h->method.len = 4;
-        h->path.base = addon_ghapp_token_path(mt->g);
-        h->path.len = strlen(h->path.base);
-        px__hdr(h, "Host", hosthdr, (size_t)hl);
-        px__hdr(h, "Authorization", auth, 7 + jlen);
-        px__hdr(h, "Accept", "application/vnd.github+json", 27);
-        px__hdr(h, "X-GitHub-Api-Version", "2022-11-28", 10);
-        px__hdr(h, "User-Agent", "airlock/" AIRLOCK_VERSION, strlen("airlock/" AIRLOCK_VERSION));
-        px__hdr(h, "Content-Type", "application/json", 16);
-        px__hdr(h, "Content-Length", clen, (size_t)cl);
-        mt->up = px_up_open(upmgr, host, port, 1, h, PX_UP_BODY_LENGTH, 0, &px__mint_cbs, mt);
-        if (mt->up == NULL) {
-            rc = PX_ENOMEM;
-        } else {
-            px_up_data(mt->up, body, blen);
-            px_up_end(mt->up, NULL);
-        }
-    }
+    if (rc == 0)
+        rc = px__send(mt, upmgr, "POST", addon_ghapp_token_path(mt->g), auth, 7 + jlen, body, blen);
     if (auth != NULL)
         OPENSSL_cleanse(auth, ADDON_GHAPP_JWT_MAX + 16);
     free(auth);
     free(body);
-    free(h);
     return rc;
 }
 
-/* x waits for entry g's token: it joins the request under way or starts one. 0, or a negative
- * code (no request could start: the outcome is a failure, decided now). */
-static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl)
+/* Sends the request for page mt->page of the repositories, with the installation token,
+ * through upmgr (NULL: nobody waits any more, nothing is sent). */
+static int px__repos_send(px__ghmint_t *mt, px_upmgr_t *upmgr)
+{
+    if (upmgr == NULL)
+        return PX_ENOENT;
+    char path[2048];
+    char auth[ADDON_GHAPP_TOKEN_MAX + 8];
+    int rc = addon_ghapp_repos_path(mt->g, mt->page, path, sizeof(path));
+    if (rc != 0)
+        return rc;
+    int al = snprintf(auth, sizeof(auth), "Bearer %s", mt->tok);
+    rc = px__send(mt, upmgr, "GET", path, auth, (size_t)al, NULL, 0);
+    OPENSSL_cleanse(auth, sizeof(auth));
+    return rc;
+}
+
+/* x waits for entry g's job: it joins the one under way or starts one, a token request then
+ * the repositories, or (repos_only: the cached token is good) the repositories alone. 0, or a
+ * negative code (nothing could start: x does not wait). */
+static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, int repos_only)
 {
     px__ghmint_t *mt = addon_ghapp_pending(g);
     if (mt == NULL) {
         mt = calloc(1, sizeof(*mt));
-        char *resp = malloc(ADDON_GHAPP_BODY_MAX);
-        if (mt == NULL || resp == NULL) {
-            free(mt);
-            free(resp);
+        if (mt == NULL)
             return PX_ENOMEM;
-        }
-        mt->resp = resp;
         mt->g = g;
         mt->loop = &x->eng->loop;
-        int rc = px__mint_send(mt, x->upmgr);
+        uv_timer_init(x->eng->loop.uv, &mt->timer);
+        mt->timer.data = mt;
+        int rc;
+        if (repos_only) {
+            size_t tl = 0;
+            const char *t = addon_ghapp_cache_token(g, &tl);
+            memcpy(mt->tok, t, tl);
+            mt->toklen = tl;
+            mt->phase = PX__GH_REPOS;
+            mt->page = 1;
+            rc = px__repos_send(mt, x->upmgr);
+        } else {
+            rc = px__mint_send(mt, x->upmgr);
+        }
         if (rc != 0) {
-            free(mt->resp);
-            free(mt);
+            uv_close((uv_handle_t *)&mt->timer, on_mint_closed);
             return rc;
         }
         mt->repl = addon_replacements_ref(repl);
-        uv_timer_init(x->eng->loop.uv, &mt->timer);
-        mt->timer.data = mt;
-        uv_timer_start(&mt->timer, on_mint_timer, PX__GH_TIMEOUT_MS, 0);
         addon_ghapp_set_pending(g, mt);
     }
     x->gh_mint = mt;
@@ -252,8 +415,11 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl)
     return 0;
 }
 
-/* The entry's token goes into the request, or the exchange answers. 0 or 1 (answered). */
-static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, addon_ghapp_t *g)
+/* The entry's token goes into the request, or the exchange answers. A GraphQL request
+ * (scoped) is first checked against the installation's repositories, on its gathered body.
+ * 0 or 1 (answered). */
+static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, addon_ghapp_t *g,
+                      int scoped)
 {
     addon_req_t *r = x->view;
     addon_answer_t ans;
@@ -265,13 +431,37 @@ static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, 
         px__x_addon_answer(x, &ans);
         return 1;
     }
-    int rc = addon_ghapp_apply(r, repl, i, tok, tl, x->gh_outcome == PX__GH_REFRESHED);
+    if (scoped &&
+        addon_ghapp_graphql_scope(r, addon_ghapp_repos(g), x->bodybuf, x->bodylen, &ans) != 0) {
+        px__x_addon_answer(x, &ans);
+        return 1;
+    }
+    int flags = (x->gh_outcome == PX__GH_REFRESHED ? ADDON_GHAPP_REFRESHED : 0) |
+                (scoped ? ADDON_GHAPP_SCOPED : 0);
+    int rc = addon_ghapp_apply(r, repl, i, tok, tl, flags);
     if (rc == 0)
         return 0;
     px__x_log(x, "ERROR", 502, " (GitHub App credential replacement failed)");
     px__x_answer_error(x, 502, "masking_failed",
                        "airlock could not apply credential masking to this request", 1);
     return 1;
+}
+
+/* A GraphQL request with the App's surrogate: the body is gathered whole (up to the GraphQL
+ * cap) as for a body filter, and the stage runs again once the filters passed it (px_xchg.c
+ * holds the credential stage until then). The exchange goes on from the loop. Returns 2. */
+static int px__gather(px_xchg_t *x)
+{
+    addon_req_t *r = x->view;
+    if (r->filter_cap < ADDON_GHSCOPE_BODY_CAP)
+        r->filter_cap = ADDON_GHSCOPE_BODY_CAP;
+    if (x->rq == PX__RQ_BODY && !x->body_paused) {
+        x->gh_paused = 1;
+        x->body_paused = 1;
+        x->ops->pause_body(x->down, 1);
+    }
+    px_defer(&x->eng->loop, &x->gh_resume, on_waiter_resume);
+    return 2;
 }
 
 int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a)
@@ -305,18 +495,34 @@ int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a)
         px__x_addon_answer(x, &ans);
         return 1;
     }
+    int scoped = addon_ghapp_graphql_path(r);
+    if (scoped && !x->filtered)
+        return px__gather(x); /* the scope is read from the body: gather it first */
     addon_ghapp_t *g = addon_replacements_ghapp(repl, (size_t)i);
     if (x->gh_outcome == 0) {
-        if (addon_ghapp_cache_valid(g, (int64_t)time(NULL))) {
+        int valid = addon_ghapp_cache_valid(g, (int64_t)time(NULL));
+        if (valid && !(scoped && addon_ghapp_repos(g) == NULL)) {
             x->gh_outcome = PX__GH_CACHED;
-        } else if (px__wait(x, g, repl) == 0) {
+        } else if (px__wait(x, g, repl, valid) == 0) {
             return 2;
+        } else if (valid) {
+            x->gh_outcome = PX__GH_CACHED; /* the repositories stay unknown: refused below */
         } else {
             x->gh_outcome = PX__GH_FAILED;
             snprintf(x->gh_why, sizeof(x->gh_why), "the token request could not start");
         }
     }
-    return px__inject(x, repl, (size_t)i, g);
+    return px__inject(x, repl, (size_t)i, g, scoped);
+}
+
+int px__x_ghapp_over_cap(px_xchg_t *x, addon_answer_t *ans)
+{
+    addon_req_t *r = x->view;
+    if (r->credentials_done || r->config == NULL || r->config->replacements == NULL ||
+        !addon_ghapp_graphql_path(r) || addon_ghapp_match(r->config->replacements, r) < 0)
+        return 0;
+    memset(ans, 0, sizeof(*ans));
+    return addon_ghapp_graphql_scope(r, NULL, NULL, x->bodylen, ans);
 }
 
 void px__x_ghapp_end(px_xchg_t *x)

@@ -98,12 +98,14 @@ void px__x_filter_failed(px_xchg_t *x, int err)
     px__x_finish(x, -1);
 }
 
-/* The gathered body went over its cap: a body filter refuses it its own way, else 413. */
+/* The gathered body went over its cap: a body filter (or the GitHub App scope, which gathers
+ * GraphQL bodies as a filter would) refuses it its own way, else 413. */
 void px__x_over_cap(px_xchg_t *x, size_t len)
 {
     addon_answer_t ans;
     x->bodylen += len;
-    if (x->view->filter_cap > 0 && px__x_filters(x, 1, &ans) == ADDON_ANSWER) {
+    if (x->view->filter_cap > 0 &&
+        (px__x_filters(x, 1, &ans) == ADDON_ANSWER || px__x_ghapp_over_cap(x, &ans))) {
         free(x->bodybuf);
         x->bodybuf = NULL;
         x->bodylen = x->bodycap = 0;

@@ -128,6 +128,9 @@ void px__x_over_cap(px_xchg_t *x, size_t len);
  * resumes with px__x_continue). Otherwise foreign credentials are stripped as the entry says
  * and 0. */
 int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a);
+/* The body gathered for a GraphQL request carrying a github-app surrogate went over the
+ * GraphQL cap: 1 and ans filled (403 graphql_repo_scope_blocked), else 0. */
+int px__x_ghapp_over_cap(px_xchg_t *x, addon_answer_t *ans);
 /* The exchange is released: it stops waiting for a token. */
 void px__x_ghapp_end(px_xchg_t *x);
 

@@ -570,8 +570,10 @@ static void test_ghapp_graphql_query(void **state)
     static const struct {
         const char *path;
         int refused;
-    } cases[] = {{"/graphql?x=1", 1}, {"/graphql?", 1},  {"/api/graphql?a", 1},
-                 {"/graphql", 0},     {"/repos?x=1", 0}, {"/graphqlx?y", 0}};
+    } cases[] = {{"/graphql?x=1", 1}, {"/graphql?", 1},   {"/api/graphql?a", 1},
+                 {"/graphql", 0},     {"/repos?x=1", 0},  {"/graphqlx?y", 0},
+                 {"/graph%71l?x", 1}, {"/GraphQL/?x", 1}, {"/graphql%2F?x", 1},
+                 {"/graphq?x", 0},    {"/xgraphql?x", 0}, {"/a/graphql", 0}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         addon_req_t *q = req_new("api.github.com", NULL, 0);
         q->path.base = cases[i].path;

@@ -10,6 +10,12 @@ ghs_real_token_value, later ones ghs_real_token_value_N. The files in the state 
 steer it: `mode` = ok | fail (HTTP 500) | garbage (200 without a token); `delay` = seconds to
 wait before answering; `expires_in` = the token's lifetime in seconds (default 3600).
 
+GET /installation/repositories?per_page=N&page=P: the installation's repositories, REPOS of
+them (octo/repo0 .. octo/repo149, database ids 1000 + i, node IDs R_ of the current format),
+paginated as GitHub does; the Authorization must be "Bearer ghs_real_token_value..." (else
+401). Each call is one line of repos.jsonl (page, per_page, the token's check). `repos_mode` =
+ok | fail (HTTP 500) steers it.
+
 Any other request: one line of requests.jsonl (method, host, path, every Authorization value,
 body length) and 200 {"ok": true}.
 
@@ -33,6 +39,24 @@ with open(PUB, "rb") as f:
     PUBLIC = serialization.load_pem_public_key(f.read())
 LOCK = threading.Lock()
 MINTS = [0]
+REPOS = 150
+
+
+def node_id(prefix, ids):
+    """A GitHub node ID of the current format: prefix_base64url(MessagePack [ids...])."""
+    b = bytes([0x90 | len(ids)])
+    for v in ids:
+        if v < 0x80:
+            b += bytes([v])
+        elif v <= 0xFF:
+            b += bytes([0xCC, v])
+        elif v <= 0xFFFF:
+            b += bytes([0xCD]) + v.to_bytes(2, "big")
+        elif v <= 0xFFFFFFFF:
+            b += bytes([0xCE]) + v.to_bytes(4, "big")
+        else:
+            b += bytes([0xCF]) + v.to_bytes(8, "big")
+    return prefix + "_" + base64.urlsafe_b64encode(b).decode().rstrip("=")
 
 
 def b64d(s):
@@ -104,10 +128,35 @@ class Handler(BaseHTTPRequestHandler):
                 path.endswith("/access_tokens"):
             self.mint(path.split("/")[3], body)
             return
+        if self.command == "GET" and path.startswith("/installation/repositories?"):
+            self.repos(path)
+            return
         record("requests.jsonl", {"method": self.command, "host": self.headers.get("Host"),
                                   "path": path, "len": len(body),
                                   "auth": self.headers.get_all("Authorization") or []})
         self.answer(200, {"ok": True})
+
+    def repos(self, path):
+        from urllib.parse import parse_qs, urlsplit
+        q = parse_qs(urlsplit(path).query)
+        per_page = int(q.get("per_page", ["30"])[0])
+        page = int(q.get("page", ["1"])[0])
+        auth = self.headers.get("Authorization", "")
+        ok = auth.startswith("Bearer ghs_real_token_value")
+        record("repos.jsonl", {"page": page, "per_page": per_page, "auth_ok": ok})
+        if not ok:
+            self.answer(401, {"message": "Bad credentials"})
+            return
+        if setting("repos_mode", "ok") == "fail":
+            self.answer(500, {"message": "Server Error"})
+            return
+        start = (page - 1) * per_page
+        items = [{"id": 1000 + i, "node_id": node_id("R", [0, 1000 + i]),
+                  "name": "repo%d" % i, "full_name": "octo/repo%d" % i, "private": True,
+                  "owner": {"login": "octo", "id": 1, "node_id": node_id("O", [0, 1])}}
+                 for i in range(start, min(start + per_page, REPOS))]
+        self.answer(200, {"total_count": REPOS, "repository_selection": "selected",
+                          "repositories": items})
 
     def mint(self, inst, body):
         ok, why, claims, jwt = check_jwt(self.headers.get("Authorization", ""))

@@ -6,6 +6,10 @@
 # mint; an expired token is minted anew; a failed mint answers 502 with the reference's line; a
 # request body waits intact while the token is minted; the private key, the JWT and the token
 # never reach the network log or stderr.
+# GraphQL repository scoping (reference §11.4): after each mint airlock fetches the
+# installation's repositories (150 of them, two pages); GraphQL requests with the token may
+# only target those (repository(owner, name), variables, node IDs of both kinds), else 403
+# graphql_repo_scope_blocked; a failed fetch refuses them with the reference's loud line.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -63,6 +67,29 @@ t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
 mints() { [ -f "$ST/mints.jsonl" ] && wc -l < "$ST/mints.jsonl" || echo 0; }
+fetches() { [ -f "$ST/repos.jsonl" ] && wc -l < "$ST/repos.jsonl" || echo 0; }
+# a node ID of the current format: nid PREFIX ID... (MessagePack array of the ids)
+nid() {
+    "$PY" -c 'import base64,sys
+ids = [int(a) for a in sys.argv[2:]]
+b = bytes([0x90 | len(ids)])
+for v in ids:
+    b += bytes([v]) if v < 0x80 else bytes([0xCD]) + v.to_bytes(2, "big") if v <= 0xFFFF else bytes([0xCE]) + v.to_bytes(4, "big")
+print(sys.argv[1] + "_" + base64.urlsafe_b64encode(b).decode().rstrip("="))' "$@"
+}
+# gql QUERY [VARIABLES-JSON]: POST https://api.github.com/graphql with the surrogate
+gql() {
+    local body
+    body=$("$PY" -c 'import json,sys
+d = {"query": sys.argv[1]}
+if len(sys.argv) > 2: d["variables"] = json.loads(sys.argv[2])
+print(json.dumps(d))' "$@")
+    get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary "$body"
+}
+gql_sent() { # how many GraphQL requests reached the API
+    "$PY" -c 'import json,sys
+print(sum(1 for l in open(sys.argv[1]) if json.loads(l)["path"] == "/graphql"))' "$ST/requests.jsonl"
+}
 # the Authorization values the API received with the last request to PATH, joined with '|'
 auth_at() {
     "$PY" -c 'import json,sys
@@ -88,6 +115,9 @@ t_eq "G1: the API got the real token as Bearer" "Bearer $REAL" "$(auth_at /g1)"
 t_logged "G1: logged refreshed, masked 1" \
     '^allowed GET https://api\.github\.com/g1 -> 200 \[github-app: refreshed\] \[masked: 1\]$'
 t_eq "G1: one mint" 1 "$(mints)"
+t_eq "the installation's repositories fetched after the mint: 2 pages of 100, with the token" \
+    "[(1, 100, True), (2, 100, True)]" \
+    "$("$PY" -c 'import json,sys; print([(d["page"], d["per_page"], d["auth_ok"]) for d in map(json.loads, open(sys.argv[1]))])' "$ST/repos.jsonl")"
 # ---- G9: what the mint carried ---------------------------------------------------------------
 t_eq "G9: the JWT verified with the app's public key (RS256, iss, 600 s)" True "$(mint_field 1 'd["jwt_ok"]')"
 t_eq "G9: iss is the app id" 12345 "$(mint_field 1 'd["iss"]')"
@@ -139,6 +169,99 @@ t_contains "... detail query-params" "$out" '"detail": "query-params"'
 t_logged "... logged BLOCKED" '^BLOCKED POST https://api\.github\.com/graphql?x=1 -> 403 \[github-app: query-params\]$'
 t_eq "... no mint, nothing sent" "$m0 <none>" "$(mints) $(auth_at '/graphql?x=1')"
 
+# ---- GraphQL repository scoping -----------------------------------------------------------------
+f0=$(fetches)
+m0=$(mints)
+out=$(gql '{ repository(owner: "octo", name: "repo3") { id } }')
+t_contains "scope: repository(owner, name) of the installation: 200" "$out" " 200"
+t_logged "... graphql-scoped" \
+    '^allowed POST https://api\.github\.com/graphql -> 200 \[github-app: cached, graphql-scoped\] \[masked: 1\]$'
+t_eq "... the token went out" "Bearer $REAL" "$(auth_at /graphql)"
+out=$(gql '{ repository(owner: "OCTO", name: "Repo140") { id } }')
+t_contains "scope: a repository from the second page (owner/name case-insensitive): 200" "$out" " 200"
+n0=$(gql_sent)
+out=$(gql '{ a: repository(owner: "octo", name: "repo1") { id } b: repository(owner: "octo", name: "nope") { id } }')
+t_contains "scope: a repository outside the installation: 403" "$out" " 403"
+t_contains "... graphql_repo_scope_blocked" "$out" '"error": "graphql_repo_scope_blocked"'
+t_contains "... detail names it" "$out" '"detail": "repository:octo/nope"}'
+t_logged "... logged BLOCKED with the detail" \
+    '^BLOCKED POST https://api\.github\.com/graphql -> 403 \[github-app: graphql-scope-blocked: repository:octo/nope\]$'
+t_eq "... nothing reached the API" "$n0" "$(gql_sent)"
+q='query($o: String!, $n: String!) { repository(owner: $o, name: $n) { id } }'
+out=$(gql "$q" '{"o": "octo", "n": "repo7"}')
+t_contains "scope: owner and name from the variables: 200" "$out" " 200"
+out=$(gql "$q" '{"o": "other", "n": "repo7"}')
+t_contains "scope: ... outside the installation: 403" "$out" '"detail": "repository:other/repo7"} 403'
+out=$(gql "{ node(id: \"$(nid R 0 1005)\") { id } }")
+t_contains "scope: a repository node ID (R_, current format) of the installation: 200" "$out" " 200"
+out=$(gql "{ node(id: \"$(nid R 0 5)\") { id } }")
+t_contains "scope: ... of another repository: 403" "$out" "(repository outside the installation)\"} 403"
+out=$(gql 'mutation($in: AddCommentInput!) { addComment(input: $in) { clientMutationId } }' \
+      "{\"in\": {\"subjectId\": \"$(nid I 0 1149 7)\", \"body\": \"hi\"}}")
+t_contains "scope: an issue node ID (I_) of an installation repository, in an input variable: 200" "$out" " 200"
+out=$(gql 'mutation($in: AddCommentInput!) { addComment(input: $in) { clientMutationId } }' \
+      "{\"in\": {\"subjectId\": \"$(nid I 0 99999 7)\", \"body\": \"hi\"}}")
+t_contains "scope: ... of another repository: 403" "$out" " 403"
+out=$(gql '{ node(id: "I_notanid!") { id } }')
+t_contains "scope: an undecodable node ID: 403" "$out" '"detail": "node-id:I_notanid! (undecodable)"} 403'
+out=$(gql '{ viewer { login } }')
+t_contains "scope: a query without repository target (viewer) passes: 200" "$out" " 200"
+out=$(get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary '{"query": "{ viewer { login }"}')
+t_contains "scope: an unparseable query: 403" "$out" '"detail": "<unparseable>"} 403'
+t_logged "... with the loud line" '^GraphQL repo-scope check failed: unreadable: <unparseable>$'
+"$PY" -c 'import json; print(json.dumps({"query": "{ viewer { login } }", "pad": "x" * (1 << 20)}))' > "$T_DIR/big.json"
+out=$(get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary @"$T_DIR/big.json")
+t_contains "scope: a body over 1 MiB: 403 <too-large>" "$out" '"detail": "<too-large>"} 403'
+t_eq "scope: no mint and no fetch for all these (the cached token, its repositories)" "$m0 $f0" \
+    "$(mints) $(fetches)"
+# a failed fetch: the token works, GraphQL requests with it are refused; the next one fetches again
+t_reload
+echo fail > "$ST/repos_mode"
+m0=$(mints)
+out=$(gql '{ viewer { login } }')
+t_contains "scope: the repositories could not be fetched: 403" "$out" '"detail": "<repositories-unknown>"} 403'
+t_logged "... the reference's loud line" \
+    '^GitHub App repo node ID resolution failed: the repositories endpoint answered HTTP 500$'
+t_eq "... one mint" $((m0 + 1)) "$(mints)"
+out=$(get https://api.github.com/after-fetch -H "Authorization: Bearer $SURR")
+t_contains "... the token still serves other requests: 200" "$out" " 200"
+f0=$(fetches)
+out=$(gql '{ repository(owner: "octo", name: "repo3") { id } }')
+t_contains "... the next GraphQL request fetches again, fails again: 403" "$out" '"detail": "<repositories-unknown>"} 403'
+t_eq "... one more fetch (a page), no mint" "$((f0 + 1)) $((m0 + 1))" "$(fetches) $(mints)"
+rm -f "$ST/repos_mode"
+out=$(gql '{ repository(owner: "octo", name: "repo3") { id } }')
+t_contains "... once the API answers: 200" "$out" " 200"
+t_eq "... two pages fetched, still no mint" "$((f0 + 3)) $((m0 + 1))" "$(fetches) $(mints)"
+t_logged "... cached, graphql-scoped" \
+    '^allowed POST https://api\.github\.com/graphql -> 200 \[github-app: cached, graphql-scoped\] \[masked: 1\]$'
+
+out=$(curl -s -m 40 --cacert "$CA" --http2 -w ' %{http_version} %{http_code}' -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "{ repository(owner: \"octo\", name: \"repo9\") { id } }"}' https://api.github.com/graphql)
+t_contains "scope over HTTP/2: in the installation: 200" "$out" " 2 200"
+out=$(curl -s -m 40 --cacert "$CA" --http2 -w ' %{http_version} %{http_code}' -H "Authorization: Bearer $SURR" \
+      --data-binary '{"query": "{ repository(owner: \"octo\", name: \"nope\") { id } }"}' https://api.github.com/graphql)
+t_contains "scope over HTTP/2: outside: 403" "$out" '"detail": "repository:octo/nope"} 2 403'
+# concurrent GraphQL requests on an empty cache share one mint and one fetch
+t_reload
+echo 1 > "$ST/delay"
+m0=$(mints)
+f0=$(fetches)
+cpids=()
+for i in $(seq 1 8); do
+    r=$([ $((i % 2)) = 0 ] && echo "repo$((100 + i))" || echo "other$i")
+    gql "{ repository(owner: \"octo\", name: \"$r\") { id } }" > "$T_DIR/s$i.out" &
+    cpids+=($!)
+done
+wait "${cpids[@]}"
+rm -f "$ST/delay"
+n200=0 n403=0
+for i in $(seq 1 8); do
+    case "$(cat "$T_DIR/s$i.out")" in *" 200") n200=$((n200 + 1)) ;; *'"detail": "repository:octo/other'*" 403") n403=$((n403 + 1)) ;; esac
+done
+t_eq "8 concurrent GraphQL requests on an empty cache: 4 in scope 200, 4 outside 403" "4 4" "$n200 $n403"
+t_eq "... one mint, one fetch (2 pages)" "$((m0 + 1)) $((f0 + 2))" "$(mints) $(fetches)"
+
 # ---- with the GraphQL operation filter: the token only after the filter passed -----------------
 t_reload
 m0=$(mints)
@@ -151,7 +274,7 @@ out=$(get https://gql.github.com/graphql -H "Authorization: Bearer $SURR" \
 t_contains "an allowed GraphQL operation: 200" "$out" " 200"
 t_eq "... with the token (minted after the filter)" "Bearer ${REAL}_$((m0 + 1))" "$(auth_at /graphql)"
 t_logged "... both tags" \
-    '^allowed POST https://gql\.github\.com/graphql -> 200 \[graphql-op: query/viewer\] \[github-app: refreshed\] \[masked: 1\]$'
+    '^allowed POST https://gql\.github\.com/graphql -> 200 \[graphql-op: query/viewer\] \[github-app: refreshed, graphql-scoped\] \[masked: 1\]$'
 
 # ---- plain http: never injected ---------------------------------------------------------------
 out=$(curl -s -m 10 -w ' %{http_code}' -H "Authorization: Bearer $SURR" http://api.github.com/plain)
@@ -162,6 +285,7 @@ t_contains "... credentials_require_https" "$out" '"error": "credentials_require
 t_reload # a new snapshot: an empty cache
 echo 1 > "$ST/delay"
 m0=$(mints)
+f0=$(fetches)
 cpids=()
 for i in $(seq 1 20); do
     get "https://api.github.com/c$i" -H "Authorization: Bearer $SURR" > "$T_DIR/c$i.out" &
@@ -173,6 +297,7 @@ n200=0
 for i in $(seq 1 20); do case "$(cat "$T_DIR/c$i.out")" in *" 200") n200=$((n200 + 1)) ;; esac; done
 t_eq "20 concurrent requests: all 200" 20 "$n200"
 t_eq "... exactly one mint" $((m0 + 1)) "$(mints)"
+t_eq "... and one fetch of the repositories (2 pages)" $((f0 + 2)) "$(fetches)"
 good=0
 for i in $(seq 1 20); do [ "$(auth_at "/c$i")" = "Bearer ${REAL}_$((m0 + 1))" ] && good=$((good + 1)); done
 t_eq "... each carried the new token" 20 "$good"
