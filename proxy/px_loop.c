@@ -34,9 +34,66 @@ static void on_loop_idle(uv_idle_t *h)
     (void)h; /* only there so that poll does not block while calls wait */
 }
 
+static void px__quiet_unlink(px_loop_t *l, px_quiet_t *q)
+{
+    if (q->prev != NULL)
+        q->prev->next = q->next;
+    else
+        l->quiet = q->next;
+    if (q->next != NULL)
+        q->next->prev = q->prev;
+    q->prev = q->next = NULL;
+    q->on = 0;
+}
+
+static void on_quiet_tick(uv_timer_t *h)
+{
+    px_loop_t *l = h->data;
+    px_quiet_t *next;
+    for (px_quiet_t *q = l->quiet; q != NULL; q = next) {
+        next = q->next;
+        if (q->gen == l->quiet_gen)
+            continue; /* touched during this period */
+        px__quiet_unlink(l, q);
+        q->cb(q);
+    }
+    l->quiet_gen++;
+    if (l->quiet == NULL) {
+        uv_timer_stop(&l->quiet_timer);
+        l->quiet_on = 0;
+    }
+}
+
+void px_quiet_touch(px_loop_t *l, px_quiet_t *q, px_quiet_cb cb)
+{
+    q->cb = cb;
+    q->gen = l->quiet_gen;
+    if (q->on)
+        return;
+    q->on = 1;
+    q->prev = NULL;
+    q->next = l->quiet;
+    if (l->quiet != NULL)
+        l->quiet->prev = q;
+    l->quiet = q;
+    if (!l->quiet_on) {
+        uv_timer_start(&l->quiet_timer, on_quiet_tick, PX_QUIET_MS, PX_QUIET_MS);
+        l->quiet_on = 1;
+    }
+}
+
+void px_quiet_cancel(px_loop_t *l, px_quiet_t *q)
+{
+    if (q->on)
+        px__quiet_unlink(l, q);
+}
+
 int px_loop_init(px_loop_t *l, uv_loop_t *uv)
 {
     l->uv = uv;
+    l->quiet = NULL;
+    l->quiet_gen = 0;
+    l->quiet_on = 0;
     l->head = l->tail = NULL;
     l->count = 0;
     l->idle_on = 0;
@@ -54,6 +111,9 @@ int px_loop_init(px_loop_t *l, uv_loop_t *uv)
     uv_unref((uv_handle_t *)&l->check);
     uv_idle_init(uv, &l->idle);
     l->idle.data = l;
+    uv_timer_init(uv, &l->quiet_timer);
+    l->quiet_timer.data = l;
+    uv_unref((uv_handle_t *)&l->quiet_timer);
     return 0;
 }
 
@@ -63,6 +123,8 @@ void px_loop_close(px_loop_t *l)
     uv_close((uv_handle_t *)&l->check, NULL);
     uv_idle_stop(&l->idle);
     uv_close((uv_handle_t *)&l->idle, NULL);
+    uv_timer_stop(&l->quiet_timer);
+    uv_close((uv_handle_t *)&l->quiet_timer, NULL);
     free(l->rbuf);
     free(l->tbuf);
     l->rbuf = l->tbuf = NULL;

@@ -24,6 +24,17 @@ struct px_defer {
     int queued;
 };
 
+typedef struct px_quiet px_quiet_t;
+typedef void (*px_quiet_cb)(px_quiet_t *q);
+
+/* A call for when its owner has gone quiet: embedded in the owner, zero-initialized. */
+struct px_quiet {
+    px_quiet_t *prev, *next;
+    px_quiet_cb cb;
+    uint32_t gen; /* the loop's period when last touched */
+    int on;
+};
+
 typedef struct px_loop {
     uv_loop_t *uv;
     px_defer_t *head, *tail; /* calls for the next turn, in order */
@@ -36,7 +47,14 @@ typedef struct px_loop {
     char *tbuf;              /* plaintext out of TLS, borrowed the same way */
     size_t tbuf_cap;
     uint64_t reads;          /* socket reads so far (the engine's heap trim looks for quiet) */
+    px_quiet_t *quiet;       /* owners touched lately, waiting to go quiet */
+    uv_timer_t quiet_timer;  /* every PX_QUIET_MS while that list is not empty */
+    uint32_t quiet_gen;
+    int quiet_on;
 } px_loop_t;
+
+/* How long an owner must go untouched before its quiet call: between one and two periods. */
+#define PX_QUIET_MS 100
 
 /* Sets up l on uv. Returns 0 or PX_ENOMEM. */
 int px_loop_init(px_loop_t *l, uv_loop_t *uv);
@@ -50,5 +68,13 @@ void px_defer(px_loop_t *l, px_defer_t *d, px_defer_cb cb);
 
 /* Drops d's queued call, if any. */
 void px_defer_cancel(px_loop_t *l, px_defer_t *d);
+
+/* Notes activity on q's owner: cb(q) runs once q then goes untouched for a full PX_QUIET_MS
+ * period (for work not worth doing while the owner is busy: giving back buffers a stream would
+ * only grow again). cb must not cancel another px_quiet_t. */
+void px_quiet_touch(px_loop_t *l, px_quiet_t *q, px_quiet_cb cb);
+
+/* Drops q's pending call, if any (before freeing its owner). */
+void px_quiet_cancel(px_loop_t *l, px_quiet_t *q);
 
 #endif

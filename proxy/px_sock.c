@@ -112,6 +112,22 @@ static int px__sock_send(px_sock_t *s, char *buf, size_t len)
     return rc;
 }
 
+static void on_sock_quiet(px_quiet_t *q)
+{
+    px_sock_t *s = px_container_of(q, px_sock_t, quiet);
+    if (s->tls != NULL && !s->closing && s->out_len == 0)
+        px_tls_trim(s->tls);
+}
+
+/* The TLS buffers are given back once the connection has been quiet for PX_QUIET_MS: an idle
+ * connection keeps none, and a stream does not free and grow them again on every read (that
+ * cost a TLS upload three times the CPU of relaying it). */
+static void px__sock_trim_later(px_sock_t *s)
+{
+    if (!s->closing)
+        px_quiet_touch(s->loop, &s->quiet, on_sock_quiet);
+}
+
 /* Sends what TLS has for the network (records, alerts, tickets). */
 static int px__sock_tls_out(px_sock_t *s)
 {
@@ -133,7 +149,7 @@ static void px__sock_flush(px_sock_t *s)
             if (rc == 0)
                 rc = px__sock_tls_out(s);
             if (rc == 0)
-                px_tls_trim(s->tls);
+                px__sock_trim_later(s);
         } else {
             char *buf = s->out;
             size_t len = s->out_len;
@@ -277,7 +293,7 @@ static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
     }
     px__sock_pump(s);
     if (!s->closing && s->out_len == 0)
-        px_tls_trim(s->tls); /* the records read were all taken */
+        px__sock_trim_later(s); /* the records read were all taken */
 }
 
 static void on_sock_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
@@ -458,6 +474,7 @@ const char *px_sock_tls_error(const px_sock_t *s)
 static void on_sock_closed(uv_handle_t *h)
 {
     px_sock_t *s = h->data;
+    px_quiet_cancel(s->loop, &s->quiet);
     px_tls_free(s->tls);
     s->tls = NULL;
     free(s->out);
@@ -474,6 +491,7 @@ void px_sock_close(px_sock_t *s)
     s->closing = 1;
     s->reading = 0;
     px_defer_cancel(s->loop, &s->defer);
+    px_quiet_cancel(s->loop, &s->quiet);
     s->pending = 0;
     if (s->uv_reading)
         uv_read_stop((uv_stream_t *)&s->tcp);
