@@ -55,6 +55,7 @@ struct addon_leak {
     size_t step;
     uint64_t *bits;
     uint64_t *bits2; /* the same grams under a second hash: a sample's second stage */
+    uint64_t *tailbits; /* every gram of every pattern (a piece's last 4 bytes looked up) */
     size_t bits_words;
     unsigned bits_shr;
     uint32_t *gstart;

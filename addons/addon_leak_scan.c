@@ -121,10 +121,19 @@ static int leak_sample_build(addon_leak_t *m)
     m->gslot_shr = 32 - gl;
     m->bits = calloc(m->bits_words, sizeof(*m->bits));
     m->bits2 = calloc(m->bits_words, sizeof(*m->bits2));
+    m->tailbits = calloc(m->bits_words, sizeof(*m->tailbits));
     m->gstart = calloc(((size_t)1 << gl) + 1, sizeof(*m->gstart));
     m->grams = malloc(m->ngrams * sizeof(*m->grams));
-    if (m->bits == NULL || m->bits2 == NULL || m->gstart == NULL || m->grams == NULL)
+    if (m->bits == NULL || m->bits2 == NULL || m->tailbits == NULL || m->gstart == NULL ||
+        m->grams == NULL)
         return PX_ENOMEM;
+    for (size_t i = 0; i < m->npats; i++) { /* every gram of every pattern, for the tail */
+        const unsigned char *p = m->blob + m->pats[i].off;
+        for (size_t j = 0; j + ADDON__LEAK_GRAM <= m->pats[i].len; j++) {
+            uint32_t h = addon__leak_hash(p + j) >> m->bits_shr;
+            m->tailbits[h / 64] |= (uint64_t)1 << (h % 64);
+        }
+    }
     for (size_t i = 0; i < m->npats; i++) { /* bucket sizes, shifted up by one */
         const unsigned char *p = m->blob + m->pats[i].off;
         for (size_t j = 0; j < m->step; j++) {
@@ -172,6 +181,9 @@ void addon__leak_tables_free(addon_leak_t *m)
     if (m->bits2 != NULL)
         OPENSSL_cleanse(m->bits2, m->bits_words * sizeof(*m->bits2));
     free(m->bits2);
+    if (m->tailbits != NULL)
+        OPENSSL_cleanse(m->tailbits, m->bits_words * sizeof(*m->tailbits));
+    free(m->tailbits);
     free(m->gstart);
     if (m->grams != NULL)
         OPENSSL_cleanse(m->grams, m->ngrams * sizeof(*m->grams));
@@ -346,9 +358,13 @@ int addon_leak_feed(const addon_leak_t *m, addon_leak_state_t *st, const void *d
      * on the last maxlen bytes, as no trie node is deeper and a node maxlen deep is a match. */
     if (leak_seam(m, st->node, p, len) || leak_sample(m, p, len))
         return leak_feed_run(m, st, p, len, match);
+    /* A state 4 or more bytes deep would end in a 4-byte gram of some pattern; when the last
+     * 4 bytes are none, the state is at most 3 deep and the last 3 bytes give it. */
+    uint32_t h = addon__leak_hash(p + len - ADDON__LEAK_GRAM) >> (32 - LEAK_BITS_LOG);
+    size_t tail = (m->tailbits[h >> 6] >> (h & 63) & 1) != 0 ? edge : ADDON__LEAK_GRAM - 1;
     uint32_t node = ADDON__LEAK_ROOT;
     size_t used;
-    if (leak_run(m, &node, p + len - edge, edge, &used))
+    if (leak_run(m, &node, p + len - tail, tail, &used))
         return leak_feed_run(m, st, p, len, match); /* never: the samples would have seen it */
     st->node = node;
     st->pos += len;

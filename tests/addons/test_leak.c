@@ -504,8 +504,10 @@ static void test_leak_long_pieces(void **state)
     const size_t cuts[][4] = {{0}, {LEN / 2, 0}, {1000, 7, 30000, 0}, {4093, 4093, 4093, 0}};
     for (size_t i = 0; i < addon_leak_pattern_count(m); i++) {
         addon_str_t p = addon_leak_pattern(m, i, NULL, NULL);
-        const size_t at[] = {0, 1, 5, 17, 999, 1000 - p.len / 2, 1007 - p.len, LEN / 2 - 1,
-                             4093 * 2 - 3, LEN - p.len, 12345 + i % 23};
+        const size_t at[] = {0,           1,           5,           17,
+                             997,         998,         999,         1000 - p.len / 2,
+                             1004 - p.len, 1007 - p.len, LEN / 2 - 1, 4093 * 2 - 3,
+                             LEN - p.len, 12345 + i % 23};
         for (size_t a = 0; a < sizeof(at) / sizeof(at[0]); a++) {
             for (size_t k = 0; k < LEN; k++)
                 text[k] = (char)('a' + rng() % 26);
