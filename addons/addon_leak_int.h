@@ -62,6 +62,7 @@ struct addon_leak {
     addon__leak_gram_t *grams;
     size_t ngrams;
     unsigned gslot_shr;
+    int bmi2; /* the processor has BMI2: the samples test bits with shrx */
 };
 
 /* The hash of the 4 bytes at p (any alignment); its top bits index the tables. */

@@ -166,6 +166,9 @@ static int leak_sample_build(addon_leak_t *m)
 
 int addon__leak_tables_build(addon_leak_t *m)
 {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    m->bmi2 = __builtin_cpu_supports("bmi2");
+#endif
     int rc = leak_shift_build(m);
     return rc != 0 ? rc : leak_sample_build(m);
 }
@@ -267,8 +270,6 @@ static int leak_sample_check(const addon_leak_t *m, const unsigned char *p, size
 
 /* Bit h of the bitmap (nonzero when set), without a shift by a variable count: x86 before BMI2
  * can only shift by the cl register, and four samples in flight fought over it. */
-#define LEAK_BIT(h) (bits[(h) >> 6] & leak_mask[(h)&63])
-
 static const uint64_t leak_mask[64] = {
 #define LEAK_M4(i) (uint64_t)1 << (i), (uint64_t)1 << ((i) + 1), (uint64_t)1 << ((i) + 2), \
                    (uint64_t)1 << ((i) + 3)
@@ -280,23 +281,38 @@ static const uint64_t leak_mask[64] = {
 
 /* Whether some pattern lies wholly in p[0..len) (len >= minlen). Four samples per round, one
  * branch for the four: their loads do not depend on each other. The bitmap's size is fixed
- * (LEAK_BITS_LOG bits) so that its index is a shift by a constant. */
-static int leak_sample(const addon_leak_t *m, const unsigned char *p, size_t len)
+ * (LEAK_BITS_LOG bits) so that its index is a shift by a constant. shiftx: test a bit by a
+ * shift by a variable count, for processors with BMI2's shrx (any register); otherwise by a
+ * mask from a table, as x86 without it can only shift by the cl register, which four
+ * samples in flight fight over. */
+__attribute__((always_inline)) static inline int
+leak_sample_body(const addon_leak_t *m, const unsigned char *p, size_t len, int shiftx)
 {
+#define LEAK_BIT(h)                                                                            \
+    (shiftx ? (bits[(h) >> 6] >> ((h)&63)) & 1 : bits[(h) >> 6] & leak_mask[(h)&63])
     const uint64_t *bits = m->bits;
-    const size_t s1 = m->step, s2 = 2 * s1, s3 = 3 * s1, s4 = 4 * s1;
+    const size_t s1 = m->step;
     const unsigned char *a = p;
     const unsigned char *last = p + len - ADDON__LEAK_GRAM; /* the last place a gram fits */
-    for (; a + s3 <= last; a += s4) {
-        uint32_t h0 = addon__leak_hash(a) >> (32 - LEAK_BITS_LOG);
-        uint32_t h1 = addon__leak_hash(a + s1) >> (32 - LEAK_BITS_LOG);
-        uint32_t h2 = addon__leak_hash(a + s2) >> (32 - LEAK_BITS_LOG);
-        uint32_t h3 = addon__leak_hash(a + s3) >> (32 - LEAK_BITS_LOG);
-        if ((LEAK_BIT(h0) | LEAK_BIT(h1) | LEAK_BIT(h2) | LEAK_BIT(h3)) == 0)
-            continue;
-        for (size_t k = 0; k < 4; k++) {
-            if (leak_sample_check(m, p, len, (size_t)(a - p) + k * s1))
-                return 1;
+    if (len - ADDON__LEAK_GRAM >= 3 * s1) {
+        const unsigned char *end = last - 3 * s1; /* the last round's first sample */
+        while (a <= end) {
+            /* the rounds as a tight loop of their own (nothing else live in registers) */
+            for (; a <= end; a += 4 * s1) {
+                uint32_t h0 = addon__leak_hash(a) >> (32 - LEAK_BITS_LOG);
+                uint32_t h1 = addon__leak_hash(a + s1) >> (32 - LEAK_BITS_LOG);
+                uint32_t h2 = addon__leak_hash(a + 2 * s1) >> (32 - LEAK_BITS_LOG);
+                uint32_t h3 = addon__leak_hash(a + 3 * s1) >> (32 - LEAK_BITS_LOG);
+                if ((LEAK_BIT(h0) | LEAK_BIT(h1) | LEAK_BIT(h2) | LEAK_BIT(h3)) != 0)
+                    break;
+            }
+            if (a > end)
+                break;
+            for (size_t k = 0; k < 4; k++) {
+                if (leak_sample_check(m, p, len, (size_t)(a - p) + k * s1))
+                    return 1;
+            }
+            a += 4 * s1;
         }
     }
     for (; a <= last; a += s1) {
@@ -305,6 +321,25 @@ static int leak_sample(const addon_leak_t *m, const unsigned char *p, size_t len
             return 1;
     }
     return 0;
+#undef LEAK_BIT
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define LEAK_HAVE_BMI2 1
+__attribute__((target("bmi2"))) static int leak_sample_bmi2(const addon_leak_t *m,
+                                                            const unsigned char *p, size_t len)
+{
+    return leak_sample_body(m, p, len, 1);
+}
+#endif
+
+static int leak_sample(const addon_leak_t *m, const unsigned char *p, size_t len)
+{
+#ifdef LEAK_HAVE_BMI2
+    if (m->bmi2)
+        return leak_sample_bmi2(m, p, len);
+#endif
+    return leak_sample_body(m, p, len, 0);
 }
 
 /* The automaton from node (the stream's state) over the piece's first bytes while a pattern
