@@ -268,8 +268,7 @@ static int leak_sample_check(const addon_leak_t *m, const unsigned char *p, size
     return 0;
 }
 
-/* Bit h of the bitmap (nonzero when set), without a shift by a variable count: x86 before BMI2
- * can only shift by the cl register, and four samples in flight fought over it. */
+/* Bit i alone, for testing a bitmap's bit without a shift by a variable count (below). */
 static const uint64_t leak_mask[64] = {
 #define LEAK_M4(i) (uint64_t)1 << (i), (uint64_t)1 << ((i) + 1), (uint64_t)1 << ((i) + 2), \
                    (uint64_t)1 << ((i) + 3)
