@@ -13,54 +13,10 @@
 
 #include "addons/addon_ghscope.h"
 #include "addons/addon_replacements.h"
+#include "base/px_b64.h"
 #include "base/px_err.h"
 
 #define GHAPP_VALUE_MAX 16384 /* bytes of an Authorization value decoded or built here */
-
-static int ghapp_b64_val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Strict standard base64 with padding; returns the decoded length or -1. */
-static long ghapp_b64_decode(const char *s, size_t len, unsigned char *out, size_t cap)
-{
-    if (len == 0 || len % 4 != 0 || len / 4 * 3 > cap)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        int v[4];
-        int pad = 0;
-        for (int k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)s[i + (size_t)k];
-            if (c == '=' && i + 4 == len && k >= 2) {
-                v[k] = 0;
-                pad++;
-                continue;
-            }
-            if (pad > 0 || (v[k] = ghapp_b64_val(c)) < 0)
-                return -1;
-        }
-        unsigned long w = ((unsigned long)v[0] << 18) | ((unsigned long)v[1] << 12) |
-                          ((unsigned long)v[2] << 6) | (unsigned long)v[3];
-        out[o++] = (unsigned char)(w >> 16);
-        if (pad < 2)
-            out[o++] = (unsigned char)(w >> 8);
-        if (pad < 1)
-            out[o++] = (unsigned char)w;
-    }
-    return (long)o;
-}
 
 static int ghapp_hex(char c);
 
@@ -79,7 +35,7 @@ static int ghapp_holds(addon_str_t v, addon_str_t sur, unsigned char *dec, size_
         return 1;
     if (v.len <= 6 || memcmp(v.base, "Basic ", 6) != 0)
         return 0;
-    long n = ghapp_b64_decode(v.base + 6, v.len - 6, dec, GHAPP_VALUE_MAX);
+    long n = px_b64_decode(v.base + 6, v.len - 6, dec, GHAPP_VALUE_MAX);
     if (n < 0)
         return 0;
     *declen = (size_t)n;

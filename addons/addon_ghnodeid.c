@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/px_b64.h"
 #include "base/px_err.h"
 
 #define GHNODE_BYTES_MAX (ADDON_GHNODEID_MAX * 3 / 4 + 3)
@@ -28,22 +29,6 @@ static const char *const ghnode_in_repo[] = {
     "RE",   /* Release */
 };
 
-/* One base64 character's value: url selects the URL-safe alphabet. -1 when outside it. */
-static int ghnode_b64(unsigned char c, int url)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == (url ? '-' : '+'))
-        return 62;
-    if (c == (url ? '_' : '/'))
-        return 63;
-    return -1;
-}
-
 /* Decodes s[0..len) (no padding; the unused trailing bits must be zero). The byte count, or -1. */
 static long ghnode_unb64(const char *s, size_t len, int url, unsigned char *out, size_t cap)
 {
@@ -53,7 +38,7 @@ static long ghnode_unb64(const char *s, size_t len, int url, unsigned char *out,
     unsigned long acc = 0;
     int bits = 0;
     for (size_t i = 0; i < len; i++) {
-        int v = ghnode_b64((unsigned char)s[i], url);
+        int v = px_b64_value((unsigned char)s[i], url);
         if (v < 0)
             return -1;
         acc = (acc << 6) | (unsigned long)v;

@@ -6,6 +6,7 @@
 #include <openssl/crypto.h>
 
 #include "addons/addon_glob.h"
+#include "base/px_b64.h"
 #include "base/px_err.h"
 
 #define ADDON__SECRETS_HEADERS_CAP (ADDON_MAX_HEADERS + 8) /* as addon_req_t.headers */
@@ -89,78 +90,6 @@ static long secrets_subst(const char *s, size_t len, addon_str_t sur, addon_str_
     return count;
 }
 
-static int secrets_b64_val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Strict standard base64 with padding: length a multiple of 4, '=' only as the last one or two
- * characters, nothing outside the alphabet. The decoded length, or -1. */
-static long secrets_b64_decode(const char *s, size_t len, char *out, size_t cap)
-{
-    if (len == 0 || len % 4 != 0 || len / 4 * 3 > cap)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 4) {
-        int last = i + 4 == len;
-        int v[4];
-        int pad = 0;
-        for (size_t k = 0; k < 4; k++) {
-            unsigned char c = (unsigned char)s[i + k];
-            if (c == '=' && last && k >= 2) {
-                v[k] = 0;
-                pad++;
-                continue;
-            }
-            if (pad > 0)
-                return -1; /* data after '=' */
-            v[k] = secrets_b64_val(c);
-            if (v[k] < 0)
-                return -1;
-        }
-        unsigned long q = ((unsigned long)v[0] << 18) | ((unsigned long)v[1] << 12) |
-                          ((unsigned long)v[2] << 6) | (unsigned long)v[3];
-        out[o++] = (char)((q >> 16) & 0xff);
-        if (pad < 2)
-            out[o++] = (char)((q >> 8) & 0xff);
-        if (pad < 1)
-            out[o++] = (char)(q & 0xff);
-    }
-    return (long)o;
-}
-
-/* Standard alphabet, padded. The encoded length, or -1 when it does not fit in cap. */
-static long secrets_b64_encode(const unsigned char *s, size_t len, char *out, size_t cap)
-{
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t need = (len + 2) / 3 * 4;
-    if (need > cap)
-        return -1;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned long q = (unsigned long)s[i] << 16;
-        if (i + 1 < len)
-            q |= (unsigned long)s[i + 1] << 8;
-        if (i + 2 < len)
-            q |= s[i + 2];
-        out[o++] = abc[(q >> 18) & 63];
-        out[o++] = abc[(q >> 12) & 63];
-        out[o++] = i + 1 < len ? abc[(q >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? abc[q & 63] : '=';
-    }
-    return (long)o;
-}
-
 static void secrets_mark(size_t *used, size_t n)
 {
     if (n > *used)
@@ -175,8 +104,8 @@ static int secrets_basic(addon_str_t v, addon_str_t sur, addon_str_t real, secre
     if (v.len < ADDON__SECRETS_BASIC_LEN ||
         memcmp(v.base, ADDON__SECRETS_BASIC, ADDON__SECRETS_BASIC_LEN) != 0)
         return 0;
-    long dlen = secrets_b64_decode(v.base + ADDON__SECRETS_BASIC_LEN,
-                                   v.len - ADDON__SECRETS_BASIC_LEN, sc->dec, sizeof(sc->dec));
+    long dlen = px_b64_decode(v.base + ADDON__SECRETS_BASIC_LEN, v.len - ADDON__SECRETS_BASIC_LEN,
+                              (unsigned char *)sc->dec, sizeof(sc->dec));
     if (dlen < 0)
         return 0;
     secrets_mark(&sc->dec_used, (size_t)dlen);
@@ -204,9 +133,9 @@ static int secrets_basic(addon_str_t v, addon_str_t sur, addon_str_t real, secre
     if (nu + np == 0)
         return 0;
     memcpy(sc->out, ADDON__SECRETS_BASIC, ADDON__SECRETS_BASIC_LEN);
-    long elen =
-        secrets_b64_encode((const unsigned char *)sc->rep, rlen, sc->out + ADDON__SECRETS_BASIC_LEN,
-                           sizeof(sc->out) - ADDON__SECRETS_BASIC_LEN);
+    long elen = px_b64_encode((const unsigned char *)sc->rep, rlen,
+                              sc->out + ADDON__SECRETS_BASIC_LEN,
+                              sizeof(sc->out) - ADDON__SECRETS_BASIC_LEN);
     if (elen < 0)
         return PX_ETOOBIG;
     *outlen = ADDON__SECRETS_BASIC_LEN + (size_t)elen;
