@@ -385,7 +385,7 @@ int addon_leak_feed(const addon_leak_t *m, addon_leak_state_t *st, const void *d
     }
     const unsigned char *p = data;
     size_t edge = m->maxlen;
-    if (len < LEAK_SAMPLE_MIN_PIECES * edge || len < 4 * m->step)
+    if (len < LEAK_SAMPLE_MIN_PIECES * edge) /* also >= 4 samples: maxlen >= minlen > step */
         return leak_feed_run(m, st, p, len, match);
     /* A match begun in an earlier piece is found by the automaton from the stream's state (the
      * seam); one lying wholly in the piece, by the samples; the state at the end depends only
