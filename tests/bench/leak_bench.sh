@@ -33,6 +33,7 @@ PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 BODY=${BODY:-random}
 PERF=${PERF:-0}
+PERF_HZ=${PERF_HZ:-9999}
 TLS=${TLS:-0}
 PERF_RUN=0
 PIN=${PIN:-1}
@@ -157,7 +158,7 @@ run() { # run off|on: swaps the replacements in; prints req/s, us CPU/req, uploa
     io0=$(io_calls)
     local perf_pid=
     if [ "$PERF" = 1 ] && [ "$1" = on ]; then
-        perf record -q -F 1999 -p "$AIRLOCK_PID" -o "$T_DIR/perf-$PERF_RUN.data" \
+        perf record -q -F "$PERF_HZ" -p "$AIRLOCK_PID" -o "$T_DIR/perf-$PERF_RUN.data" \
             > /dev/null 2>&1 &
         perf_pid=$!
         sleep 0.5
