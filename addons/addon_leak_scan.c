@@ -253,14 +253,11 @@ static int leak_run(const addon_leak_t *m, uint32_t *node, const unsigned char *
     return 0;
 }
 
-/* Whether the gram sampled at offset q of p[0..len) begins a pattern lying wholly in p. */
-static int leak_sample_check(const addon_leak_t *m, const unsigned char *p, size_t len, size_t q)
+/* leak_sample_check's exact stage, for a gram g found in both bitmaps; out of line, so that
+ * the sampling loop around the inlined bitmap test stays small (47 -> 50 GB/s). */
+static __attribute__((noinline)) int
+leak_sample_exact(const addon_leak_t *m, const unsigned char *p, size_t len, size_t q, uint32_t g)
 {
-    uint32_t g;
-    memcpy(&g, p + q, sizeof(g));
-    uint32_t h2 = leak_hash2(g) >> (32 - LEAK_BITS_LOG);
-    if ((m->bits2[h2 >> 6] >> (h2 & 63) & 1) == 0)
-        return 0; /* most samples past the first bitmap stop at the second */
     uint32_t b = addon__leak_hash(p + q) >> m->gslot_shr;
     for (uint32_t k = m->gstart[b]; k < m->gstart[b + 1]; k++) {
         const addon__leak_gram_t *e = &m->grams[k];
@@ -272,6 +269,18 @@ static int leak_sample_check(const addon_leak_t *m, const unsigned char *p, size
             return 1;
     }
     return 0;
+}
+
+/* Whether the gram sampled at offset q of p[0..len) begins a pattern lying wholly in p. */
+static inline int leak_sample_check(const addon_leak_t *m, const unsigned char *p, size_t len,
+                                    size_t q)
+{
+    uint32_t g;
+    memcpy(&g, p + q, sizeof(g));
+    uint32_t h2 = leak_hash2(g) >> (32 - LEAK_BITS_LOG);
+    if ((m->bits2[h2 >> 6] >> (h2 & 63) & 1) == 0)
+        return 0; /* most samples past the first bitmap stop at the second */
+    return leak_sample_exact(m, p, len, q, g);
 }
 
 /* Bit i alone, for testing a bitmap's bit without a shift by a variable count (below). */
