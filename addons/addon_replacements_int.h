@@ -1,12 +1,16 @@
-/* Names shared only by the parts of the replacement map: the loader, accessors and describe
- * text (addon_replacements.c) and the canary list (addon_replacements_canary.c). */
+/* Names shared only by the parts of the replacement map: the loader (addon_replacements.c), the
+ * accessors and describe text (addon_replacements_get.c) and the canary list
+ * (addon_replacements_canary.c). */
 #ifndef ADDON_REPLACEMENTS_INT_H
 #define ADDON_REPLACEMENTS_INT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "addons/addon_replacements.h"
 #include "addons/addon_yaml.h"
+
+struct addon_ghapp;
 
 typedef struct addon__repl_canaries {
     addon_str_t *names; /* NUL-terminated copies */
@@ -14,6 +18,32 @@ typedef struct addon__repl_canaries {
     size_t n;
     int present; /* the file had a canary list (a second one is an entry, and refused) */
 } addon__repl_canaries_t;
+
+typedef struct addon__repl_entry {
+    addon_replacements_kind_t kind;
+    addon_str_t surrogate;
+    addon_str_t value; /* masked */
+    addon_str_t *scopes;
+    size_t nscopes;
+    addon_str_t *headers; /* masked */
+    unsigned char *exact; /* per header pattern: no '*', '?', '[' or ']' */
+    size_t nheaders;
+    int allow_foreign;
+    int allow_plain_http; /* the real value may go to a plain-http upstream */
+    addon_str_t akid;     /* aws-sigv4 */
+    addon_str_t secret;
+    addon_str_t token;
+    addon_str_t surrogate_token;
+    struct addon_ghapp *ghapp; /* github-app */
+} addon__repl_entry_t;
+
+struct addon_replacements {
+    atomic_int refs;
+    char *name;
+    addon__repl_entry_t *entries;
+    size_t n;
+    addon__repl_canaries_t canaries; /* the top-level "canaries" list */
+};
 
 /* 1 when a root (key, value) pair (borrowed) is the canary list: the key "canaries" and a
  * sequence (an entry is a mapping, so no file from before canaries has one). */
