@@ -1,11 +1,13 @@
 /* Micro-benchmark of ca/: mean cost of minting a leaf and of a cache hit.
  *
- * Not built by CMake. From the repo root, after building airlock_ca into build-ca:
- *   cc -O2 -D_GNU_SOURCE -I. tests/bench/ca_mint_bench.c build-ca/ca/libairlock_ca.a \
- *      -lcrypto -o /tmp/ca_mint_bench
+ * Not built by CMake. From the repo root, after a build in build-bench:
+ *   cc -O2 -D_GNU_SOURCE -I. tests/bench/ca_mint_bench.c build-bench/ca/libairlock_ca.a \
+ *      build-bench/base/libairlock_base.a -lcrypto -o /tmp/ca_mint_bench
  *   /tmp/ca_mint_bench /tmp/bench-confdir [mints]
  * The confdir is created with an EC P-256 CA when it holds none; point it at a mitmproxy
- * confdir to measure with mitmproxy's RSA-2048 CA. */
+ * confdir to measure with mitmproxy's RSA-2048 CA, or at one made by `airlock ca init
+ * --per-conversation` (an allowlist that permits example.com) to measure the name-constraint
+ * check that such a CA adds to every mint. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
