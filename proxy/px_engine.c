@@ -322,6 +322,40 @@ static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
     return rc;
 }
 
+/* The CA (unless each sandbox has its own) and the TLS server context. Returns 0, or -1
+ * after saying why on stderr. */
+static int px__engine_ca(px_engine_t *eng)
+{
+    const px_config_t *cfg = eng->cfg;
+    char err[512];
+    /* --sandboxes --ca-per-conversation: each sandbox gets its own CA when it is loaded
+     * (px_sandbox.c); the engine has none, so no connection can fall back to one */
+    if (cfg->sandboxes_dir == NULL || !cfg->ca_per_conversation) {
+        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
+            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
+                    sizeof(err)) != 0) {
+            px_diag(PX_DIAG_ERROR, "CA: %s", err);
+            return -1;
+        }
+        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
+            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
+                                   "never uses an unconstrained CA (give it an empty confdir)",
+                    cfg->confdir, CA_FILE_KEY_CERT);
+            return -1;
+        }
+        if (ca_was_generated(eng->ca))
+            px_diag(PX_DIAG_WARN,
+                    "created a new CA in %s: agents must trust %s/%s (see the documentation "
+                    "for each runtime)",
+                    cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
+    }
+    if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err, sizeof(err)) != 0) {
+        px_diag(PX_DIAG_ERROR, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
  * manager. Returns 0, or -1 after saying why on stderr. */
 static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
@@ -343,31 +377,10 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     px__own_addresses(eng);
     px__pick_proxy_ip(eng, ipbuf, iplen);
 
-    if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
-        cfg->listen_transparent.enabled) {
-        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
-            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
-                    sizeof(err)) != 0) {
-            px_diag(PX_DIAG_ERROR, "CA: %s", err);
-            return -1;
-        }
-        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
-            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
-                                   "never uses an unconstrained CA (give it an empty confdir)",
-                    cfg->confdir, CA_FILE_KEY_CERT);
-            return -1;
-        }
-        if (ca_was_generated(eng->ca))
-            px_diag(PX_DIAG_WARN,
-                    "created a new CA in %s: agents must trust %s/%s (see the documentation "
-                    "for each runtime)",
-                    cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
-        if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err, sizeof(err)) !=
-            0) {
-            px_diag(PX_DIAG_ERROR, "%s", err);
-            return -1;
-        }
-    }
+    if ((cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
+         cfg->listen_transparent.enabled) &&
+        px__engine_ca(eng) != 0)
+        return -1;
     if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->tls_client, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;

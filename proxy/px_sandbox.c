@@ -9,8 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <arpa/inet.h>
+
 #include "addons/addon_budget.h"
 #include "base/px_err.h"
+#include "proxy/px_caconv.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
@@ -142,7 +145,35 @@ static px_sandbox_t *px__sb_named(px_engine_t *eng, const char *name)
     return NULL;
 }
 
-/* A sandbox new to the engine: its files, log and pool. Returns 0 or -1 with err. */
+/* --ca-per-conversation: sb's own CA, made from its allowlist (sb->snap) the first time; the
+ * key stays in CONFDIR/sandboxes/NAME, the certificate goes into the sandbox's directory.
+ * Returns 0 (*made: 1 when the CA was made now) or -1 with err. */
+static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, size_t errlen)
+{
+    const px_config_t *ecfg = eng->cfg;
+    char pubdir[PATH_MAX], ip[INET_ADDRSTRLEN] = "", why[1024], *desc = NULL;
+    if (!ecfg->ca_per_conversation || eng->tls_server == NULL)
+        return 0; /* no TLS is served, or every sandbox shares the engine's CA */
+    snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/sandboxes/%s", ecfg->confdir, sb->name);
+    snprintf(pubdir, sizeof(pubdir), "%s/%s", ecfg->sandboxes_dir, sb->name);
+    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
+    px_caconv_sb_t a = {sb->ca_dir, pubdir, sb->snap->cfg.policy, sb->allow_path,
+                        ecfg->ca_days, ip};
+    if (px_caconv_sandbox(&a, &sb->ca, &desc, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "sandbox %s: %s", sb->name, why);
+        return -1;
+    }
+    *made = desc != NULL;
+    if (desc != NULL)
+        px_diag(PX_DIAG_WARN,
+                "sandbox %s: created a per-conversation CA (valid %d days; permits %s): its "
+                "agent must trust %s/%s",
+                sb->name, ecfg->ca_days, desc, pubdir, CA_FILE_CERT_PEM);
+    free(desc);
+    return 0;
+}
+
+/* A sandbox new to the engine: its files, CA, log and pool. Returns 0 or -1 with err. */
 static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errlen)
 {
     px_sandbox_t *sb = calloc(1, sizeof(*sb));
@@ -151,6 +182,7 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
         return -1;
     }
     px_sandbox_t *o = NULL;
+    int ca_made = 0;
     if (px__sb_read(eng->cfg, name, sb, err, errlen) != 0)
         goto fail;
     if ((o = px__sb_overlap(eng, sb, NULL)) != NULL) {
@@ -162,6 +194,8 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
         snprintf(err, errlen, "sandbox %s: its files are invalid (see above)", name);
         goto fail;
     }
+    if (px__sb_ca(eng, sb, &ca_made, err, errlen) != 0)
+        goto fail;
     if (px_log_open(sb->log_path, 1, &sb->log, err, errlen) != 0)
         goto fail;
     px_log_set_batched(sb->log, 1); /* kicked once per loop turn with the engine's */
@@ -177,6 +211,9 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
     eng->nsandboxes++;
     return 0;
 fail:
+    if (ca_made) /* nothing of a sandbox left out stays behind */
+        ca_remove_confdir(sb->ca_dir);
+    ca_free(sb->ca);
     px_snapshot_unref(sb->snap);
     px_log_close(sb->log);
     free(sb);
@@ -215,6 +252,10 @@ static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
     sb->gone = 1;
     eng->nsandboxes--;
     px_upmgr_close_idle(sb->up);
+    /* its conversation ends: the CA's key goes (open connections keep the CA in memory), and
+     * a sandbox of the same name later is a new conversation with a new CA */
+    if (sb->ca != NULL && ca_remove_confdir(sb->ca_dir) != 0)
+        px_diag(PX_DIAG_WARN, "sandbox %s: cannot remove its CA in %s", sb->name, sb->ca_dir);
     px_diag(PX_DIAG_WARN, "sandbox %s removed (its open connections finish)", sb->name);
     px_sandbox_unref(sb);
 }
@@ -252,7 +293,7 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
         if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(name) > PX_SB_NAME_MAX)
             continue;
         px_sandbox_t *sb = px__sb_named(eng, name);
-        char err[512];
+        char err[1536]; /* a CA's refusal names the allowlist's path and entry */
         if (sb != NULL) {
             px__sb_reload(eng, sb);
             kept++;
@@ -286,6 +327,13 @@ px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src)
     return NULL;
 }
 
+ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb)
+{
+    if (sb != NULL && eng->cfg->ca_per_conversation)
+        return sb->ca; /* never the engine's: there is none to fall back to */
+    return eng->ca;
+}
+
 px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb)
 {
     sb->refs++;
@@ -302,6 +350,8 @@ void px_sandbox_unref(px_sandbox_t *sb)
     sb->snap = NULL;
     px_log_close(sb->log);
     sb->log = NULL;
+    ca_free(sb->ca); /* leaves handed out keep what they need */
+    sb->ca = NULL;
 }
 
 void px_sandboxes_stop(px_engine_t *eng)
