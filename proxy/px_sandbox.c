@@ -146,7 +146,7 @@ static px_sandbox_t *px__sb_named(px_engine_t *eng, const char *name)
 }
 
 /* --ca-per-conversation: sb's own CA, made from its allowlist (sb->snap) the first time; the
- * key stays in CONFDIR/sandboxes/NAME, the certificate goes into the sandbox's directory.
+ * key stays in CONFDIR/sandbox-ca/NAME, the certificate goes into the sandbox's directory.
  * Returns 0 (*made: 1 when the CA was made now) or -1 with err. */
 static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, size_t errlen)
 {
@@ -154,7 +154,8 @@ static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, s
     char pubdir[PATH_MAX], ip[INET_ADDRSTRLEN] = "", why[1024], *desc = NULL;
     if (!ecfg->ca_per_conversation || eng->tls_server == NULL)
         return 0; /* no TLS is served, or every sandbox shares the engine's CA */
-    snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/sandboxes/%s", ecfg->confdir, sb->name);
+    snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/" PX_SB_CA_DIR "/%s", ecfg->confdir,
+             sb->name);
     snprintf(pubdir, sizeof(pubdir), "%s/%s", ecfg->sandboxes_dir, sb->name);
     inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
     px_caconv_sb_t a = {sb->ca_dir, pubdir, sb->snap->cfg.policy, sb->allow_path,

@@ -13,7 +13,7 @@
  *   network-sandbox.log     its network log (created when missing)
  *   mitmproxy-ca-cert.pem   with --ca-per-conversation: written by airlock, the certificate
  *                           of the sandbox's own CA, which signs only for its allowlist's
- *                           hosts (the key stays in CONFDIR/sandboxes/NAME)
+ *                           hosts (the key stays in CONFDIR/sandbox-ca/NAME)
  * SIGHUP re-reads DIR: new subdirectories become sandboxes, known ones re-read their files (an
  * invalid file keeps that sandbox's previous policy and touches no other), and vanished ones
  * take no new connection (their open connections finish under their old policy). */
@@ -31,6 +31,7 @@
 #define PX_SB_SOURCES_MAX 16    /* `source` lines per sandbox */
 #define PX_SB_NAME_MAX 64       /* a sandbox's directory name */
 #define PX_SB_CONF_MAX 4096     /* sandbox.conf bytes */
+#define PX_SB_CA_DIR "sandbox-ca" /* CONFDIR/sandbox-ca/NAME: a sandbox's own CA, with its key */
 
 typedef struct px_engine px_engine_t;
 typedef struct px_snapshot px_snapshot_t;
@@ -55,7 +56,7 @@ typedef struct px_sandbox {
     px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
     struct addon_budget_table *budgets; /* its egress budget counters (NULL until used) */
     ca_t *ca;                  /* --ca-per-conversation: its own constrained CA, else NULL */
-    char ca_dir[PATH_MAX];     /* where that CA's key lives (CONFDIR/sandboxes/NAME) */
+    char ca_dir[PATH_MAX];     /* where that CA's key lives (CONFDIR/sandbox-ca/NAME) */
 } px_sandbox_t;
 
 /* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and

@@ -47,6 +47,9 @@ printf 'source 10.77.1.0/24\n' > "$SB/a/sandbox.conf"
 printf 'domains: ["a.test"]\n' > "$SB/a/network-allowlist.yaml"
 printf 'source 10.77.2.0/24\n' > "$SB/b/sandbox.conf"
 printf 'domains: ["b.test"]\n' > "$SB/b/network-allowlist.yaml"
+mkdir -p "$SB/health" # airlock health, from the host's own address (docs/sandboxes.md)
+printf 'source 10.77.0.1/32\n' > "$SB/health/sandbox.conf"
+printf 'domains: ["health.invalid"]\n' > "$SB/health/network-allowlist.yaml"
 ARGS=(--proxy-ip 10.77.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" --log "$T_DIR/host.log"
     --log-create --confdir "$T_DIR/confdir" --ca-per-conversation --ca-days 3
     --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.2/32 --listen-dns off
@@ -86,6 +89,9 @@ t_contains "B's CA permits b.test" "$(openssl x509 -in "$CA_B" -noout -text 2>&1
 t_contains "stderr names each sandbox's CA" "$(cat "$T_DIR/airlock.err")" \
     "sandbox a: created a per-conversation CA"
 
+t_check "airlock health completes its TLS handshake (no SNI: the health sandbox's proxy-IP leaf)" \
+    "$AIRLOCK" health --https 10.77.0.1:443 --http 10.77.0.1:80
+
 # ---- TLS with each sandbox's CA -------------------------------------------------------------------
 t_eq "A trusting only A's CA: https://a.test/ (200)" "200 exit 0" "$(get 0 "$CA_A" https://a.test/)"
 t_eq "B trusting only B's CA: https://b.test/ (200)" "200 exit 0" "$(get 1 "$CA_B" https://b.test/)"
@@ -119,9 +125,9 @@ t_check "... B's log says why" test $? -eq 0
 t_eq "no key in any sandbox directory" "" "$(grep -rl 'PRIVATE KEY' "$SB")"
 t_check "no mitmproxy-ca.pem in a sandbox directory" test ! -e "$SB/a/mitmproxy-ca.pem" -a \
     ! -e "$SB/b/mitmproxy-ca.pem"
-key_a=$T_DIR/confdir/sandboxes/a/mitmproxy-ca.pem
+key_a=$T_DIR/confdir/sandbox-ca/a/mitmproxy-ca.pem
 t_eq "A's CA key is in the confdir, 0600" 600 "$(stat -c %a "$key_a" 2>/dev/null)"
-t_eq "... in a 0700 directory" 700 "$(stat -c %a "$T_DIR/confdir/sandboxes" 2>/dev/null)"
+t_eq "... in a 0700 directory" 700 "$(stat -c %a "$T_DIR/confdir/sandbox-ca" 2>/dev/null)"
 t_check "no unconstrained CA was made" test ! -e "$T_DIR/confdir/mitmproxy-ca.pem"
 
 # ---- a reload: A's allowlist adds c.test (outside its CA); D is new; E cannot be constrained -----
@@ -156,7 +162,7 @@ t_eq "... and D trusting it reaches https://d.test/" "200 exit 0" \
 t_contains "E (allowlist '*') is left out, stderr says why" "$(cat "$T_DIR/airlock.err")" \
     "host pattern '*' can match a name in any domain"
 t_check "... it has no CA" test ! -e "$SB/e/mitmproxy-ca-cert.pem" -a \
-    ! -e "$T_DIR/confdir/sandboxes/e/mitmproxy-ca.pem"
+    ! -e "$T_DIR/confdir/sandbox-ca/e/mitmproxy-ca.pem"
 out=$(in_ns 2 curl -s -o /dev/null -m 5 -w '%{http_code}' http://10.77.0.1/ -H 'Host: a.test')
 t_eq "... and takes no connection" 000 "$out"
 t_eq "still no key in any sandbox directory" "" "$(grep -rl 'PRIVATE KEY' "$SB")"
@@ -165,7 +171,7 @@ t_eq "still no key in any sandbox directory" "" "$(grep -rl 'PRIVATE KEY' "$SB")
 rm -rf "$SB/d"
 kill -HUP "$AIRLOCK_PID"
 until_ok '[ "$(grep -c "sandboxes .* in force" "$T_DIR/airlock.err")" -ge 3 ]' 10
-t_check "D removed: its CA key is deleted" test ! -e "$T_DIR/confdir/sandboxes/d"
+t_check "D removed: its CA key is deleted" test ! -e "$T_DIR/confdir/sandbox-ca/d"
 t_eq "... A goes on" "200 exit 0" "$(get 0 "$CA_A" https://a.test/)"
 kill -TERM "$AIRLOCK_PID"
 wait "$AIRLOCK_PID"
@@ -188,4 +194,8 @@ printf '*\n' > "$SB/e/network-allowlist.yaml"
 t_eq "a sandbox whose allowlist cannot be constrained at startup: exit 1" 1 $?
 t_contains "... stderr names the sandbox and the entry" "$(cat "$T_DIR/out")" \
     "sandbox e: domains[0] ($SB/e/network-allowlist.yaml:1): host pattern '*'"
+"$AIRLOCK" run "${ARGS[@]}" --confdir "$SB" > "$T_DIR/out" 2>&1
+t_eq "a --confdir inside --sandboxes DIR (the keys would be in it): exit 1" 1 $?
+t_contains "... saying why" "$(cat "$T_DIR/out")" "overlaps --sandboxes"
+t_check "... and no key was written" test ! -e "$SB/sandbox-ca"
 t_done
