@@ -187,6 +187,7 @@ t_eq "after a restart A keeps its CA" "$fp_a" "$(openssl x509 -in "$CA_A" -noout
 t_eq "... and its clients go on" "200 exit 0" "$(get 0 "$CA_A" https://a.test/)"
 kill -TERM "$AIRLOCK_PID"
 wait "$AIRLOCK_PID"
+t_eq "... and stops cleanly" 0 $?
 mkdir -p "$SB/e"
 printf 'source 10.77.3.0/24\n' > "$SB/e/sandbox.conf"
 printf '*\n' > "$SB/e/network-allowlist.yaml"
@@ -194,8 +195,12 @@ printf '*\n' > "$SB/e/network-allowlist.yaml"
 t_eq "a sandbox whose allowlist cannot be constrained at startup: exit 1" 1 $?
 t_contains "... stderr names the sandbox and the entry" "$(cat "$T_DIR/out")" \
     "sandbox e: domains[0] ($SB/e/network-allowlist.yaml:1): host pattern '*'"
+cp "$T_DIR/out" "$T_DIR/airlock-star.err" # kept for the sanitizer check below
 "$AIRLOCK" run "${ARGS[@]}" --confdir "$SB" > "$T_DIR/out" 2>&1
 t_eq "a --confdir inside --sandboxes DIR (the keys would be in it): exit 1" 1 $?
 t_contains "... saying why" "$(cat "$T_DIR/out")" "overlaps --sandboxes"
 t_check "... and no key was written" test ! -e "$SB/sandbox-ca"
+cp "$T_DIR/out" "$T_DIR/airlock-overlap.err"
+t_check "no sanitizer report from any airlock run" \
+    test "$(cat "$T_DIR"/airlock*.err | grep -c 'Sanitizer\|runtime error:')" -eq 0
 t_done
