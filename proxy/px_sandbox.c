@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 
@@ -145,18 +146,48 @@ static px_sandbox_t *px__sb_named(px_engine_t *eng, const char *name)
     return NULL;
 }
 
-/* --ca-per-conversation: sb's own CA, made from its allowlist (sb->snap) the first time; the
- * key stays in CONFDIR/sandbox-ca/NAME, the certificate goes into the sandbox's directory.
- * Returns 0 (*made: 1 when the CA was made now) or -1 with err. */
+/* An operator-made CA in the sandbox's directory (DIR/NAME/mitmproxy-ca.pem), for that sandbox
+ * only: 1 with *out loaded, 0 when there is none, -1 with err. --ca-per-conversation takes it
+ * only with name constraints, as it takes a confdir's CA. */
+static int px__sb_own_ca(const px_config_t *ecfg, const px_sandbox_t *sb, const char *dir,
+                         ca_t **out, char *err, size_t errlen)
+{
+    char path[PATH_MAX], why[1024];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, CA_FILE_KEY_CERT) >= sizeof(path) ||
+        access(path, F_OK) != 0)
+        return 0;
+    if (ca_load(out, dir, 0, PX_CACONV_SB_CACHE, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "sandbox %s: its CA: %s", sb->name, why);
+        return -1;
+    }
+    if (ecfg->ca_per_conversation && ca_get_constraints(*out) == NULL) {
+        snprintf(err, errlen, "sandbox %s: %.1000s has no name constraints; "
+                              "--ca-per-conversation never uses an unconstrained CA",
+                 sb->name, path);
+        ca_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    px_diag(PX_DIAG_INFO, "sandbox %s: signs with its own CA %s", sb->name, path);
+    return 1;
+}
+
+/* sb's CA, if it has one of its own: the operator's in its directory, or with
+ * --ca-per-conversation one made from its allowlist (sb->snap) the first time, whose key stays
+ * in CONFDIR/sandbox-ca/NAME and whose certificate goes into the sandbox's directory.
+ * Returns 0 (*made: 1 when a CA was made now) or -1 with err. */
 static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, size_t errlen)
 {
     const px_config_t *ecfg = eng->cfg;
     char pubdir[PATH_MAX], ip[INET_ADDRSTRLEN] = "", why[1024], *desc = NULL;
-    if (!ecfg->ca_per_conversation || eng->tls_server == NULL)
-        return 0; /* no TLS is served, or every sandbox shares the engine's CA */
+    if (eng->tls_server == NULL)
+        return 0; /* no TLS is served */
+    snprintf(pubdir, sizeof(pubdir), "%s/%s", ecfg->sandboxes_dir, sb->name);
+    int own = px__sb_own_ca(ecfg, sb, pubdir, &sb->ca, err, errlen);
+    if (own != 0 || !ecfg->ca_per_conversation)
+        return own < 0 ? -1 : 0; /* without: the sandbox shares the engine's CA */
     snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/" PX_SB_CA_DIR "/%s", ecfg->confdir,
              sb->name);
-    snprintf(pubdir, sizeof(pubdir), "%s/%s", ecfg->sandboxes_dir, sb->name);
     inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
     px_caconv_sb_t a = {sb->ca_dir, pubdir, sb->snap->cfg.policy, sb->allow_path,
                         ecfg->ca_days, ip};
@@ -255,7 +286,7 @@ static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
     px_upmgr_close_idle(sb->up);
     /* its conversation ends: the CA's key goes (open connections keep the CA in memory), and
      * a sandbox of the same name later is a new conversation with a new CA */
-    if (sb->ca != NULL && ca_remove_confdir(sb->ca_dir) != 0)
+    if (sb->ca_dir[0] != '\0' && ca_remove_confdir(sb->ca_dir) != 0)
         px_diag(PX_DIAG_WARN, "sandbox %s: cannot remove its CA in %s", sb->name, sb->ca_dir);
     px_diag(PX_DIAG_WARN, "sandbox %s removed (its open connections finish)", sb->name);
     px_sandbox_unref(sb);
@@ -330,8 +361,9 @@ px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src)
 
 ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb)
 {
-    if (sb != NULL && eng->cfg->ca_per_conversation)
-        return sb->ca; /* never the engine's: there is none to fall back to */
+    /* with --ca-per-conversation never the engine's: there is none to fall back to */
+    if (sb != NULL && (sb->ca != NULL || eng->cfg->ca_per_conversation))
+        return sb->ca;
     return eng->ca;
 }
 

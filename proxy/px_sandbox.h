@@ -14,6 +14,8 @@
  *   mitmproxy-ca-cert.pem   with --ca-per-conversation: written by airlock, the certificate
  *                           of the sandbox's own CA, which signs only for its allowlist's
  *                           hosts (the key stays in CONFDIR/sandbox-ca/NAME)
+ *   mitmproxy-ca.pem        optional: an operator-made CA for this sandbox only (with
+ *                           --ca-per-conversation it must carry name constraints)
  * SIGHUP re-reads DIR: new subdirectories become sandboxes, known ones re-read their files (an
  * invalid file keeps that sandbox's previous policy and touches no other), and vanished ones
  * take no new connection (their open connections finish under their old policy). */
@@ -55,8 +57,9 @@ typedef struct px_sandbox {
     px_log_t *log;
     px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
     struct addon_budget_table *budgets; /* its egress budget counters (NULL until used) */
-    ca_t *ca;                  /* --ca-per-conversation: its own constrained CA, else NULL */
-    char ca_dir[PATH_MAX];     /* where that CA's key lives (CONFDIR/sandbox-ca/NAME) */
+    ca_t *ca;                  /* its own CA (the operator's, or --ca-per-conversation's); NULL:
+                                * the engine's */
+    char ca_dir[PATH_MAX];     /* a CA airlock made: where its key lives (CONFDIR/sandbox-ca/NAME) */
 } px_sandbox_t;
 
 /* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and

@@ -7,7 +7,9 @@
 # sandbox's CA. A reload that widens A's allowlist past its CA's constraints is refused at TLS
 # and CONNECT, in A's log; B is untouched. A sandbox new on SIGHUP (D, 10.77.4.2) gets its CA
 # then; one whose allowlist cannot be constrained ('*') is left out, and at startup stops
-# airlock from starting.
+# airlock from starting. A restart keeps each sandbox's CA. A sandbox may bring its own CA
+# (DIR/NAME/mitmproxy-ca.pem): F a constrained one, used for F only; G an unconstrained one,
+# refused with --ca-per-conversation and used for G only without it.
 . "$(dirname "$0")/lib.sh"
 for tool in curl openssl nginx dnsmasq; do
     command -v "$tool" >/dev/null || t_skip package "$tool is not installed (.ci/packages/test-base)"
@@ -30,7 +32,7 @@ in_ns() { local i=$1; shift; ip netns exec "${NS[$i]}" "$@"; }
 
 t_start_resolver || exit 1
 t_upstream_ca
-t_upstream_cert "DNS:a.test,DNS:b.test,DNS:c.test,DNS:d.test" "$T_DIR/up"
+t_upstream_cert "DNS:a.test,DNS:b.test,DNS:c.test,DNS:d.test,DNS:f.test,DNS:g.test" "$T_DIR/up"
 mkdir -p "$T_DIR/www"
 echo hello > "$T_DIR/www/index.html"
 chmod -R a+rX "$T_DIR"
@@ -50,10 +52,12 @@ printf 'domains: ["b.test"]\n' > "$SB/b/network-allowlist.yaml"
 mkdir -p "$SB/health" # airlock health, from the host's own address (docs/sandboxes.md)
 printf 'source 10.77.0.1/32\n' > "$SB/health/sandbox.conf"
 printf 'domains: ["health.invalid"]\n' > "$SB/health/network-allowlist.yaml"
-ARGS=(--proxy-ip 10.77.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" --log "$T_DIR/host.log"
-    --log-create --confdir "$T_DIR/confdir" --ca-per-conversation --ca-days 3
-    --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.2/32 --listen-dns off
-    --listen-http 10.77.0.1:80 --listen-https 10.77.0.1:443 --listen-proxy 10.77.0.1:3128)
+BASE=(--proxy-ip 10.77.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" --log "$T_DIR/host.log"
+    --log-create --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.2/32
+    --listen-dns off --listen-http 10.77.0.1:80 --listen-https 10.77.0.1:443
+    --listen-proxy 10.77.0.1:3128)
+ARGS=("${BASE[@]}" --confdir "$T_DIR/confdir" --ca-per-conversation --ca-days 3)
+: > "$T_DIR/airlock.err"
 "$AIRLOCK" run "${ARGS[@]}" 2> "$T_DIR/airlock.err" &
 AIRLOCK_PID=$!
 T_PIDS+=($AIRLOCK_PID)
@@ -177,17 +181,33 @@ kill -TERM "$AIRLOCK_PID"
 wait "$AIRLOCK_PID"
 t_eq "airlock stops cleanly" 0 $?
 
-# ---- a restart keeps each sandbox's CA; '*' at startup: airlock does not start ----------------
+# ---- a restart keeps each sandbox's CA; F brings its own (constrained) CA ------------------------
 rm -rf "$SB/e"
+mkdir -p "$SB/f"
+printf 'source 10.77.4.0/24\n' > "$SB/f/sandbox.conf"
+printf 'domains: ["f.test"]\n' > "$SB/f/network-allowlist.yaml"
+"$AIRLOCK" ca init --per-conversation --allowlist "$SB/f/network-allowlist.yaml" \
+    --proxy-ip 10.77.0.1 --days 2 --confdir "$SB/f" > /dev/null
+fp_f=$(openssl x509 -in "$SB/f/mitmproxy-ca-cert.pem" -noout -fingerprint 2>&1)
+: > "$T_DIR/airlock2.err"
 "$AIRLOCK" run "${ARGS[@]}" 2> "$T_DIR/airlock2.err" &
 AIRLOCK_PID=$!
 T_PIDS+=($AIRLOCK_PID)
 until_ok 'grep -q "ready (proxy" "$T_DIR/airlock2.err" || ! kill -0 $AIRLOCK_PID' 20
 t_eq "after a restart A keeps its CA" "$fp_a" "$(openssl x509 -in "$CA_A" -noout -fingerprint 2>&1)"
 t_eq "... and its clients go on" "200 exit 0" "$(get 0 "$CA_A" https://a.test/)"
+t_eq "F's client trusting F's own CA reaches https://f.test/" "200 exit 0" \
+    "$(get 3 "$SB/f/mitmproxy-ca-cert.pem" https://f.test/)"
+t_eq "... F's certificate file is left as it is" "$fp_f" \
+    "$(openssl x509 -in "$SB/f/mitmproxy-ca-cert.pem" -noout -fingerprint 2>&1)"
+t_check "... airlock made no CA for F" test ! -e "$T_DIR/confdir/sandbox-ca/f"
+t_eq "A trusting F's CA: the handshake fails" "000 exit 60" \
+    "$(get 0 "$SB/f/mitmproxy-ca-cert.pem" https://a.test/)"
 kill -TERM "$AIRLOCK_PID"
 wait "$AIRLOCK_PID"
 t_eq "... and stops cleanly" 0 $?
+
+# ---- what does not start: '*' at startup; an operator CA without name constraints ----------------
 mkdir -p "$SB/e"
 printf 'source 10.77.3.0/24\n' > "$SB/e/sandbox.conf"
 printf '*\n' > "$SB/e/network-allowlist.yaml"
@@ -196,6 +216,34 @@ t_eq "a sandbox whose allowlist cannot be constrained at startup: exit 1" 1 $?
 t_contains "... stderr names the sandbox and the entry" "$(cat "$T_DIR/out")" \
     "sandbox e: domains[0] ($SB/e/network-allowlist.yaml:1): host pattern '*'"
 cp "$T_DIR/out" "$T_DIR/airlock-star.err" # kept for the sanitizer check below
+rm -rf "$SB/e"
+mkdir -p "$SB/g"
+printf 'source 10.77.3.0/24\n' > "$SB/g/sandbox.conf"
+printf 'domains: ["g.test"]\n' > "$SB/g/network-allowlist.yaml"
+"$AIRLOCK" ca init --confdir "$SB/g" > /dev/null
+"$AIRLOCK" run "${ARGS[@]}" > "$T_DIR/out" 2>&1
+t_eq "a sandbox with its own CA without name constraints: exit 1" 1 $?
+t_contains "... saying why" "$(cat "$T_DIR/out")" \
+    "sandbox g: $SB/g/mitmproxy-ca.pem has no name constraints"
+cp "$T_DIR/out" "$T_DIR/airlock-plain.err"
+
+# ---- without --ca-per-conversation: a sandbox's own CA is for that sandbox only --------------------
+: > "$T_DIR/airlock3.err"
+"$AIRLOCK" run "${BASE[@]}" --confdir "$T_DIR/shared" 2> "$T_DIR/airlock3.err" &
+AIRLOCK_PID=$!
+T_PIDS+=($AIRLOCK_PID)
+until_ok 'grep -q "ready (proxy" "$T_DIR/airlock3.err" || ! kill -0 $AIRLOCK_PID' 20
+SHARED=$T_DIR/shared/mitmproxy-ca-cert.pem
+t_eq "G trusting its own CA reaches https://g.test/" "200 exit 0" \
+    "$(get 2 "$SB/g/mitmproxy-ca-cert.pem" https://g.test/)"
+t_eq "... trusting the shared CA instead: fails" "000 exit 60" "$(get 2 "$SHARED" https://g.test/)"
+t_eq "A trusting the shared CA reaches https://a.test/" "200 exit 0" \
+    "$(get 0 "$SHARED" https://a.test/)"
+t_eq "... trusting G's CA: fails" "000 exit 60" "$(get 0 "$SB/g/mitmproxy-ca-cert.pem" https://a.test/)"
+kill -TERM "$AIRLOCK_PID"
+wait "$AIRLOCK_PID"
+t_eq "... and stops cleanly" 0 $?
+
 "$AIRLOCK" run "${ARGS[@]}" --confdir "$SB" > "$T_DIR/out" 2>&1
 t_eq "a --confdir inside --sandboxes DIR (the keys would be in it): exit 1" 1 $?
 t_contains "... saying why" "$(cat "$T_DIR/out")" "overlaps --sandboxes"
