@@ -118,16 +118,17 @@ int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_
     return rc;
 }
 
-int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, char **desc, char *err, size_t errlen)
+int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **desc, char *err,
+                      size_t errlen)
 {
-    int created = 0;
     *out = NULL;
+    *created = 0;
     *desc = NULL;
     int rc = px__caconv_held(a->privdir, err, errlen);
     if (rc == 0) {
         rc = px_caconv_create_from(a->privdir, a->policy, a->path, a->days, a->proxy_ip, desc,
                                    err, errlen);
-        created = rc == 0;
+        *created = rc == 0;
     }
     if (rc < 0)
         return rc;
@@ -145,8 +146,9 @@ int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, char **desc, char *er
         *out = NULL;
         free(*desc);
         *desc = NULL;
-        if (created) /* nothing half-made stays behind */
+        if (*created) /* nothing half-made stays behind */
             ca_remove_confdir(a->privdir);
+        *created = 0;
     }
     return rc;
 }

@@ -57,11 +57,11 @@ typedef struct px_caconv_sb {
 } px_caconv_sb_t;
 
 /* --sandboxes with --ca-per-conversation: one sandbox's CA. Made in a->privdir from a->policy
- * unless privdir holds one from an earlier start, loaded into *out (ca_free), refused when it
- * has no name constraints; its root certificate (what the agent trusts) is copied into
- * a->pubdir. *desc gets the new CA's constraints (free(); NULL when it was there already).
+ * unless privdir holds one from an earlier start (*created says which), loaded into *out
+ * (ca_free), refused when it has no name constraints; its root certificate (what the agent
+ * trusts) is copied into a->pubdir. *desc gets a new CA's constraints (free(); may be NULL).
  * 0, or a negative code with err filled; a CA made by the failed call is removed again. */
-int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, char **desc, char *err,
+int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **desc, char *err,
                       size_t errlen);
 
 #endif

@@ -191,16 +191,15 @@ static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, s
     inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
     px_caconv_sb_t a = {sb->ca_dir, pubdir, sb->snap->cfg.policy, sb->allow_path,
                         ecfg->ca_days, ip};
-    if (px_caconv_sandbox(&a, &sb->ca, &desc, why, sizeof(why)) != 0) {
+    if (px_caconv_sandbox(&a, &sb->ca, made, &desc, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "sandbox %s: %s", sb->name, why);
         return -1;
     }
-    *made = desc != NULL;
-    if (desc != NULL)
+    if (*made)
         px_diag(PX_DIAG_WARN,
                 "sandbox %s: created a per-conversation CA (valid %d days; permits %s): its "
                 "agent must trust %s/%s",
-                sb->name, ecfg->ca_days, desc, pubdir, CA_FILE_CERT_PEM);
+                sb->name, ecfg->ca_days, desc != NULL ? desc : "?", pubdir, CA_FILE_CERT_PEM);
     free(desc);
     return 0;
 }
@@ -243,8 +242,13 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
     eng->nsandboxes++;
     return 0;
 fail:
-    if (ca_made) /* nothing of a sandbox left out stays behind */
+    if (ca_made) { /* nothing of a sandbox left out stays behind */
+        char cert[PATH_MAX];
         ca_remove_confdir(sb->ca_dir);
+        if ((size_t)snprintf(cert, sizeof(cert), "%s/%s/%s", eng->cfg->sandboxes_dir, name,
+                             CA_FILE_CERT_PEM) < sizeof(cert))
+            unlink(cert);
+    }
     ca_free(sb->ca);
     px_snapshot_unref(sb->snap);
     px_log_close(sb->log);

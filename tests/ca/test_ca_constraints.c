@@ -575,7 +575,9 @@ static int sandbox_ca(const char *priv, const char *pub, const char *list, ca_t 
                                                  ADDON_POLICY_FORMAT_AUTO, &p, err, ERRLEN),
                      0);
     px_caconv_sb_t a = {priv, pub, p, "allow", 3, "10.0.0.1"};
-    int rc = px_caconv_sandbox(&a, ca, desc, err, ERRLEN);
+    int created = -1;
+    int rc = px_caconv_sandbox(&a, ca, &created, desc, err, ERRLEN);
+    assert_int_equal(created, rc == 0 && *desc != NULL);
     addon_policy_unref(p);
     return rc;
 }
