@@ -32,8 +32,8 @@ int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *er
     return addon_policy_each_host(p, on_policy_host, &w);
 }
 
-int px_caconv_create_from(const char *confdir, const addon_policy_t *p, const char *path,
-                          int days, const char *proxy_ip, char **desc, char *err, size_t errlen)
+int px_caconv_create_from(const char *confdir, const addon_policy_t *p, const char *path, int days,
+                          const char *proxy_ip, char **desc, char *err, size_t errlen)
 {
     char why[CA_ERR_LEN + 128];
     int rc;
@@ -126,16 +126,17 @@ int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **
     *desc = NULL;
     int rc = px__caconv_held(a->privdir, err, errlen);
     if (rc == 0) {
-        rc = px_caconv_create_from(a->privdir, a->policy, a->path, a->days, a->proxy_ip, desc,
-                                   err, errlen);
+        rc = px_caconv_create_from(a->privdir, a->policy, a->path, a->days, a->proxy_ip, desc, err,
+                                   errlen);
         *created = rc == 0;
     }
     if (rc < 0)
         return rc;
     rc = ca_load(out, a->privdir, 0, PX_CACONV_SB_CACHE, err, errlen);
     if (rc == 0 && ca_get_constraints(*out) == NULL) {
-        snprintf(err, errlen, "%s/%s has no name constraints; --ca-per-conversation never uses "
-                              "an unconstrained CA (remove it)",
+        snprintf(err, errlen,
+                 "%s/%s has no name constraints; --ca-per-conversation never uses "
+                 "an unconstrained CA (remove it)",
                  a->privdir, CA_FILE_KEY_CERT);
         rc = PX_ECONFIG;
     }

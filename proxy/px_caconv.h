@@ -26,8 +26,8 @@ int px_caconv_create(const char *confdir, const char *path, addon_policy_format_
 
 /* As px_caconv_create, from an allowlist already loaded (p, borrowed; path names it in
  * messages). */
-int px_caconv_create_from(const char *confdir, const addon_policy_t *p, const char *path,
-                          int days, const char *proxy_ip, char **desc, char *err, size_t errlen);
+int px_caconv_create_from(const char *confdir, const addon_policy_t *p, const char *path, int days,
+                          const char *proxy_ip, char **desc, char *err, size_t errlen);
 
 typedef struct px_log px_log_t;
 
@@ -48,12 +48,12 @@ int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_
 
 /* What px_caconv_sandbox() needs (all borrowed). */
 typedef struct px_caconv_sb {
-    const char *privdir;        /* where the CA and its key live: only airlock reads it */
-    const char *pubdir;         /* the sandbox's directory: gets the certificate only */
+    const char *privdir;          /* where the CA and its key live: only airlock reads it */
+    const char *pubdir;           /* the sandbox's directory: gets the certificate only */
     const addon_policy_t *policy; /* the sandbox's allowlist, loaded from path */
     const char *path;
     int days;
-    const char *proxy_ip;       /* permitted too (clients without SNI); may be NULL */
+    const char *proxy_ip; /* permitted too (clients without SNI); may be NULL */
 } px_caconv_sb_t;
 
 /* --sandboxes with --ca-per-conversation: one sandbox's CA. Made in a->privdir from a->policy

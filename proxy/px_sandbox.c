@@ -161,8 +161,9 @@ static int px__sb_own_ca(const px_config_t *ecfg, const px_sandbox_t *sb, const 
         return -1;
     }
     if (ecfg->ca_per_conversation && ca_get_constraints(*out) == NULL) {
-        snprintf(err, errlen, "sandbox %s: %.1000s has no name constraints; "
-                              "--ca-per-conversation never uses an unconstrained CA",
+        snprintf(err, errlen,
+                 "sandbox %s: %.1000s has no name constraints; "
+                 "--ca-per-conversation never uses an unconstrained CA",
                  sb->name, path);
         ca_free(*out);
         *out = NULL;
@@ -186,11 +187,14 @@ static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, s
     int own = px__sb_own_ca(ecfg, sb, pubdir, &sb->ca, err, errlen);
     if (own != 0 || !ecfg->ca_per_conversation)
         return own < 0 ? -1 : 0; /* without: the sandbox shares the engine's CA */
-    snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/" PX_SB_CA_DIR "/%s", ecfg->confdir,
-             sb->name);
+    snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/" PX_SB_CA_DIR "/%s", ecfg->confdir, sb->name);
     inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
-    px_caconv_sb_t a = {sb->ca_dir, pubdir, sb->snap->cfg.policy, sb->allow_path,
-                        ecfg->ca_days, ip};
+    px_caconv_sb_t a = {.privdir = sb->ca_dir,
+                        .pubdir = pubdir,
+                        .policy = sb->snap->cfg.policy,
+                        .path = sb->allow_path,
+                        .days = ecfg->ca_days,
+                        .proxy_ip = ip};
     if (px_caconv_sandbox(&a, &sb->ca, made, &desc, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "sandbox %s: %s", sb->name, why);
         return -1;

@@ -567,8 +567,8 @@ static void test_ca_constraints_create_from_file(void **state)
 }
 
 /* px_caconv_sandbox: one sandbox's CA under --sandboxes --ca-per-conversation. */
-static int sandbox_ca(const char *priv, const char *pub, const char *list, ca_t **ca,
-                      char **desc, char *err)
+static int sandbox_ca(const char *priv, const char *pub, const char *list, ca_t **ca, char **desc,
+                      char *err)
 {
     addon_policy_t *p = NULL;
     assert_int_equal(addon_policy_load_buffer_as("allow", list, strlen(list),
