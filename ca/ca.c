@@ -675,5 +675,60 @@ const ca_constraints_t *ca_get_constraints(const ca_t *ca)
 
 int ca_name_permitted(const ca_t *ca, const char *name, size_t len)
 {
-    return ca->nc == NULL || ca_constraints_permits(ca->nc, name, len);
+    return ca != NULL && (ca->nc == NULL || ca_constraints_permits(ca->nc, name, len));
+}
+
+/* The certificate file comes from the confdir, the CA from memory: the agent must get the
+ * root that issued the CA airlock signs with, never another one left behind in the confdir. */
+int ca_export_cert(const ca_t *ca, const char *confdir, const char *dir, char *err, size_t errlen)
+{
+    char path[CA_PATH_MAX];
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    X509 *root = NULL;
+    BIO *bio = NULL;
+    int rc = ca__path_join(path, sizeof(path), confdir, CA_FILE_CERT_PEM, err, errlen);
+
+    if (rc == 0) {
+        rc = read_file(path, &buf, &len, err, errlen);
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    bio = BIO_new_mem_buf(buf, (int)len);
+    root = bio != NULL ? PEM_read_bio_X509(bio, NULL, no_password_cb, NULL) : NULL;
+    BIO_free(bio);
+    OPENSSL_clear_free(buf, CA_PEM_MAX + 1);
+    if (root == NULL) {
+        ca__err_ssl(err, errlen, "%s: no readable certificate", path);
+        return PX_EPARSE;
+    }
+    if (X509_check_issued(root, ca->issuer->cert) != X509_V_OK) {
+        ca__err_set(err, errlen, "%s did not issue the CA in %s/%s", path, confdir,
+                    CA_FILE_KEY_CERT);
+        rc = PX_ECONFIG;
+    } else {
+        rc = ca__write_pem_file(dir, CA_FILE_CERT_PEM, NULL, root, CA__CERT_MODE, 0, err, errlen);
+    }
+    X509_free(root);
+    ERR_clear_error();
+    return rc;
+}
+
+int ca_remove_confdir(const char *confdir)
+{
+    const char *files[] = {CA_FILE_KEY_CERT, CA_FILE_CERT_PEM, CA_FILE_CERT_CER};
+    char path[CA_PATH_MAX];
+    int rc = 0;
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        if (ca__path_join(path, sizeof(path), confdir, files[i], NULL, 0) != 0 ||
+            (unlink(path) != 0 && errno != ENOENT)) {
+            rc = PX_EIO;
+        }
+    }
+    if (rmdir(confdir) != 0 && errno != ENOENT) {
+        rc = PX_EIO;
+    }
+    return rc;
 }

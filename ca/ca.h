@@ -173,7 +173,17 @@ int ca_init_constrained(const char *confdir, const ca_constraints_t *c, int days
 /* The name constraints ca's certificate carries, borrowed until ca_free(); NULL when none. */
 const ca_constraints_t *ca_get_constraints(const ca_t *ca);
 
-/* 1 when ca may mint a leaf for name (borrowed): no constraints, or name within them. */
+/* 1 when ca may mint a leaf for name (borrowed): no constraints, or name within them; 0 for a
+ * NULL ca (no CA signs anything). */
 int ca_name_permitted(const ca_t *ca, const char *name, size_t len);
+
+/* Copies confdir's certificate for agents (CA_FILE_CERT_PEM: a per-conversation CA's root) into
+ * dir/CA_FILE_CERT_PEM (0644, atomically, replacing), after checking it issued ca, the CA loaded
+ * from confdir. Never writes a key. 0 or a PX_E* code with err filled. */
+int ca_export_cert(const ca_t *ca, const char *confdir, const char *dir, char *err, size_t errlen);
+
+/* Deletes the CA in confdir (its key file and certificate files) and confdir itself when that
+ * leaves it empty. A ca_t loaded from it stays usable. 0, or PX_EIO when something stayed. */
+int ca_remove_confdir(const char *confdir);
 
 #endif

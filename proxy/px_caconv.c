@@ -7,9 +7,7 @@
 #include "addons/addon_policy_hosts.h"
 #include "base/px_err.h"
 #include "proxy/px_caconv.h"
-#include "proxy/px_engine.h"
 #include "proxy/px_log.h"
-#include "proxy/px_policy.h"
 
 typedef struct caconv_walk {
     ca_constraints_t *c;
@@ -34,28 +32,18 @@ int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *er
     return addon_policy_each_host(p, on_policy_host, &w);
 }
 
-int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
-                     const char *proxy_ip, char **desc, char *err, size_t errlen)
+int px_caconv_create_from(const char *confdir, const addon_policy_t *p, const char *path, int days,
+                          const char *proxy_ip, char **desc, char *err, size_t errlen)
 {
-    addon_policy_t *p = NULL;
-    ca_constraints_t *c = NULL;
-    char why[1024];
+    char why[CA_ERR_LEN + 128];
     int rc;
 
     if (desc != NULL)
         *desc = NULL;
-    rc = addon_policy_load_file_as(path, fmt, &p, why, sizeof(why));
-    if (rc == PX_ENOENT)
-        snprintf(err, errlen, "%s: no such file (the allowlist is required)", path);
-    else if (rc < 0)
-        snprintf(err, errlen, "%s", why);
-    if (rc < 0)
-        return rc;
-    c = ca_constraints_new();
+    ca_constraints_t *c = ca_constraints_new();
     if (c == NULL) {
         snprintf(err, errlen, "out of memory");
-        rc = PX_ENOMEM;
-        goto done;
+        return PX_ENOMEM;
     }
     rc = px_caconv_constraints(p, c, err, errlen); /* err names the entry and its line */
     if (rc < 0)
@@ -82,38 +70,97 @@ int px_caconv_create(const char *confdir, const char *path, addon_policy_format_
     }
 done:
     ca_constraints_free(c);
+    return rc;
+}
+
+int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
+                     const char *proxy_ip, char **desc, char *err, size_t errlen)
+{
+    addon_policy_t *p = NULL;
+    char why[1024];
+
+    if (desc != NULL)
+        *desc = NULL;
+    int rc = addon_policy_load_file_as(path, fmt, &p, why, sizeof(why));
+    if (rc == PX_ENOENT)
+        snprintf(err, errlen, "%s: no such file (the allowlist is required)", path);
+    else if (rc < 0)
+        snprintf(err, errlen, "%s", why);
+    if (rc < 0)
+        return rc;
+    rc = px_caconv_create_from(confdir, p, path, days, proxy_ip, desc, err, errlen);
     addon_policy_unref(p);
     return rc;
+}
+
+/* 1 when confdir holds a CA (this conversation's, from an earlier start: ca_load checks it),
+ * 0 when not, negative with err filled when confdir cannot be named. */
+static int px__caconv_held(const char *confdir, char *err, size_t errlen)
+{
+    char file[CA_PATH_MAX];
+    int n = snprintf(file, sizeof(file), "%s/%s", confdir, CA_FILE_KEY_CERT);
+    if (n < 0 || (size_t)n >= sizeof(file)) {
+        snprintf(err, errlen, "confdir path too long");
+        return PX_ECONFIG;
+    }
+    return access(file, F_OK) == 0;
 }
 
 int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
                      const char *proxy_ip, int *created, char *err, size_t errlen)
 {
-    char file[CA_PATH_MAX];
-    int n = snprintf(file, sizeof(file), "%s/%s", confdir, CA_FILE_KEY_CERT);
-
     *created = 0;
-    if (n < 0 || (size_t)n >= sizeof(file)) {
-        snprintf(err, errlen, "confdir path too long");
-        return PX_ECONFIG;
-    }
-    if (access(file, F_OK) == 0)
-        return 0; /* this conversation's CA from an earlier start; ca_load checks it */
-    int rc = px_caconv_create(confdir, path, fmt, days, proxy_ip, NULL, err, errlen);
+    int rc = px__caconv_held(confdir, err, errlen);
+    if (rc != 0)
+        return rc < 0 ? rc : 0;
+    rc = px_caconv_create(confdir, path, fmt, days, proxy_ip, NULL, err, errlen);
     *created = rc == 0;
     return rc;
 }
 
-void px_caconv_log_refused(px_engine_t *eng, const char *host)
+int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **desc, char *err,
+                      size_t errlen)
 {
-    px_snapshot_t *snap = px_engine_snapshot_ref(eng);
+    *out = NULL;
+    *created = 0;
+    *desc = NULL;
+    int rc = px__caconv_held(a->privdir, err, errlen);
+    if (rc == 0) {
+        rc = px_caconv_create_from(a->privdir, a->policy, a->path, a->days, a->proxy_ip, desc, err,
+                                   errlen);
+        *created = rc == 0;
+    }
+    if (rc < 0)
+        return rc;
+    rc = ca_load(out, a->privdir, 0, PX_CACONV_SB_CACHE, err, errlen);
+    if (rc == 0 && ca_get_constraints(*out) == NULL) {
+        snprintf(err, errlen,
+                 "%s/%s has no name constraints; --ca-per-conversation never uses "
+                 "an unconstrained CA (remove it)",
+                 a->privdir, CA_FILE_KEY_CERT);
+        rc = PX_ECONFIG;
+    }
+    if (rc == 0)
+        rc = ca_export_cert(*out, a->privdir, a->pubdir, err, errlen);
+    if (rc < 0) {
+        ca_free(*out);
+        *out = NULL;
+        free(*desc);
+        *desc = NULL;
+        if (*created) /* nothing half-made stays behind */
+            ca_remove_confdir(a->privdir);
+        *created = 0;
+    }
+    return rc;
+}
+
+void px_caconv_log_refused(px_log_t *log, const addon_policy_t *policy, const char *host)
+{
     addon_str_t h = {host, strlen(host)};
-    int allowed = addon_policy_has_host(snap->cfg.policy, h, 443, 1, NULL);
-    px_snapshot_unref(snap);
-    if (allowed)
-        px_log_printf(eng->log, "TLS REJECTED %s (no certificate: " PX_CACONV_WHY ")", host);
+    if (addon_policy_has_host(policy, h, 443, 1, NULL))
+        px_log_printf(log, "TLS REJECTED %s (no certificate: " PX_CACONV_WHY ")", host);
     else
-        px_log_printf(eng->log,
+        px_log_printf(log,
                       "TLS REJECTED %s (no certificate: not in the network allowlist, and outside "
                       "the conversation CA's name constraints)",
                       host);

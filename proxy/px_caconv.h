@@ -24,18 +24,44 @@ int px_caconv_constraints(const addon_policy_t *p, ca_constraints_t *c, char *er
 int px_caconv_create(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
                      const char *proxy_ip, char **desc, char *err, size_t errlen);
 
-typedef struct px_engine px_engine_t;
+/* As px_caconv_create, from an allowlist already loaded (p, borrowed; path names it in
+ * messages). */
+int px_caconv_create_from(const char *confdir, const addon_policy_t *p, const char *path, int days,
+                          const char *proxy_ip, char **desc, char *err, size_t errlen);
 
-/* Writes the network-log line for a handshake that failed because eng's CA may not sign for
- * host (borrowed, normalized): one for a host the allowlist now allows (a reload widened it:
- * a new conversation is needed), another for a host it does not allow (the client cannot get
- * the 403 answer, which would need a certificate). */
-void px_caconv_log_refused(px_engine_t *eng, const char *host);
+typedef struct px_log px_log_t;
+
+/* Writes to log the network-log line for a handshake that failed because the connection's CA
+ * may not sign for host (borrowed, normalized), policy being the connection's allowlist: one
+ * for a host the allowlist now allows (a reload widened it: a new conversation is needed),
+ * another for a host it does not allow (the client cannot get the 403 answer, which would
+ * need a certificate). */
+void px_caconv_log_refused(px_log_t *log, const addon_policy_t *policy, const char *host);
 
 /* For `airlock run --ca-per-conversation`: creates the constrained CA in confdir (as
  * px_caconv_create) unless confdir holds a CA already. 0 (*created 1 or 0), or negative with
  * err filled. The caller must still refuse a CA that turns out unconstrained. */
 int px_caconv_ensure(const char *confdir, const char *path, addon_policy_format_t fmt, int days,
                      const char *proxy_ip, int *created, char *err, size_t errlen);
+
+#define PX_CACONV_SB_CACHE 256 /* leaves cached per sandbox CA (a sandbox reaches few hosts) */
+
+/* What px_caconv_sandbox() needs (all borrowed). */
+typedef struct px_caconv_sb {
+    const char *privdir;          /* where the CA and its key live: only airlock reads it */
+    const char *pubdir;           /* the sandbox's directory: gets the certificate only */
+    const addon_policy_t *policy; /* the sandbox's allowlist, loaded from path */
+    const char *path;
+    int days;
+    const char *proxy_ip; /* permitted too (clients without SNI); may be NULL */
+} px_caconv_sb_t;
+
+/* --sandboxes with --ca-per-conversation: one sandbox's CA. Made in a->privdir from a->policy
+ * unless privdir holds one from an earlier start (*created says which), loaded into *out
+ * (ca_free), refused when it has no name constraints; its root certificate (what the agent
+ * trusts) is copied into a->pubdir. *desc gets a new CA's constraints (free(); may be NULL).
+ * 0, or a negative code with err filled; a CA made by the failed call is removed again. */
+int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **desc, char *err,
+                      size_t errlen);
 
 #endif

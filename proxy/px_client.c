@@ -441,10 +441,12 @@ int px_client_cert_cb(SSL *ssl, void *arg)
         inet_ntop(AF_INET, &eng->proxy_ip, ipbuf, sizeof(ipbuf));
         name = ipbuf;
     }
+    /* only the CA of the connection's sandbox signs (each one's own cache of leaves) */
+    ca_t *ca = px_sandbox_ca(eng, c->sb);
     ca_leaf_t *leaf = NULL;
-    int rc = ca_leaf_acquire(eng->ca, name, strlen(name), &leaf);
+    int rc = ca != NULL ? ca_leaf_acquire(ca, name, strlen(name), &leaf) : PX_EFORBIDDEN;
     if (rc == PX_EFORBIDDEN) /* the conversation CA may not sign for it: no leaf, no handshake */
-        px_caconv_log_refused(eng, name);
+        px_caconv_log_refused(c->log, px__cl_snap(c)->cfg.policy, name);
     if (rc != 0)
         return 0;
     int ok = SSL_use_certificate(ssl, ca_leaf_get_cert(leaf)) == 1 &&

@@ -94,7 +94,7 @@ static const px_up_cbs_t px__dial_cbs = {
  * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
 static void connect_outside_ca(px_client_t *c, px_msg_t *m)
 {
-    px_log_printf(c->eng->log, "BLOCKED CONNECT %s -> 403 (" PX_CACONV_WHY ")", c->connect_url);
+    px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (" PX_CACONV_WHY ")", c->connect_url);
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
@@ -145,7 +145,8 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         px__cl_close_flush(c);
         return;
     }
-    if (!passthrough && !ca_name_permitted(c->eng->ca, pre->norm_host, strlen(pre->norm_host))) {
+    if (!passthrough &&
+        !ca_name_permitted(px_sandbox_ca(c->eng, c->sb), pre->norm_host, strlen(pre->norm_host))) {
         connect_outside_ca(c, m);
         return;
     }

@@ -1,6 +1,8 @@
 #include "proxy/px_engine.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
 #include <ifaddrs.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -322,6 +324,101 @@ static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
     return rc;
 }
 
+/* path made absolute with symlinks resolved, also when it does not exist yet: its longest
+ * existing ancestor resolved, the rest appended as written. 0, or -1 (too long, unreadable). */
+static int px__path_real(const char *path, char *out, size_t cap)
+{
+    char head[PATH_MAX], tail[PATH_MAX] = "", real[PATH_MAX];
+    if ((size_t)snprintf(head, sizeof(head), "%s", path) >= sizeof(head))
+        return -1;
+    while (realpath(head[0] != '\0' ? head : ".", real) == NULL) {
+        char *slash = strrchr(head, '/');
+        if (errno != ENOENT || strlen(tail) + strlen(head) + 2 > sizeof(tail))
+            return -1;
+        const char *last = slash != NULL ? slash + 1 : head; /* moves to the front of tail */
+        size_t ln = strlen(last), lt = strlen(tail);
+        if (ln > 0) {
+            memmove(tail + 1 + ln, tail, lt + 1);
+            tail[0] = '/';
+            memcpy(tail + 1, last, ln);
+        }
+        if (slash == head)
+            head[1] = '\0'; /* "/" exists */
+        else if (slash != NULL)
+            *slash = '\0';
+        else
+            head[0] = '\0';
+    }
+    const char *root = strcmp(real, "/") == 0 && tail[0] != '\0' ? "" : real; /* no "//" */
+    return (size_t)snprintf(out, cap, "%s%s", root, tail) < cap ? 0 : -1;
+}
+
+/* 1 when path a is b or lies under it (both resolved). */
+static int px__path_under(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/' || (n == 1 && b[0] == '/'));
+}
+
+/* --sandboxes --ca-per-conversation: the sandboxes' CA keys (CONFDIR/sandbox-ca) must not be
+ * inside DIR, where a key could land in a sandbox's directory, nor DIR inside them. */
+static int px__sandbox_ca_check(const px_config_t *cfg)
+{
+    char keys[PATH_MAX], dir[PATH_MAX], real_keys[PATH_MAX], real_dir[PATH_MAX];
+    snprintf(keys, sizeof(keys), "%s/%s", cfg->confdir, PX_SB_CA_DIR);
+    snprintf(dir, sizeof(dir), "%s", cfg->sandboxes_dir);
+    if (px__path_real(keys, real_keys, sizeof(real_keys)) != 0 ||
+        px__path_real(dir, real_dir, sizeof(real_dir)) != 0) {
+        px_diag(PX_DIAG_ERROR, "CA: cannot resolve %s or %s", keys, dir);
+        return -1;
+    }
+    if (px__path_under(real_keys, real_dir) || px__path_under(real_dir, real_keys)) {
+        px_diag(PX_DIAG_ERROR,
+                "CA: the sandboxes' CA keys would be kept in %s, which overlaps --sandboxes %s: "
+                "give --confdir a directory outside it",
+                real_keys, real_dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* The CA (unless each sandbox has its own) and the TLS server context. Returns 0, or -1
+ * after saying why on stderr. */
+static int px__engine_ca(px_engine_t *eng)
+{
+    const px_config_t *cfg = eng->cfg;
+    char err[512];
+    /* --sandboxes --ca-per-conversation: each sandbox gets its own CA when it is loaded
+     * (px_sandbox.c); the engine has none, so no connection can fall back to one */
+    if (cfg->sandboxes_dir != NULL && cfg->ca_per_conversation) {
+        if (px__sandbox_ca_check(cfg) != 0)
+            return -1;
+    } else {
+        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
+            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
+                    sizeof(err)) != 0) {
+            px_diag(PX_DIAG_ERROR, "CA: %s", err);
+            return -1;
+        }
+        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
+            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
+                                   "never uses an unconstrained CA (give it an empty confdir)",
+                    cfg->confdir, CA_FILE_KEY_CERT);
+            return -1;
+        }
+        if (ca_was_generated(eng->ca))
+            px_diag(PX_DIAG_WARN,
+                    "created a new CA in %s: agents must trust %s/%s (see the documentation "
+                    "for each runtime)",
+                    cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
+    }
+    if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err, sizeof(err)) != 0) {
+        px_diag(PX_DIAG_ERROR, "%s", err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Opens the log, the policy, the CA and the TLS contexts, the resolver and the upstream
  * manager. Returns 0, or -1 after saying why on stderr. */
 static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
@@ -343,31 +440,10 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     px__own_addresses(eng);
     px__pick_proxy_ip(eng, ipbuf, iplen);
 
-    if (cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
-        cfg->listen_transparent.enabled) {
-        if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
-            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
-                    sizeof(err)) != 0) {
-            px_diag(PX_DIAG_ERROR, "CA: %s", err);
-            return -1;
-        }
-        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
-            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
-                                   "never uses an unconstrained CA (give it an empty confdir)",
-                    cfg->confdir, CA_FILE_KEY_CERT);
-            return -1;
-        }
-        if (ca_was_generated(eng->ca))
-            px_diag(PX_DIAG_WARN,
-                    "created a new CA in %s: agents must trust %s/%s (see the documentation "
-                    "for each runtime)",
-                    cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
-        if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err, sizeof(err)) !=
-            0) {
-            px_diag(PX_DIAG_ERROR, "%s", err);
-            return -1;
-        }
-    }
+    if ((cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
+         cfg->listen_transparent.enabled) &&
+        px__engine_ca(eng) != 0)
+        return -1;
     if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->tls_client, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;

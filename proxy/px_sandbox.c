@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
 
 #include "addons/addon_budget.h"
 #include "base/px_err.h"
+#include "proxy/px_caconv.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
@@ -142,7 +146,69 @@ static px_sandbox_t *px__sb_named(px_engine_t *eng, const char *name)
     return NULL;
 }
 
-/* A sandbox new to the engine: its files, log and pool. Returns 0 or -1 with err. */
+/* An operator-made CA in the sandbox's directory (DIR/NAME/mitmproxy-ca.pem), for that sandbox
+ * only: 1 with *out loaded, 0 when there is none, -1 with err. --ca-per-conversation takes it
+ * only with name constraints, as it takes a confdir's CA. */
+static int px__sb_own_ca(const px_config_t *ecfg, const px_sandbox_t *sb, const char *dir,
+                         ca_t **out, char *err, size_t errlen)
+{
+    char path[PATH_MAX], why[1024];
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, CA_FILE_KEY_CERT) >= sizeof(path) ||
+        access(path, F_OK) != 0)
+        return 0;
+    if (ca_load(out, dir, 0, PX_CACONV_SB_CACHE, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "sandbox %s: its CA: %s", sb->name, why);
+        return -1;
+    }
+    if (ecfg->ca_per_conversation && ca_get_constraints(*out) == NULL) {
+        snprintf(err, errlen,
+                 "sandbox %s: %.1000s has no name constraints; "
+                 "--ca-per-conversation never uses an unconstrained CA",
+                 sb->name, path);
+        ca_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    px_diag(PX_DIAG_INFO, "sandbox %s: signs with its own CA %s", sb->name, path);
+    return 1;
+}
+
+/* sb's CA, if it has one of its own: the operator's in its directory, or with
+ * --ca-per-conversation one made from its allowlist (sb->snap) the first time, whose key stays
+ * in CONFDIR/sandbox-ca/NAME and whose certificate goes into the sandbox's directory.
+ * Returns 0 (*made: 1 when a CA was made now) or -1 with err. */
+static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, size_t errlen)
+{
+    const px_config_t *ecfg = eng->cfg;
+    char pubdir[PATH_MAX], ip[INET_ADDRSTRLEN] = "", why[1024], *desc = NULL;
+    if (eng->tls_server == NULL)
+        return 0; /* no TLS is served */
+    snprintf(pubdir, sizeof(pubdir), "%s/%s", ecfg->sandboxes_dir, sb->name);
+    int own = px__sb_own_ca(ecfg, sb, pubdir, &sb->ca, err, errlen);
+    if (own != 0 || !ecfg->ca_per_conversation)
+        return own < 0 ? -1 : 0; /* without: the sandbox shares the engine's CA */
+    snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/" PX_SB_CA_DIR "/%s", ecfg->confdir, sb->name);
+    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
+    px_caconv_sb_t a = {.privdir = sb->ca_dir,
+                        .pubdir = pubdir,
+                        .policy = sb->snap->cfg.policy,
+                        .path = sb->allow_path,
+                        .days = ecfg->ca_days,
+                        .proxy_ip = ip};
+    if (px_caconv_sandbox(&a, &sb->ca, made, &desc, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "sandbox %s: %s", sb->name, why);
+        return -1;
+    }
+    if (*made)
+        px_diag(PX_DIAG_WARN,
+                "sandbox %s: created a per-conversation CA (valid %d days; permits %s): its "
+                "agent must trust %s/%s",
+                sb->name, ecfg->ca_days, desc != NULL ? desc : "?", pubdir, CA_FILE_CERT_PEM);
+    free(desc);
+    return 0;
+}
+
+/* A sandbox new to the engine: its files, CA, log and pool. Returns 0 or -1 with err. */
 static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errlen)
 {
     px_sandbox_t *sb = calloc(1, sizeof(*sb));
@@ -151,6 +217,7 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
         return -1;
     }
     px_sandbox_t *o = NULL;
+    int ca_made = 0;
     if (px__sb_read(eng->cfg, name, sb, err, errlen) != 0)
         goto fail;
     if ((o = px__sb_overlap(eng, sb, NULL)) != NULL) {
@@ -162,6 +229,8 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
         snprintf(err, errlen, "sandbox %s: its files are invalid (see above)", name);
         goto fail;
     }
+    if (px__sb_ca(eng, sb, &ca_made, err, errlen) != 0)
+        goto fail;
     if (px_log_open(sb->log_path, 1, &sb->log, err, errlen) != 0)
         goto fail;
     px_log_set_batched(sb->log, 1); /* kicked once per loop turn with the engine's */
@@ -177,6 +246,14 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
     eng->nsandboxes++;
     return 0;
 fail:
+    if (ca_made) { /* nothing of a sandbox left out stays behind */
+        char cert[PATH_MAX];
+        ca_remove_confdir(sb->ca_dir);
+        if ((size_t)snprintf(cert, sizeof(cert), "%s/%s/%s", eng->cfg->sandboxes_dir, name,
+                             CA_FILE_CERT_PEM) < sizeof(cert))
+            unlink(cert);
+    }
+    ca_free(sb->ca);
     px_snapshot_unref(sb->snap);
     px_log_close(sb->log);
     free(sb);
@@ -215,6 +292,10 @@ static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
     sb->gone = 1;
     eng->nsandboxes--;
     px_upmgr_close_idle(sb->up);
+    /* its conversation ends: the CA's key goes (open connections keep the CA in memory), and
+     * a sandbox of the same name later is a new conversation with a new CA */
+    if (sb->ca_dir[0] != '\0' && ca_remove_confdir(sb->ca_dir) != 0)
+        px_diag(PX_DIAG_WARN, "sandbox %s: cannot remove its CA in %s", sb->name, sb->ca_dir);
     px_diag(PX_DIAG_WARN, "sandbox %s removed (its open connections finish)", sb->name);
     px_sandbox_unref(sb);
 }
@@ -252,7 +333,7 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
         if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(name) > PX_SB_NAME_MAX)
             continue;
         px_sandbox_t *sb = px__sb_named(eng, name);
-        char err[512];
+        char err[1536]; /* a CA's refusal names the allowlist's path and entry */
         if (sb != NULL) {
             px__sb_reload(eng, sb);
             kept++;
@@ -286,6 +367,14 @@ px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src)
     return NULL;
 }
 
+ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb)
+{
+    /* with --ca-per-conversation never the engine's: there is none to fall back to */
+    if (sb != NULL && (sb->ca != NULL || eng->cfg->ca_per_conversation))
+        return sb->ca;
+    return eng->ca;
+}
+
 px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb)
 {
     sb->refs++;
@@ -302,6 +391,8 @@ void px_sandbox_unref(px_sandbox_t *sb)
     sb->snap = NULL;
     px_log_close(sb->log);
     sb->log = NULL;
+    ca_free(sb->ca); /* leaves handed out keep what they need */
+    sb->ca = NULL;
 }
 
 void px_sandboxes_stop(px_engine_t *eng)

@@ -11,6 +11,11 @@
  *   network-allowlist.yaml  its allowlist (any format airlock reads; auto-detected)
  *   replacements.json       its credentials (optional)
  *   network-sandbox.log     its network log (created when missing)
+ *   mitmproxy-ca-cert.pem   with --ca-per-conversation: written by airlock, the certificate
+ *                           of the sandbox's own CA, which signs only for its allowlist's
+ *                           hosts (the key stays in CONFDIR/sandbox-ca/NAME)
+ *   mitmproxy-ca.pem        optional: an operator-made CA for this sandbox only (with
+ *                           --ca-per-conversation it must carry name constraints)
  * SIGHUP re-reads DIR: new subdirectories become sandboxes, known ones re-read their files (an
  * invalid file keeps that sandbox's previous policy and touches no other), and vanished ones
  * take no new connection (their open connections finish under their old policy). */
@@ -21,12 +26,14 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "ca/ca.h"
 #include "proxy/px_config.h"
 
 #define PX_SB_MAX 4096          /* sandboxes in DIR; more are refused at load */
 #define PX_SB_SOURCES_MAX 16    /* `source` lines per sandbox */
 #define PX_SB_NAME_MAX 64       /* a sandbox's directory name */
 #define PX_SB_CONF_MAX 4096     /* sandbox.conf bytes */
+#define PX_SB_CA_DIR "sandbox-ca" /* CONFDIR/sandbox-ca/NAME: a sandbox's own CA, with its key */
 
 typedef struct px_engine px_engine_t;
 typedef struct px_snapshot px_snapshot_t;
@@ -50,6 +57,9 @@ typedef struct px_sandbox {
     px_log_t *log;
     px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
     struct addon_budget_table *budgets; /* its egress budget counters (NULL until used) */
+    ca_t *ca;                  /* its own CA (the operator's, or --ca-per-conversation's); NULL:
+                                * the engine's */
+    char ca_dir[PATH_MAX];     /* a CA airlock made: where its key lives (CONFDIR/sandbox-ca/NAME) */
 } px_sandbox_t;
 
 /* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and
@@ -63,6 +73,10 @@ int px_sandboxes_load(px_engine_t *eng, int startup);
 
 /* The sandbox whose sources hold src, or NULL (borrowed: take a reference to keep it). */
 px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src);
+
+/* The CA that signs the leaves of sb's connections (sb may be NULL: one conversation): its own
+ * with --ca-per-conversation, else the engine's. Borrowed; NULL when none may sign. */
+ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb);
 
 px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb);
 void px_sandbox_unref(px_sandbox_t *sb);

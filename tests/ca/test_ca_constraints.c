@@ -566,6 +566,96 @@ static void test_ca_constraints_create_from_file(void **state)
     ct_rmtree(dir);
 }
 
+/* px_caconv_sandbox: one sandbox's CA under --sandboxes --ca-per-conversation. */
+static int sandbox_ca(const char *priv, const char *pub, const char *list, ca_t **ca, char **desc,
+                      char *err)
+{
+    addon_policy_t *p = NULL;
+    assert_int_equal(addon_policy_load_buffer_as("allow", list, strlen(list),
+                                                 ADDON_POLICY_FORMAT_AUTO, &p, err, ERRLEN),
+                     0);
+    px_caconv_sb_t a = {priv, pub, p, "allow", 3, "10.0.0.1"};
+    int created = -1;
+    int rc = px_caconv_sandbox(&a, ca, &created, desc, err, ERRLEN);
+    assert_int_equal(created, rc == 0 && *desc != NULL);
+    addon_policy_unref(p);
+    return rc;
+}
+
+static void test_ca_constraints_sandbox_ca(void **state)
+{
+    char dir[CT_DIR_LEN], priv[4096], pub[4096], path[4096], err[ERRLEN];
+    char *desc = NULL;
+    ca_t *ca = NULL, *again = NULL;
+    struct stat st;
+    size_t len;
+    (void)state;
+    ct_tmpdir(dir);
+    ct_path(priv, sizeof(priv), "%s/conf/sandbox-ca/a", dir);
+    ct_path(pub, sizeof(pub), "%s/a", dir);
+    assert_int_equal(mkdir(pub, 0755), 0);
+    assert_int_equal(sandbox_ca(priv, pub, "a.test\n", &ca, &desc, err), 0);
+    assert_string_equal(desc, "DNS:a.test, IP:10.0.0.1/32");
+    free(desc);
+    assert_int_equal(ca_name_permitted(ca, "www.a.test", 10), 1);
+    assert_int_equal(ca_name_permitted(ca, "b.test", 6), 0);
+    /* the sandbox's directory gets the root certificate only; the key stays in priv */
+    ct_path(path, sizeof(path), "%s/%s", pub, CA_FILE_CERT_PEM);
+    char *text = ct_read_file(path, &len);
+    assert_non_null(strstr(text, "BEGIN CERTIFICATE"));
+    assert_null(strstr(text, "PRIVATE KEY"));
+    free(text);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    ct_path(path, sizeof(path), "%s/%s", pub, CA_FILE_KEY_CERT);
+    assert_int_equal(access(path, F_OK), -1);
+    ct_path(path, sizeof(path), "%s/%s", priv, CA_FILE_KEY_CERT);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* a second start reuses it */
+    assert_int_equal(sandbox_ca(priv, pub, "a.test\nb.test\n", &again, &desc, err), 0);
+    assert_null(desc);
+    assert_int_equal(X509_cmp(ca_get_cert(ca), ca_get_cert(again)), 0);
+    assert_int_equal(ca_name_permitted(again, "b.test", 6), 0);
+    ca_free(again);
+    /* a root that did not issue the CA is never handed out */
+    char priv2[4096];
+    ct_path(priv2, sizeof(priv2), "%s/conf/sandbox-ca/b", dir);
+    assert_int_equal(sandbox_ca(priv2, pub, "b.test\n", &again, &desc, err), 0);
+    free(desc);
+    ca_free(again);
+    ct_path(path, sizeof(path), "%s/%s", priv2, CA_FILE_CERT_PEM);
+    text = ct_read_file(path, &len);
+    ct_path(path, sizeof(path), "%s/%s", priv, CA_FILE_CERT_PEM);
+    ct_write_file(path, text, len, 0644);
+    free(text);
+    assert_true(sandbox_ca(priv, pub, "a.test\n", &again, &desc, err) < 0);
+    assert_non_null(strstr(err, "did not issue"));
+    assert_null(again);
+    ct_path(path, sizeof(path), "%s/%s", priv, CA_FILE_KEY_CERT);
+    assert_int_equal(access(path, F_OK), 0); /* not made by this call: not removed */
+    /* an unconstrained CA is refused */
+    int result;
+    ct_path(path, sizeof(path), "%s/conf/sandbox-ca/plain", dir);
+    assert_int_equal(ca_init_confdir(path, &result, err, ERRLEN), 0);
+    assert_true(sandbox_ca(path, pub, "a.test\n", &again, &desc, err) < 0);
+    assert_non_null(strstr(err, "no name constraints"));
+    /* an allowlist no constraint can hold: refused, nothing left behind */
+    ct_path(path, sizeof(path), "%s/conf/sandbox-ca/star", dir);
+    assert_true(sandbox_ca(path, pub, "*\n", &again, &desc, err) < 0);
+    assert_non_null(strstr(err, "host pattern '*'"));
+    assert_int_equal(access(path, F_OK), -1);
+    /* removal: the key and the directory go; the loaded CA still signs */
+    assert_int_equal(ca_remove_confdir(priv), 0);
+    assert_int_equal(access(priv, F_OK), -1);
+    ca_leaf_t *leaf = NULL;
+    assert_int_equal(ca_leaf_acquire(ca, "a.test", 6, &leaf), 0);
+    ca_leaf_release(leaf);
+    ca_free(ca);
+    assert_int_equal(ca_name_permitted(NULL, "a.test", 6), 0);
+    ct_rmtree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -582,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_ca_constraints_init_errors),
         cmocka_unit_test(test_ca_constraints_cap),
         cmocka_unit_test(test_ca_constraints_create_from_file),
+        cmocka_unit_test(test_ca_constraints_sandbox_ca),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
