@@ -68,8 +68,6 @@ static int px__wsf_head(px_wsframe_t *p)
         len = ((uint64_t)h[2] << 8) | h[3];
         at = 4;
     } else if (len == 127) {
-        if (h[2] & 0x80)
-            return px__wsf_fail(p, "a 64-bit payload length with its top bit set");
         len = 0;
         for (int i = 0; i < 8; i++)
             len = (len << 8) | h[2 + i];
@@ -125,12 +123,14 @@ int px_wsframe_next(px_wsframe_t *p, const char *data, size_t len, size_t *used,
     size_t at = 0;
     while (at < len) {
         p->hdr[p->hlen++] = (uint8_t)data[at++];
-        if (p->hlen == 2) {
-            int rc = px__wsf_check(p);
-            if (rc < 0) {
-                *used = at;
-                return rc;
-            }
+        int rc = 0;
+        if (p->hlen == 2)
+            rc = px__wsf_check(p);
+        else if (p->hlen == 3 && (p->hdr[1] & 0x7F) == 127 && (p->hdr[2] & 0x80))
+            rc = px__wsf_fail(p, "a 64-bit payload length with its top bit set");
+        if (rc < 0) {
+            *used = at;
+            return rc;
         }
         if (p->hlen >= 2 && p->hlen == px__wsf_hdr_need(p->hdr)) {
             *used = at;
