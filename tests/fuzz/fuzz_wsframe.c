@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1 || size > 1 << 20)
+    if (size < 1 || size > 16384)
         return 0;
     int need_mask = data[0] & 1;
     size_t step = (size_t)(data[0] >> 1) + 1;

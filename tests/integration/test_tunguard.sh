@@ -16,7 +16,7 @@ REAL="ghp_REALVALUE0123456789abcdefREALVALUE"
 SURR="ghp_SurrogateSurrogateSurrogate000001"
 CANARY="CANARY-7f3a9c-do-not-send"
 cat > "$T_DIR/allow.yaml" <<'YAML'
-domains: ["ws.test", "wsdl.test", "wsleak.test"]
+domains: ["ws.test", "wsdl.test", "wsleak.test", "wsh2.test"]
 url_prefixes:
   - host: pass.test
     tls: passthrough
@@ -39,7 +39,13 @@ cat > "$T_DIR/repl.json" <<JSON
 }
 JSON
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+ip addr add 127.0.0.4/8 dev lo 2>/dev/null || true
 mkdir -p "$T_DIR/rec"
+# HTTP/2 WebSockets need TLS toward the client; ws.py (TLS, test CA) echoes behind them
+t_upstream_ca
+t_upstream_cert "DNS:wsh2.test" "$T_DIR/wsh2"
+"$PY" "$HERE/ws.py" server 127.0.0.4 443 "$T_DIR/wsh2.pem" "$T_DIR/wsh2.key" > /dev/null 2>&1 &
+T_PIDS+=($!)
 "$PY" "$HERE/ws_peers.py" server 127.0.0.2 80 "$T_DIR/rec" > "$T_DIR/peer.log" 2>&1 &
 T_PIDS+=($!)
 "$PY" "$HERE/ws_peers.py" raw 127.0.0.2 443 "$T_DIR/rec" > "$T_DIR/raw.log" 2>&1 &
@@ -50,9 +56,12 @@ T_PIDS+=($!)
 t_wait_port 127.0.0.2 80 || exit 1
 t_wait_port 127.0.0.2 443 || exit 1
 t_wait_port 127.0.0.3 443 || exit 1
-t_start_resolver --address=/passdl.test/127.0.0.3
+t_wait_port 127.0.0.4 443 || exit 1
+t_start_resolver --address=/passdl.test/127.0.0.3 --address=/wsh2.test/127.0.0.4
 t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
-    --listen-proxy 127.0.0.1:3128 --allow-upstream-cidr 127.0.0.3/32 || exit 1
+    --listen-proxy 127.0.0.1:3128 --allow-upstream-cidr 127.0.0.3/32 \
+    --allow-upstream-cidr 127.0.0.4/32 --upstream-ca "$T_DIR/upca.pem" || exit 1
+CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
 ws() { timeout 20 "$PY" "$HERE/ws_peers.py" client 127.0.0.1 80 "$@"; }
 last() { ls -t "$T_DIR/rec/"ws*."$1" | head -1; }
@@ -105,6 +114,16 @@ t_check "... the upstream never received it" test $? -ne 0
 out=$(ws wsleak.test /echo send "rsv:compressed?")
 t_eq "a frame with RSV1 set (compressed: cannot be scanned): closed" "closed" "$out"
 t_logged "... logged" '^BLOCKED GET http://wsleak\.test/echo -> 101 (websocket: a frame with RSV bits set (no extension was negotiated); the WebSocket was closed)$'
+
+# the same over HTTP/2 (RFC 8441 extended CONNECT)
+out=$(timeout 15 "$PY" "$HERE/ws_h2.py" wsh2.test /chat "$CA" hello 2>&1)
+t_eq "h2 WebSocket without a secret: relayed" "status=200 echo: hello" \
+    "$(echo $out | sed 's/echo=/ /;s/  / /')"
+out=$(timeout 15 "$PY" "$HERE/ws_h2.py" wsh2.test /chat "$CA" "x$REAL" 2>&1)
+t_check "h2 WebSocket carrying a secret: no echo ($(echo $out))" \
+    test -z "$(printf '%s' "$out" | grep echo=)"
+t_logged "... logged" \
+    '^BLOCKED GET https://wsh2\.test/chat -> 101 (leak: secret entry\[0\]\.value, raw, in a WebSocket message; the WebSocket was closed)$'
 
 for v in "$REAL" "$CANARY"; do
     if grep -qF -- "$v" "$T_DIR/net.log" "$T_DIR/airlock.err"; then t_fail "a value reached the log"; fi
