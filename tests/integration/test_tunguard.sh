@@ -16,7 +16,7 @@ REAL="ghp_REALVALUE0123456789abcdefREALVALUE"
 SURR="ghp_SurrogateSurrogateSurrogate000001"
 CANARY="CANARY-7f3a9c-do-not-send"
 cat > "$T_DIR/allow.yaml" <<'YAML'
-domains: ["ws.test", "wsdl.test", "wsleak.test", "wsh2.test"]
+domains: ["ws.test", "wsdl.test", "wsleak.test", "wsh2.test", "ws2.test"]
 url_prefixes:
   - host: pass.test
     tls: passthrough
@@ -31,6 +31,8 @@ budgets:
     sent: 100KB
   - host: passdl.test
     received: 100KB
+  - host: ws2.test
+    sent: 100KB
 YAML
 cat > "$T_DIR/repl.json" <<JSON
 {
@@ -172,7 +174,19 @@ t_logged "... logged" \
     '^BLOCKED CONNECT passdl\.test:443 -> 200 tunnel (budget: received for passdl\.test, 100000/100000; the tunnel was cut after 100000 bytes received)$'
 
 # ---- SIGHUP: a budget's count survives, a tunnel opened before keeps counting ----
+ws ws2.test /sink upload 1000000 50000 "$T_DIR/go" > "$T_DIR/ws2.out" &
+until_ok 'grep -q paused "$T_DIR/ws2.out"'
+sed -i '/host: ws2.test/,+1d' "$T_DIR/allow.yaml"
 t_reload
+t_contains "reloaded without ws2.test's budget" "$(tail -1 "$T_DIR/airlock.err")" "allowlist reloaded"
+touch "$T_DIR/go"
+wait $!
+t_contains "a WebSocket opened before the reload still counts on the removed budget: cut" \
+    "$(cat "$T_DIR/ws2.out")" "closed"
+t_logged "... at it, logged" \
+    '^BLOCKED GET http://ws2\.test/sink -> 101 (budget: sent for ws2\.test, 100000/100000; the WebSocket was cut after 100000 bytes sent)$'
+out=$(ws ws2.test /sink upload 300000)
+t_contains "... while a new one to ws2.test is no longer counted" "$out" "sent 311296"
 t_contains "after SIGHUP ws.test's sent budget is still used up" "$(ws ws.test /sink upload 1000)" \
     "HTTP/1.1 429 "
 

@@ -14,7 +14,9 @@ tunnels through airlock, with upstreams that record what reached them.
       Opens a WebSocket (offering permessage-deflate) and then:
         echo             a text message, a message in two fragments with a ping between them,
                          a ping and an empty message; prints what comes back, one line each
-        upload TOTAL     sends TOTAL bytes in binary frames of 16 KiB; prints "sent N"
+        upload TOTAL [AFTER FILE]
+                         sends TOTAL bytes in binary frames of 16 KiB, printing "sent N"; with
+                         AFTER, prints "paused" after that many and waits until FILE exists
         download         reads until closed; prints "got N" (raw bytes after the 101)
         send SPEC...     sends frames, then prints each message that comes back ("echo X")
                          and "closed" when the connection closes. SPEC: text:S, ping:S,
@@ -240,14 +242,20 @@ def client(host, port, vhost, path, action, args):
         replies(r, 5)
     elif action == "upload":
         total, sent = int(args[0]), 0
+        pause = int(args[1]) if len(args) > 2 else -1
         try:
             while sent < total:
+                if sent >= pause >= 0:
+                    print("paused", flush=True)
+                    while not os.path.exists(args[2]):
+                        time.sleep(0.05)
+                    pause = -1
                 s.sendall(frame(2, b"u" * 16384))
                 sent += 16384
         except OSError:
             pass
         print("sent", sent)
-        replies(r, 5)
+        replies(r, 1)
     elif action == "download":
         got = len(rest)
         try:
