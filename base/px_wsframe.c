@@ -92,8 +92,8 @@ static int px__wsf_head(px_wsframe_t *p)
     return PX_WSFRAME_HEAD;
 }
 
-int px_wsframe_next(px_wsframe_t *p, const char *data, size_t len, size_t *used,
-                    const char **run, size_t *run_len)
+int px_wsframe_next(px_wsframe_t *p, const char *data, size_t len, size_t *used, const char **run,
+                    size_t *run_len)
 {
     *used = 0;
     *run = NULL;
@@ -141,8 +141,7 @@ int px_wsframe_next(px_wsframe_t *p, const char *data, size_t len, size_t *used,
     return PX_WSFRAME_MORE;
 }
 
-void px_wsframe_unmask(const uint8_t key[4], uint64_t off, const char *in, char *out,
-                       size_t len)
+void px_wsframe_unmask(const uint8_t key[4], uint64_t off, const char *in, char *out, size_t len)
 {
     size_t k = (size_t)(off & 3);
     size_t i = 0;

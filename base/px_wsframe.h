@@ -37,14 +37,14 @@ typedef struct px_wsframe {
     int fin;
     int masked;
     uint8_t key[4];
-    uint64_t len;       /* payload length */
-    uint64_t off;       /* payload bytes delivered so far */
-    int message_end;    /* a data frame with FIN: its message ends with this frame */
-    const char *why;    /* after an error: what was wrong (static text) */
+    uint64_t len;    /* payload length */
+    uint64_t off;    /* payload bytes delivered so far */
+    int message_end; /* a data frame with FIN: its message ends with this frame */
+    const char *why; /* after an error: what was wrong (static text) */
     /* the reader */
-    int need_mask;      /* every frame must be masked (client to server) */
-    int in_message;     /* a fragmented data message is open */
-    int stage;          /* internal: header, payload, end */
+    int need_mask;  /* every frame must be masked (client to server) */
+    int in_message; /* a fragmented data message is open */
+    int stage;      /* internal: header, payload, end */
     uint8_t hdr[14];
     size_t hlen;
 } px_wsframe_t;
@@ -57,13 +57,12 @@ void px_wsframe_init(px_wsframe_t *p, int need_mask);
  * payload offset of its first byte is p->off - run length. A negative PX_EPARSE when the
  * bytes break the protocol (p->why says how); the reader is then stuck in that error. Call
  * again with the rest of the input until MORE. */
-int px_wsframe_next(px_wsframe_t *p, const char *data, size_t len, size_t *used,
-                    const char **run, size_t *run_len);
+int px_wsframe_next(px_wsframe_t *p, const char *data, size_t len, size_t *used, const char **run,
+                    size_t *run_len);
 
 /* Unmasks len payload bytes from in to out (may be the same) with key, the first byte being
  * at payload offset off. */
-void px_wsframe_unmask(const uint8_t key[4], uint64_t off, const char *in, char *out,
-                       size_t len);
+void px_wsframe_unmask(const uint8_t key[4], uint64_t off, const char *in, char *out, size_t len);
 
 /* 1 for close, ping and pong (opcodes 8 and up). */
 static inline int px_wsframe_is_control(int opcode)

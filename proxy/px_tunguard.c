@@ -30,15 +30,15 @@ typedef struct px_tunguard {
     /* the secret guard on the client's frames (side 0); leak NULL: not read */
     const addon_leak_t *leak;
     px_wsframe_t fp;
-    addon_leak_state_t msg;          /* the open data message's scan */
-    addon_leak_state_t ctl;          /* the control frame's scan */
-    uint64_t msg_pos;                /* payload bytes of the open message scanned */
-    uint64_t in, out;                /* raw bytes read from the client, handed on */
-    uint64_t frame_from;             /* raw offset of the frame being read */
-    int in_ctl;                      /* a control frame is being read: held until its end */
-    px__tg_seg_t *seg;               /* the message's bytes that may begin a value (in order) */
+    addon_leak_state_t msg; /* the open data message's scan */
+    addon_leak_state_t ctl; /* the control frame's scan */
+    uint64_t msg_pos;       /* payload bytes of the open message scanned */
+    uint64_t in, out;       /* raw bytes read from the client, handed on */
+    uint64_t frame_from;    /* raw offset of the frame being read */
+    int in_ctl;             /* a control frame is being read: held until its end */
+    px__tg_seg_t *seg;      /* the message's bytes that may begin a value (in order) */
     size_t nseg, segcap;
-    char *held;                      /* raw [out, in): what cannot go yet */
+    char *held; /* raw [out, in): what cannot go yet */
     size_t held_len, held_cap;
     char *scratch;
 } px_tunguard_t;
@@ -114,8 +114,8 @@ size_t px_tunguard_budget_json(const addon_budget_over_t *o, uint64_t declared, 
     px_sbuf_init(&s, json, cap);
     px_sbuf_adds(&s, "{\"error\": \"egress_budget_exceeded\", \"message\": ");
     px_sbuf_json_str(&s, msg, strlen(msg));
-    px_sbuf_printf(&s, ", \"budget\": {\"kind\": \"%s\", \"host\": ",
-                   addon_budget_kind_name(b->kind));
+    px_sbuf_printf(&s,
+                   ", \"budget\": {\"kind\": \"%s\", \"host\": ", addon_budget_kind_name(b->kind));
     px_sbuf_json_str(&s, b->host, strlen(b->host));
     px_sbuf_printf(&s, ", \"limit\": %llu", (unsigned long long)b->limit);
     if (b->kind == ADDON_BUDGET_RATE)
@@ -202,8 +202,9 @@ static int px__tg_scan(px_tunguard_t *g, px_tunnel_t *t, const char *run, size_t
         }
         if (!g->in_ctl) {
             if (px__tg_pending(g, raw + k, g->msg_pos, n, addon_leak_pending(g->leak, st)) != 0) {
-                px__tg_refuse(g, t, "BLOCKED", "websocket: too many frames held behind a "
-                                               "possible secret");
+                px__tg_refuse(g, t, "BLOCKED",
+                              "websocket: too many frames held behind a "
+                              "possible secret");
                 return 1;
             }
             g->msg_pos += n;
@@ -275,8 +276,9 @@ static void px__tg_client(px_tunguard_t *g, px_tunnel_t *t, const char *data, si
     size_t keep = (size_t)(g->in - safe);
     size_t cap = addon_leak_max_pattern_len(g->leak) + PX_TUNGUARD_HOLD_EXTRA;
     if (keep > cap) {
-        px__tg_refuse(g, t, "BLOCKED", "websocket: too many bytes of frames held behind a "
-                                       "possible secret");
+        px__tg_refuse(g, t, "BLOCKED",
+                      "websocket: too many bytes of frames held behind a "
+                      "possible secret");
         return;
     }
     if (from_held > 0) {

@@ -26,7 +26,7 @@
 /* Held behind a possible secret, beyond the longest pattern: more than this many bytes of
  * frames (headers, control frames) while a value may have begun closes the WebSocket. */
 #define PX_TUNGUARD_HOLD_EXTRA (64 * 1024)
-#define PX_TUNGUARD_LINE_MAX 2200/* "GET https://host/path -> 101" for the log lines */
+#define PX_TUNGUARD_LINE_MAX 2200 /* "GET https://host/path -> 101" for the log lines */
 
 /* Guards tunnel t after a WebSocket upgrade: line is the exchange's "METHOD URL -> 101"
  * (copied), log is borrowed for t's life, snap is referenced for t's life, bud (taken; NULL:

@@ -128,7 +128,8 @@ static void test_px_wsframe_control_inside_fragments(void **state)
     put(b, &n, 1, 0, PX_WSFRAME_CONT, 1, "ment", 4);
     put(b, &n, 1, 0, PX_WSFRAME_TEXT, 1, "", 0);
     put(b, &n, 1, 0, PX_WSFRAME_CLOSE, 1, "\x03\xe8", 2);
-    check(b, n, 1, "H1,0,5[frag-]H9,1,2[p1]H0,0,0[]H10,1,0[]H0,1,4[ment]MH1,1,0[]MH8,1,2[\x03\xe8]");
+    check(b, n, 1,
+          "H1,0,5[frag-]H9,1,2[p1]H0,0,0[]H10,1,0[]H0,1,4[ment]MH1,1,0[]MH8,1,2[\x03\xe8]");
 }
 
 static void test_px_wsframe_lengths(void **state)
@@ -146,8 +147,8 @@ static void test_px_wsframe_lengths(void **state)
     assert_int_equal(b[1] & 0x7f, 125);
     assert_int_equal(b[125 + 6 + 1] & 0x7f, 126);
     char *want = malloc(2 * big);
-    int w = snprintf(want, 2 * big, "H2,1,125[%.125s]MH2,1,126[%.126s]MH2,1,300[%.300s]M", pl, pl,
-                     pl);
+    int w =
+        snprintf(want, 2 * big, "H2,1,125[%.125s]MH2,1,126[%.126s]MH2,1,300[%.300s]M", pl, pl, pl);
     assert_true(w > 0);
     check(b, n, 1, want);
     /* a 64-bit length, fed whole and byte by byte */
@@ -176,7 +177,10 @@ static void test_px_wsframe_refused(void **state)
         int need_mask;
         const char *want;
     } cases[] = {
-        {{0xc1, 0x80, 0, 0, 0, 0}, 6, 1, "X(a frame with RSV bits set (no extension was negotiated))"},
+        {{0xc1, 0x80, 0, 0, 0, 0},
+         6,
+         1,
+         "X(a frame with RSV bits set (no extension was negotiated))"},
         {{0x91, 0x00}, 2, 0, "X(a frame with RSV bits set (no extension was negotiated))"},
         {{0x83, 0x80}, 2, 1, "X(a frame with a reserved opcode)"},
         {{0x8b, 0x80}, 2, 1, "X(a frame with a reserved opcode)"},
@@ -184,9 +188,13 @@ static void test_px_wsframe_refused(void **state)
         {{0x09, 0x80, 0, 0, 0, 0}, 6, 1, "X(a fragmented control frame)"},
         {{0x89, 0xfe, 0, 126}, 4, 1, "X(a control frame longer than 125 bytes)"},
         {{0x80, 0x80, 0, 0, 0, 0}, 6, 1, "X(a continuation frame outside a fragmented message)"},
-        {{0x01, 0x80, 0, 0, 0, 0, 0x81, 0x80}, 8, 1,
+        {{0x01, 0x80, 0, 0, 0, 0, 0x81, 0x80},
+         8,
+         1,
          "H1,0,0[]X(a new message inside a fragmented one)"},
-        {{0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0}, 10, 1,
+        {{0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0},
+         10,
+         1,
          "X(a 64-bit payload length with its top bit set)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

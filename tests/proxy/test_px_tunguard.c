@@ -86,11 +86,12 @@ static void rig_open(rig_t *r)
     char err[200];
     assert_int_equal(px_log_open(r->logpath, 1, &r->log, err, sizeof(err)), 0);
     r->t = px_tunnel_new();
-    assert_int_equal(px_tunguard_ws(r->t, r->log, "GET http://h/ws -> 101", r->snap, NULL,
-                                    r->snap->leak),
-                     0);
-    px_tunnel_end_t a = {end_write, end_full, end_read, end_shutdown, end_finish, end_close, &r->cl};
-    px_tunnel_end_t b = {end_write, end_full, end_read, end_shutdown, end_finish, end_close, &r->up};
+    assert_int_equal(
+        px_tunguard_ws(r->t, r->log, "GET http://h/ws -> 101", r->snap, NULL, r->snap->leak), 0);
+    px_tunnel_end_t a = {end_write,  end_full,  end_read, end_shutdown,
+                         end_finish, end_close, &r->cl};
+    px_tunnel_end_t b = {end_write,  end_full,  end_read, end_shutdown,
+                         end_finish, end_close, &r->up};
     px_tunnel_attach(r->t, 0, &a);
     px_tunnel_attach(r->t, 1, &b);
 }
@@ -269,8 +270,8 @@ static void test_px_tunguard_leaks_never_leave(void **state)
     const char *want = "BLOCKED GET http://h/ws -> 101 (leak: secret entry[0].value, raw, in a "
                        "WebSocket message; the WebSocket was closed)";
     for (int i = 0; i < 30; i++) {
-        leak_case(SECRET, 0, 1 + rnd() % 3000, want);   /* one frame, reads of any size */
-        leak_case(SECRET, 1, 1 + rnd() % 50, want);     /* one-byte frames, pings between */
+        leak_case(SECRET, 0, 1 + rnd() % 3000, want); /* one frame, reads of any size */
+        leak_case(SECRET, 1, 1 + rnd() % 50, want);   /* one-byte frames, pings between */
         leak_case(SECRET, 5, 1 + rnd() % 10, want);
         leak_case("CANARY-7f3a9c-do-not-send", 3, 1 + rnd() % 40,
                   "(leak: canary ssh-marker, raw, in a WebSocket message;");
