@@ -66,7 +66,7 @@ t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
 ws() { timeout 20 "$PY" "$HERE/ws_peers.py" client 127.0.0.1 80 "$@"; }
-last() { ls -t "$T_DIR/rec/"ws*."$1" | head -1; }
+last() { printf '%s\n' "$T_DIR/rec/"ws*."$1" | sort -V | tail -1; } # the newest connection's
 
 # ---- a clean WebSocket echoes both ways ----
 out=$(ws wsleak.test /echo echo)
@@ -120,9 +120,9 @@ t_logged "... logged" '^BLOCKED GET http://wsleak\.test/echo -> 101 (websocket: 
 # the same over HTTP/2 (RFC 8441 extended CONNECT)
 out=$(timeout 15 "$PY" "$HERE/ws_h2.py" wsh2.test /chat "$CA" hello 2>&1)
 t_eq "h2 WebSocket without a secret: relayed" "status=200 echo: hello" \
-    "$(echo $out | sed 's/echo=/ /;s/  / /')"
+    "$(printf '%s' "$out" | tr '\n' ' ' | sed 's/echo=/ /;s/  / /')"
 out=$(timeout 15 "$PY" "$HERE/ws_h2.py" wsh2.test /chat "$CA" "x$REAL" 2>&1)
-t_check "h2 WebSocket carrying a secret: no echo ($(echo $out))" \
+t_check "h2 WebSocket carrying a secret: no echo ($(printf '%s' "$out" | tr '\n' ' '))" \
     test -z "$(printf '%s' "$out" | grep echo=)"
 t_logged "... logged" \
     '^BLOCKED GET https://wsh2\.test/chat -> 101 (leak: secret entry\[0\]\.value, raw, in a WebSocket message; the WebSocket was closed)$'
@@ -158,7 +158,7 @@ tun() { timeout 20 "$PY" "$HERE/ws_peers.py" tunnel 127.0.0.1 3128 "$@"; }
 out=$(tun pass.test up 1000000)
 t_logged "a passthrough tunnel sending 1 MB against a 100KB sent budget is cut, logged" \
     '^BLOCKED CONNECT pass\.test:443 -> 200 tunnel (budget: sent for pass\.test, 100000/100000; the tunnel was cut after 100000 bytes sent)$'
-got=$(wc -c < "$(ls -t "$T_DIR"/rec/raw*.bin | head -1)")
+got=$(wc -c < "$(printf '%s\n' "$T_DIR"/rec/raw*.bin | sort -V | tail -1)")
 echo "# the passthrough upstream got $got bytes (budget 100000; the client: $out)"
 t_check "... the upstream received at most the budget" test "$got" -le 100000 -a "$got" -gt 90000
 out=$(tun pass.test up 1000)
@@ -175,6 +175,7 @@ t_logged "... logged" \
 
 # ---- SIGHUP: a budget's count survives, a tunnel opened before keeps counting ----
 ws ws2.test /sink upload 1000000 50000 "$T_DIR/go" > "$T_DIR/ws2.out" &
+# shellcheck disable=SC2016 # expanded by until_ok
 until_ok 'grep -q paused "$T_DIR/ws2.out"'
 sed -i '/host: ws2.test/,+1d' "$T_DIR/allow.yaml"
 t_reload
