@@ -41,6 +41,9 @@ typedef struct px_tunguard {
     char *held; /* raw [out, in): what cannot go yet */
     size_t held_len, held_cap;
     char *scratch;
+    /* the upstream's frames, followed only to know where one ends (a close frame can go then) */
+    px_wsframe_t down;
+    int down_lost; /* they broke the protocol: no longer followed */
 } px_tunguard_t;
 
 static void px__tg_free(void *h)
@@ -133,11 +136,38 @@ size_t px_tunguard_budget_json(const addon_budget_over_t *o, uint64_t declared, 
 
 /* ---- the secret guard on the client's WebSocket frames --------------------------------------- */
 
-/* Stops the WebSocket before what it read goes on: nothing more is relayed either way. */
+/* Follows the upstream's frames relayed to the client, to know when one ends. */
+static void px__tg_follow(px_tunguard_t *g, const char *data, size_t len)
+{
+    size_t at = 0;
+    while (!g->down_lost) {
+        size_t used, rlen;
+        const char *run;
+        int ev = px_wsframe_next(&g->down, data + at, len - at, &used, &run, &rlen);
+        at += used;
+        if (ev < 0)
+            g->down_lost = 1;
+        if (ev <= 0)
+            return;
+    }
+}
+
+/* Stops the WebSocket before what it read goes on: nothing more is relayed either way. When
+ * the upstream's frames to the client are between two frames, the client gets a close frame
+ * (1008, policy violation) first. */
 static void px__tg_refuse(px_tunguard_t *g, px_tunnel_t *t, const char *verdict, const char *why)
 {
+    static const char close1008[] = "\x88\x14\x03\xf0"
+                                    "blocked by airlock";
     g->cut = 1;
-    px_log_printf(g->log, "%s %s (%s; the WebSocket was closed)", verdict, g->line, why);
+    int boundary = !g->down_lost && g->down.hlen == 0 && g->down.off == g->down.len;
+    px_log_printf(g->log, "%s %s (%s; the WebSocket was closed%s)", verdict, g->line, why,
+                  boundary ? " with 1008" : "");
+    if (boundary) {
+        px_tunnel_pass(t, 1, close1008, sizeof(close1008) - 1);
+        px_tunnel_cut(t, 0);
+        return;
+    }
     px_tunnel_cut(t, -1);
 }
 
@@ -316,10 +346,13 @@ static void px__tg_data(void *h, px_tunnel_t *t, int side, const char *data, siz
     px_tunguard_t *g = h;
     if (g->cut)
         return;
-    if (side == 0 && g->leak != NULL)
+    if (side == 0 && g->leak != NULL) {
         px__tg_client(g, t, data, len);
-    else
-        px__tg_pass(g, t, side, data, len);
+        return;
+    }
+    if (g->leak != NULL)
+        px__tg_follow(g, data, len); /* counted first: the budget may cut what it relays */
+    px__tg_pass(g, t, side, data, len);
 }
 
 /* ---- making one ---------------------------------------------------------------------------- */
@@ -338,6 +371,7 @@ static px_tunguard_t *px__tg_new(px_log_t *log, const char *line, const char *wh
     g->leak = leak;
     if (leak != NULL) {
         px_wsframe_init(&g->fp, 1);
+        px_wsframe_init(&g->down, 0);
         addon_leak_state_init(&g->msg);
         g->segcap = addon_leak_max_pattern_len(leak) + 1;
         g->seg = malloc(g->segcap * sizeof(g->seg[0]));

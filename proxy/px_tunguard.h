@@ -9,7 +9,9 @@
  *   scanned for the real values of secrets and canaries, one scan per message and one per
  *   control frame; the bytes that may still begin a value are held back until the next bytes
  *   show they do not. A match, or a frame airlock cannot read (RSV bits: compressed), closes
- *   both ends before the frame carrying it goes on, and is logged by name, never by value. */
+ *   both ends before the frame carrying it goes on (the client gets a close frame, 1008, when
+ *   the upstream's frames to it are between two frames), and is logged by name, never by
+ *   value. */
 #ifndef PX_TUNGUARD_H
 #define PX_TUNGUARD_H
 

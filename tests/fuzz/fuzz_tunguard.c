@@ -164,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(t != NULL);
     CHECK(px_tunguard_ws(t, log, "GET http://h/ -> 101", snap, NULL, snap->leak) == 0);
     end_t cl = {0}, up = {0};
-    px_tunnel_end_t a = {e_write, e_full, e_read, e_nop, e_nop, e_close, &cl};
+    px_tunnel_end_t a = {e_write, e_full, e_read, e_nop, e_close, e_close, &cl}; /* finish too */
     px_tunnel_end_t b = {e_write, e_full, e_read, e_nop, e_nop, e_close, &up};
     px_tunnel_attach(t, 0, &a);
     px_tunnel_attach(t, 1, &b);
@@ -177,6 +177,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         at += n;
     }
     CHECK(up.len <= size && (up.len == 0 || memcmp(up.buf, data, up.len) == 0));
+    CHECK(cl.len == 0 || (cl.len == 22 && memcmp(cl.buf, "\x88\x14\x03\xf0", 4) == 0));
     scan_t in, out;
     scan((const char *)data, size, &in);
     scan(up.buf, up.len, &out);

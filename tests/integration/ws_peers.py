@@ -19,7 +19,8 @@ tunnels through airlock, with upstreams that record what reached them.
                          AFTER, prints "paused" after that many and waits until FILE exists
         download         reads until closed; prints "got N" (raw bytes after the 101)
         send SPEC...     sends frames, then prints each message that comes back ("echo X")
-                         and "closed" when the connection closes. SPEC: text:S, ping:S,
+                         ("close CODE REASON" for a close frame) and "closed" when the
+                         connection closes. SPEC: text:S, ping:S,
                          rsv:S (RSV1 set), frag:A|B (two fragments 0.3 s apart), split:S:K
                          (one frame written in two pieces 0.3 s apart, cut at raw byte K)
   ws_peers.py tunnel PROXYHOST PROXYPORT HOST up TOTAL | down
@@ -217,9 +218,11 @@ def replies(r, timeout):
         while True:
             fin, op, data = r.frame()
             name = {1: "echo", 2: "binary", 8: "close", 9: "ping", 10: "pong"}.get(op, "op%d" % op)
-            print(name, data.decode("latin-1"))
             if op == 8:
+                code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 0
+                print(name, code, data[2:].decode("latin-1"))
                 return
+            print(name, data.decode("latin-1"))
     except socket.timeout:
         return
     except (EOFError, OSError):

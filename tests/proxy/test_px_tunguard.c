@@ -3,7 +3,8 @@
  * a value anywhere in a message (raw or base64, in one frame or spread over one-byte frames
  * with control frames between them, in a ping) closes both ends and no byte of it, nor any
  * byte from the start of the value on, reaches the upstream; frames piling up behind a
- * possible value hit the cap.
+ * possible value hit the cap. The client gets a close frame (1008) unless the upstream is in the
+ * middle of a frame to it.
  * `test_px_tunguard --bench [MiB]` instead prints the guard's speed on a WebSocket upload of
  * random text in 64 KiB frames and 64 KiB reads (1 GiB by default), in CPU time. */
 #include <setjmp.h>
@@ -128,7 +129,7 @@ static uint32_t rnd(void)
 /* Feeds in[0..len) as the client, in random reads of 1 to max bytes. */
 static void feed(rig_t *r, const uint8_t *in, size_t len, size_t max)
 {
-    for (size_t at = 0; at < len && !r->cl.closed;) {
+    for (size_t at = 0; at < len && !r->cl.closed && !r->cl.finished;) {
         size_t n = 1 + rnd() % max;
         if (n > len - at)
             n = len - at;
@@ -251,8 +252,14 @@ static void leak_case(const char *value, size_t maxf, size_t maxr, const char *w
     rig_t r;
     rig_open(&r);
     feed(&r, in, n, maxr);
-    assert_true(r.cl.closed);
+    assert_true(r.cl.finished); /* the client gets the close frame, then the end */
+    assert_false(r.cl.closed);
     assert_true(r.up.closed);
+    assert_int_equal(r.cl.len, 22);
+    assert_memory_equal(r.cl.buf,
+                        "\x88\x14\x03\xf0"
+                        "blocked by airlock",
+                        22);
     assert_true(r.up.len <= n);
     assert_memory_equal(r.up.buf, in, r.up.len);
     size_t pl;
@@ -271,7 +278,7 @@ static void test_px_tunguard_leaks_never_leave(void **state)
 {
     (void)state;
     const char *want = "BLOCKED GET http://h/ws -> 101 (leak: secret entry[0].value, raw, in a "
-                       "WebSocket message; the WebSocket was closed)";
+                       "WebSocket message; the WebSocket was closed with 1008)";
     for (int i = 0; i < 30; i++) {
         leak_case(SECRET, 0, 1 + rnd() % 3000, want); /* one frame, reads of any size */
         leak_case(SECRET, 1, 1 + rnd() % 50, want);   /* one-byte frames, pings between */
@@ -291,12 +298,12 @@ static void test_px_tunguard_ping_and_cap(void **state)
     rig_open(&r);
     size_t n = put(in, 0, 1, PX_WSFRAME_PING, "CANARY-7f3a9c-do-not-send", 25);
     feed(&r, in, n, 3);
-    assert_true(r.cl.closed);
+    assert_true(r.cl.finished && r.up.closed);
     assert_true(r.up.len < 6); /* at most the part of the header that came alone */
     char *log;
     rig_close(&r, &log);
     assert_non_null(strstr(log, "(leak: canary ssh-marker, raw, in a WebSocket ping; the "
-                                "WebSocket was closed)"));
+                                "WebSocket was closed with 1008)"));
     free(log);
 
     /* a possible value begun, then empty continuation frames past the cap */
@@ -305,13 +312,13 @@ static void test_px_tunguard_ping_and_cap(void **state)
     feed(&r, in, n, 100);
     uint8_t empty[6];
     size_t e = put(empty, 0, 0, PX_WSFRAME_CONT, "", 0);
-    for (int i = 0; i < 20000 && !r.cl.closed; i++)
+    for (int i = 0; i < 20000 && !r.cl.finished; i++)
         px_tunnel_data(r.t, 0, (const char *)empty, e);
-    assert_true(r.cl.closed);
+    assert_true(r.cl.finished && r.up.closed);
     assert_true(r.up.len <= 6); /* the first frame's header: its payload may begin a value */
     rig_close(&r, &log);
     assert_non_null(strstr(log, "(websocket: too many bytes of frames held behind a possible "
-                                "secret; the WebSocket was closed)"));
+                                "secret; the WebSocket was closed with 1008)"));
     free(log);
 }
 
@@ -350,6 +357,27 @@ static int bench(size_t mib)
     return 0;
 }
 
+/* The upstream is in the middle of a frame to the client: no close frame can go; both end. */
+static void test_px_tunguard_no_close_frame_mid_frame(void **state)
+{
+    (void)state;
+    rig_t r;
+    rig_open(&r);
+    static const char part[] = "\x82\x7e\x01\x00"
+                               "0123456789"; /* 10 of 256 bytes */
+    px_tunnel_data(r.t, 1, part, sizeof(part) - 1);
+    uint8_t in[200];
+    size_t n = put(in, 0, 1, PX_WSFRAME_TEXT, "x" SECRET, sizeof(SECRET));
+    feed(&r, in, n, 1000);
+    assert_true(r.cl.closed && r.up.closed);
+    assert_false(r.cl.finished);
+    assert_int_equal(r.cl.len, sizeof(part) - 1);
+    char *log;
+    rig_close(&r, &log);
+    assert_non_null(strstr(log, "in a WebSocket message; the WebSocket was closed)\n"));
+    free(log);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0)
@@ -358,6 +386,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_px_tunguard_clean_frames_pass_whole),
         cmocka_unit_test(test_px_tunguard_leaks_never_leave),
         cmocka_unit_test(test_px_tunguard_ping_and_cap),
+        cmocka_unit_test(test_px_tunguard_no_close_frame_mid_frame),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
