@@ -14,6 +14,7 @@
 #include "base/px_err.h"
 #include "proxy/px_hello.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_tunguard.h"
 
 /* ---- tunnels ---------------------------------------------------------------------------------- */
 
@@ -111,6 +112,22 @@ static void connect_outside_ca(px_client_t *c, px_msg_t *m)
     px__cl_close_flush(c);
 }
 
+/* A passthrough tunnel counts its bytes against its host's budgets (proxy/px_tunguard.c): made
+ * here, in c->tun, once admitted; 1 when refused (429) or failed, c then closing. */
+static int px__cl_tunnel_budgets(px_client_t *c, const px_pre_t *pre)
+{
+    char ans[PX_ANSWER_MAX];
+    size_t n = 0;
+    addon_str_t h = {pre->norm_host, strlen(pre->norm_host)};
+    int rc = px_tunguard_connect(c->log, px__cl_budgets(c), px__cl_snap(c), c->connect_url, h,
+                                 uv_now(c->eng->loop.uv), &c->tun, ans, sizeof(ans), &n);
+    if (rc == 0)
+        return 0;
+    px_sock_write(&c->sock, ans, n);
+    px__cl_close_flush(c);
+    return 1;
+}
+
 /* `CONNECT host:port` on the explicit-proxy listener: refused at once when no entry names the
  * host; otherwise intercepted (TLS with a minted certificate inside, every request checked), or
  * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
@@ -148,6 +165,10 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     if (!passthrough &&
         !ca_name_permitted(px_sandbox_ca(c->eng, c->sb), pre->norm_host, strlen(pre->norm_host))) {
         connect_outside_ca(c, m);
+        return;
+    }
+    if (passthrough && px__cl_tunnel_budgets(c, pre)) {
+        px_msg_free(m);
         return;
     }
     px_msg_free(m);
@@ -197,7 +218,7 @@ void px__cl_hello(px_client_t *c)
 static void on_dial_ready(void *owner)
 {
     px_client_t *c = owner;
-    px_tunnel_t *t = px_tunnel_new();
+    px_tunnel_t *t = c->tun != NULL ? c->tun : px_tunnel_new(); /* made with its budgets */
     if (t == NULL) {
         px_up_abort(c->dial);
         c->dial = NULL;

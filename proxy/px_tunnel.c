@@ -12,11 +12,24 @@ struct px_tunnel {
     int eof[2];      /* side's read half ended */
     int paused[2];   /* side's reading is off: its peer's queue is full */
     int closing;     /* both ends were told to close (now, or once flushed) */
+    px_tunnel_hook_t hook; /* data: NULL without a guard */
 };
 
 px_tunnel_t *px_tunnel_new(void)
 {
     return calloc(1, sizeof(px_tunnel_t));
+}
+
+void px_tunnel_set_hook(px_tunnel_t *t, const px_tunnel_hook_t *hook)
+{
+    t->hook = *hook;
+}
+
+static void px__tunnel_free(px_tunnel_t *t)
+{
+    if (t->hook.free != NULL)
+        t->hook.free(t->hook.h);
+    free(t);
 }
 
 void px_tunnel_attach(px_tunnel_t *t, int side, const px_tunnel_end_t *e)
@@ -49,10 +62,36 @@ static void px__tunnel_close(px_tunnel_t *t)
             t->e[i].close(t->e[i].end);
 }
 
+void px_tunnel_cut(px_tunnel_t *t, int flush_side)
+{
+    if (t->closing)
+        return;
+    t->closing = 1;
+    for (int i = 0; i < 2; i++) {
+        if (!t->live[i])
+            continue;
+        if (i == flush_side)
+            t->e[i].finish(t->e[i].end);
+        else
+            t->e[i].close(t->e[i].end);
+    }
+}
+
 void px_tunnel_data(px_tunnel_t *t, int side, const char *data, size_t len)
 {
+    if (t->closing || !t->live[!side])
+        return;
+    if (t->hook.data != NULL) {
+        t->hook.data(t->hook.h, t, side, data, len);
+        return;
+    }
+    px_tunnel_pass(t, side, data, len);
+}
+
+void px_tunnel_pass(px_tunnel_t *t, int side, const char *data, size_t len)
+{
     int other = !side;
-    if (t->closing || !t->live[other])
+    if (t->closing || !t->live[other] || len == 0)
         return;
     t->e[other].write(t->e[other].end, data, len);
     if (!t->paused[side] && t->e[other].full(t->e[other].end)) {
@@ -93,6 +132,10 @@ void px_tunnel_drain(px_tunnel_t *t, int side)
 
 void px_tunnel_release(px_tunnel_t *t, int side)
 {
+    if (t->hook.ahead && !t->attached[0] && !t->attached[1]) {
+        px__tunnel_free(t); /* made ahead (a passthrough CONNECT's budgets), never begun */
+        return;
+    }
     if (!t->live[side])
         return;
     t->live[side] = 0;
@@ -104,5 +147,5 @@ void px_tunnel_release(px_tunnel_t *t, int side)
         px__tunnel_close(t); /* an end that went away on its own failed: the other goes too */
         return;
     }
-    free(t);
+    px__tunnel_free(t);
 }

@@ -327,6 +327,7 @@ static void px__open(px_xchg_t *x)
     addon_req_t *r = x->view;
     int buffered = x->sink == PX__SINK_BUFFER || x->gather;
     px__hop_by_hop(x, x->expect && !buffered);
+    px__x_ws_prepare(x);
     px_up_body_t body = PX_UP_BODY_NONE;
     if (buffered) {
         /* the body was rewritten before the head: say its new length */
@@ -591,7 +592,8 @@ static void on_up_head(void *owner, px_msg_t *m)
         x->status = 101;
         px__x_log(x, "allowed", 101, NULL);
         px_tunnel_t *t = px_tunnel_new();
-        if (t == NULL) {
+        if (t == NULL || px__x_ws_guard(x, t) != 0) {
+            free(t);
             px__x_up_failed(x, "out of memory");
             return;
         }

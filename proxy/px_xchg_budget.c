@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "addons/addon_budget.h"
-#include "base/px_sbuf.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
+#include "proxy/px_tunguard.h"
 #include "proxy/px_xchg_int.h"
 
 struct px__xbud {
@@ -24,71 +24,12 @@ struct px__xbud {
     int passing;             /* the piece that fits is being handed on: not counted again */
 };
 
-/* "to any host" or "to HOST" for the messages. */
-static void px__bud_where(const addon_budget_t *b, char *buf, size_t len)
-{
-    if (b->pattern == NULL)
-        snprintf(buf, len, "any host");
-    else
-        snprintf(buf, len, "%s", b->host);
-}
-
-static void px__bud_message(const addon_budget_over_t *o, uint64_t declared, char *buf, size_t len)
-{
-    const addon_budget_t *b = o->b;
-    char where[ADDON_BUDGET_DESC_MAX], lim[48];
-    px__bud_where(b, where, sizeof(where));
-    addon_budget_limit_text(b, lim, sizeof(lim));
-    static const char *const what[] = {
-        [ADDON_BUDGET_REQUESTS] = "requests to",
-        [ADDON_BUDGET_SENT] = "bytes of request bodies sent to",
-        [ADDON_BUDGET_RECEIVED] = "bytes of response bodies received from",
-    };
-    if (b->kind == ADDON_BUDGET_RATE) {
-        snprintf(buf, len,
-                 "Too many requests to %s: the egress rate budget is %s (set at %s). Retry in "
-                 "%lld s.",
-                 where, lim, b->src, (long long)((o->resets_in_ms + 999) / 1000));
-        return;
-    }
-    int n = snprintf(buf, len,
-                     "This conversation's egress budget of %s %s %s (set at %s) is used up "
-                     "(%llu so far)",
-                     lim, what[b->kind], where, b->src, (unsigned long long)o->used);
-    if (n > 0 && (size_t)n < len && declared > 1)
-        n += snprintf(buf + n, len - (size_t)n, " or would be by this body of %llu bytes",
-                      (unsigned long long)declared);
-    if (n > 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n,
-                 ". It resets only when airlock restarts: ask the user to raise the budget in "
-                 "the network allowlist if more is needed.");
-}
-
 /* Answers 429 egress_budget_exceeded for o. */
 static void px__bud_answer(px_xchg_t *x, const addon_budget_over_t *o, uint64_t declared, int close)
 {
-    const addon_budget_t *b = o->b;
-    char msg[1024], json[2048];
-    px__bud_message(o, declared, msg, sizeof(msg));
-    px_sbuf_t s;
-    px_sbuf_init(&s, json, sizeof(json));
-    px_sbuf_adds(&s, "{\"error\": \"egress_budget_exceeded\", \"message\": ");
-    px_sbuf_json_str(&s, msg, strlen(msg));
-    px_sbuf_printf(&s,
-                   ", \"budget\": {\"kind\": \"%s\", \"host\": ", addon_budget_kind_name(b->kind));
-    px_sbuf_json_str(&s, b->host, strlen(b->host));
-    px_sbuf_printf(&s, ", \"limit\": %llu", (unsigned long long)b->limit);
-    if (b->kind == ADDON_BUDGET_RATE)
-        px_sbuf_printf(&s, ", \"per_seconds\": %llu", (unsigned long long)(b->per_ms / 1000));
-    else
-        px_sbuf_printf(&s, ", \"used\": %llu", (unsigned long long)o->used);
-    px_sbuf_adds(&s, ", \"set_at\": ");
-    px_sbuf_json_str(&s, b->src, strlen(b->src));
-    if (o->resets_in_ms >= 0)
-        px_sbuf_printf(&s, "}, \"resets_in\": %lld}", (long long)((o->resets_in_ms + 999) / 1000));
-    else
-        px_sbuf_adds(&s, "}, \"resets_in\": null}");
-    px__x_answer(x, 429, json, s.len, close);
+    char json[2048];
+    size_t n = px_tunguard_budget_json(o, declared, json, sizeof(json));
+    px__x_answer(x, 429, json, n, close);
 }
 
 int px__x_budget_head(px_xchg_t *x)
@@ -108,6 +49,8 @@ int px__x_budget_head(px_xchg_t *x)
     x->budget = xb;
     const px_msg_t *m = x->req;
     uint64_t declared = x->rq != PX__RQ_BODY ? 0 : (m->flags & PX_MSG_LENGTH) ? m->length : 1;
+    if (x->upgrade && declared == 0)
+        declared = 1; /* a WebSocket sends as a body of unknown length would (px_tunguard.c) */
     addon_budget_over_t o;
     int rc = addon_budget_begin((*x->budgets_at), x->snap->cfg.policy, x->view->host, declared,
                                 uv_now(x->eng->loop.uv), &xb->req, &o);
@@ -215,4 +158,13 @@ void px__x_budget_end(px_xchg_t *x)
     addon_budget_end(x->budget->req);
     free(x->budget);
     x->budget = NULL;
+}
+
+struct addon_budget_req *px__x_budget_take(px_xchg_t *x)
+{
+    if (x->budget == NULL)
+        return NULL;
+    addon_budget_req_t *r = x->budget->req;
+    x->budget->req = NULL;
+    return r;
 }

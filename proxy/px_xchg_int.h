@@ -145,6 +145,16 @@ int px__x_budget_sent(px_xchg_t *x, const char *data, size_t len);
 int px__x_budget_received(px_xchg_t *x, const char *data, size_t len);
 /* The exchange is released: its counters are let go. */
 void px__x_budget_end(px_xchg_t *x);
+/* Takes the request's byte-budget counters away from it (a tunnel goes on counting on them);
+ * NULL when it has none. */
+struct addon_budget_req *px__x_budget_take(px_xchg_t *x);
+
+/* px_xchg_ws.c */
+/* A WebSocket upgrade while the secret guard is on: Sec-WebSocket-Extensions stays here. */
+void px__x_ws_prepare(px_xchg_t *x);
+/* The 101 came: t gets the tunnel's guard (budgets, the client's frames scanned). 0 or
+ * PX_ENOMEM. */
+int px__x_ws_guard(px_xchg_t *x, px_tunnel_t *t);
 
 /* px_xchg_answer.c */
 void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close);

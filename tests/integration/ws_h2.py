@@ -3,7 +3,8 @@
   ws_h2.py HOST PATH CAFILE MESSAGE [connect]
 Connects to HOST:443 (TLS, ALPN h2, trusting CAFILE), opens a stream with :method CONNECT and
 :protocol websocket (or a plain CONNECT with "connect"), sends MESSAGE as one masked text frame
-once the answer is 200, and prints "status=N" and, on 200, "echo=<the text frame back>"."""
+once the answer is 200, and prints "status=N" and, on 200, "echo=<the text frame back>" (or
+"close=CODE" when a close frame comes back)."""
 import socket, ssl, struct, sys, os
 import h2.config, h2.connection, h2.events, h2.settings
 
@@ -62,7 +63,10 @@ while True:
             c.acknowledge_received_data(e.flow_controlled_length, sid)
             buf += e.data
             if len(buf) >= 2 and len(buf) >= 2 + (buf[1] & 0x7F):
-                print("echo=" + buf[2:2 + (buf[1] & 0x7F)].decode())
+                if buf[0] & 0x0F == 8:  # a close frame: its code
+                    print("close=%d" % struct.unpack("!H", buf[2:4])[0])
+                else:
+                    print("echo=" + buf[2:2 + (buf[1] & 0x7F)].decode())
                 c.end_stream(sid)
                 s.sendall(c.data_to_send())
                 raise SystemExit(0)
