@@ -41,7 +41,7 @@ struct addon_leak {
     uint32_t *cnt;   /* children */
     uint32_t *fail;
     uint32_t *depth; /* bytes from the root */
-    int32_t *out; /* pattern ending here (longest), or via the dictionary suffix; LEAK_NONE */
+    int32_t *out;    /* pattern ending here (longest), or via the dictionary suffix; LEAK_NONE */
     unsigned char *label;
     uint32_t root[256];
     /* Short texts: the automaton with a Wu-Manber skip while it is at its root. */
@@ -53,10 +53,12 @@ struct addon_leak {
      * bitmap of the hashed grams of every pattern's first minlen bytes, and the exact grams by
      * hash bucket (grams[gstart[b] .. gstart[b + 1])). */
     size_t step;
-    uint64_t *bits;
-    uint64_t *bits2; /* the same grams under a second hash: a sample's second stage */
+    uint64_t *bits; /* sbits_words words, indexed by a hash's top bits (>> sbits_wshr) */
+    size_t sbits_words;
+    unsigned sbits_wshr;
+    uint64_t *bits2;    /* the same grams under a second hash: a sample's second stage */
     uint64_t *tailbits; /* every gram of every pattern (a piece's last 4 bytes looked up) */
-    size_t bits_words;
+    size_t bits_words;  /* bits2's and tailbits' */
     unsigned bits_shr;
     uint32_t *gstart;
     addon__leak_gram_t *grams;

@@ -28,19 +28,25 @@
  * exact bigram table (every alphanumeric bigram was taken), 3.2 GB/s with this one. */
 #define LEAK_SHIFT_BITS_MIN 15
 #define LEAK_SHIFT_BITS_MAX 22
-/* The sampling bitmap: 2^18 bits, 32 KiB, in L1 beside the piece being scanned. With 300
- * patterns (50 values) of 20 and more bytes, about 5,000 grams, a random sample passes the
- * first stage with a chance of 1 in 50; past 30,000 grams, of 1 in 8 or more, and the exact
- * stage starts to show. */
+/* The second-stage and tail bitmaps: 2^18 bits, 32 KiB each, off the hot path. */
 #define LEAK_BITS_LOG 18
+/* The sampling bitmap: 16 bits per gram (a random sample passes with a chance of 1 in 16 or
+ * less), 2^15 to 2^20 bits. Smaller is faster even at a higher pass rate: the kernel's copies
+ * of each piece push the bitmap out of L1, and each piece reloads the lines it touches. With
+ * 32 secrets and 8 canaries (7,700 grams), 2^17 bits (16 KiB) took 3.6-4.1 % of airlock's CPU
+ * in leak_bench.sh against 3.9-4.8 % with 2^18. */
+#define LEAK_SBITS_MIN 15
+#define LEAK_SBITS_MAX 20
+#define LEAK_SBITS_PER_GRAM 16
 /* Pieces shorter than this many times the longest pattern are fed byte by byte: the two
  * automaton passes of the sampled scan would cover most of them anyway. */
 #define LEAK_SAMPLE_MIN_PIECES 4
-/* A sample's word of the bitmap: the hash's top bits; its bit: the hash's low 6 bits, which
- * hang on the low 6 bits of the gram's first byte only, but cost no instruction (shrx takes a
- * count modulo 64): one of seven per sample, 33 -> 40 GB/s. Text drawn from the patterns' own
- * alphabet passes a little more often (base64: 52 of the 64 bit values). */
-#define LEAK_WORD(h) ((h) >> (32 - LEAK_BITS_LOG + 6))
+/* A sample's word of the bitmap: the hash's top bits (wshr = 32 - log2 of its bits + 6); its
+ * bit: the hash's low 6 bits, which hang on the low 6 bits of the gram's first byte only, but
+ * cost no instruction (shrx takes a count modulo 64): one of seven per sample, 33 -> 40 GB/s.
+ * Text drawn from the patterns' own alphabet passes a little more often (base64: 52 of the 64
+ * bit values). */
+#define LEAK_WORD(h, wshr) ((h) >> (wshr))
 #define LEAK_BITNO(h) ((h)&63)
 
 /* ---- the automaton -------------------------------------------------------------------- */
@@ -122,10 +128,14 @@ static int leak_sample_build(addon_leak_t *m)
     m->step = m->minlen - ADDON__LEAK_GRAM + 1;
     m->ngrams = m->npats * m->step;
     unsigned gl = leak_log2_at_least(m->ngrams, 4, 30);
+    unsigned sl =
+        leak_log2_at_least(m->ngrams * LEAK_SBITS_PER_GRAM, LEAK_SBITS_MIN, LEAK_SBITS_MAX);
+    m->sbits_words = ((size_t)1 << sl) / 64;
+    m->sbits_wshr = 32 - sl + 6;
     m->bits_shr = 32 - LEAK_BITS_LOG;
     m->bits_words = ((size_t)1 << LEAK_BITS_LOG) / 64;
     m->gslot_shr = 32 - gl;
-    m->bits = calloc(m->bits_words, sizeof(*m->bits));
+    m->bits = calloc(m->sbits_words, sizeof(*m->bits));
     m->bits2 = calloc(m->bits_words, sizeof(*m->bits2));
     m->tailbits = calloc(m->bits_words, sizeof(*m->tailbits));
     m->gstart = calloc(((size_t)1 << gl) + 1, sizeof(*m->gstart));
@@ -144,7 +154,7 @@ static int leak_sample_build(addon_leak_t *m)
         const unsigned char *p = m->blob + m->pats[i].off;
         for (size_t j = 0; j < m->step; j++) {
             uint32_t h = addon__leak_hash(p + j);
-            m->bits[LEAK_WORD(h)] |= (uint64_t)1 << LEAK_BITNO(h);
+            m->bits[LEAK_WORD(h, m->sbits_wshr)] |= (uint64_t)1 << LEAK_BITNO(h);
             uint32_t g, h2;
             memcpy(&g, p + j, sizeof(g));
             h2 = leak_hash2(g) >> m->bits_shr;
@@ -185,7 +195,7 @@ void addon__leak_tables_free(addon_leak_t *m)
         OPENSSL_cleanse(m->shift, m->shift_size);
     free(m->shift);
     if (m->bits != NULL)
-        OPENSSL_cleanse(m->bits, m->bits_words * sizeof(*m->bits));
+        OPENSSL_cleanse(m->bits, m->sbits_words * sizeof(*m->bits));
     free(m->bits);
     if (m->bits2 != NULL)
         OPENSSL_cleanse(m->bits2, m->bits_words * sizeof(*m->bits2));
@@ -294,18 +304,18 @@ static const uint64_t leak_mask[64] = {
 };
 
 /* Whether some pattern lies wholly in p[0..len) (len >= minlen). Four samples per round, one
- * branch for the four: their loads do not depend on each other. The bitmap's size is fixed
- * (LEAK_BITS_LOG bits) so that its index is a shift by a constant. shiftx: test a bit by a
+ * branch for the four: their loads do not depend on each other. shiftx: test a bit by a
  * shift by a variable count, for processors with BMI2's shrx (any register); otherwise by a
  * mask from a table, as x86 without it can only shift by the cl register, which four
- * samples in flight fight over. */
+ * samples in flight would fight over (the word's shift is the same count for all). */
 __attribute__((always_inline)) static inline int
 leak_sample_body(const addon_leak_t *m, const unsigned char *p, size_t len, int shiftx)
 {
 #define LEAK_BIT(h)                                                                                \
-    (shiftx ? (bits[LEAK_WORD(h)] >> LEAK_BITNO(h)) & 1                                            \
-            : bits[LEAK_WORD(h)] & leak_mask[LEAK_BITNO(h)])
+    (shiftx ? (bits[LEAK_WORD(h, wshr)] >> LEAK_BITNO(h)) & 1                                      \
+            : bits[LEAK_WORD(h, wshr)] & leak_mask[LEAK_BITNO(h)])
     const uint64_t *bits = m->bits;
+    const unsigned wshr = m->sbits_wshr;
     const size_t s1 = m->step;
     const unsigned char *a = p;
     const unsigned char *last = p + len - ADDON__LEAK_GRAM; /* the last place a gram fits */
