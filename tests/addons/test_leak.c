@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "addons/addon_leak.h"
+#include "addons/addon_leak_int.h" /* bmi2: both sampling paths are tested */
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
 
@@ -495,11 +496,12 @@ static int feed_pieces(const addon_leak_t *m, const char *text, size_t len, cons
  * their edges): the same first match as the byte-by-byte scan, for every pattern planted at
  * the edges of the text and of the pieces, at every offset mod the sampling step, and none in
  * random text. */
-static void test_leak_long_pieces(void **state)
+static void leak_long_pieces(int generic)
 {
-    (void)state;
     enum { LEN = 64 << 10 };
     addon_leak_t *m = build_values();
+    if (generic)
+        m->bmi2 = 0; /* the mask-table path of processors without BMI2 */
     static char text[LEN];
     const size_t cuts[][4] = {{0}, {LEN / 2, 0}, {1000, 7, 30000, 0}, {4093, 4093, 4093, 0}};
     for (size_t i = 0; i < addon_leak_pattern_count(m); i++) {
@@ -536,6 +538,19 @@ static void test_leak_long_pieces(void **state)
             assert_int_equal(feed_pieces(m, text, LEN, cuts[c], &mt), 0);
     }
     addon_leak_free(m);
+}
+
+static void test_leak_long_pieces(void **state)
+{
+    (void)state;
+    leak_long_pieces(0);
+}
+
+/* The same through the mask-table path that processors without BMI2 take. */
+static void test_leak_long_pieces_generic(void **state)
+{
+    (void)state;
+    leak_long_pieces(1);
 }
 
 /* What a caller must hold back: the bytes that may still begin a value, none otherwise. */
@@ -660,6 +675,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_leak_canary_syntax),
         cmocka_unit_test(test_leak_many_patterns),
         cmocka_unit_test(test_leak_long_pieces),
+        cmocka_unit_test(test_leak_long_pieces_generic),
         cmocka_unit_test(test_leak_pending),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

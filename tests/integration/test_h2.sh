@@ -72,7 +72,7 @@ else
     t_not_made "curl --http2 through the transparent listener" "nftables not usable here"
 fi
 out=$(echo | timeout 10 openssl s_client -connect 127.0.0.1:80 -servername ok.test \
-    -alpn h2,http/1.1 2>&1 | grep '^ALPN protocol')
+    -alpn h2,http/1.1 2>&1 | grep -a '^ALPN protocol')
 t_eq "TLS sniffed on port 80: h2 offered and chosen" "ALPN protocol: h2" "$out"
 
 # ---- nghttp (it does not verify certificates: it has no option for a CA) ----

@@ -103,7 +103,7 @@ out=$(get 0 "$CA_B" https://a.test/)
 t_eq "A trusting B's CA instead: the handshake fails (curl 60)" "000 exit 60" "$out"
 s_client() { # s_client INDEX SNI CAFILE: openssl's verdict on the chain airlock presents
     in_ns "$1" openssl s_client -connect 10.77.0.1:443 -servername "$2" -CAfile "$3" \
-        -verify_hostname "$2" < /dev/null 2>&1 | grep -E 'Verify return code|^depth=0'
+        -verify_hostname "$2" < /dev/null 2>&1 | grep -aE 'Verify return code|^depth=0'
 }
 out=$(s_client 0 a.test "$CA_A")
 t_contains "the leaf A gets for a.test chains to A's CA" "$out" "Verify return code: 0 (ok)"

@@ -201,9 +201,9 @@ rm -f "$T_DIR/sess"
 echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAfile "$CA" \
     -sess_out "$T_DIR/sess" -tls1_2 > /dev/null 2>&1
 out=$(echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAfile "$CA" \
-    -sess_in "$T_DIR/sess" -tls1_2 2>/dev/null | grep -E '^(Reused|New),' | head -1)
+    -sess_in "$T_DIR/sess" -tls1_2 2>/dev/null | grep -aE '^(Reused|New),' | head -1)
 t_contains "TLS 1.2 session resumption" "$out" "Reused"
-out=$(echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAfile "$CA" -tls1_3 2>/dev/null | grep -E 'Protocol *:|Verify return code' | tr -s ' ' | tr '\n' ' ')
+out=$(echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAfile "$CA" -tls1_3 2>/dev/null | grep -aE 'Protocol *:|Verify return code' | tr -s ' ' | tr '\n' ' ')
 t_contains "TLS 1.3 handshake verifies" "$out" "Verify return code: 0 (ok)"
 
 # --- upstream session resumption (airlock as the TLS client) ---

@@ -38,7 +38,7 @@ t_eq "curl trusting mitmproxy's CA accepts airlock's certificate" "hello via mit
 out=$(REQUESTS_CA_BUNDLE="$CA" /usr/bin/python3 -c 'import requests; print(requests.get("https://nginx.test/", timeout=5).status_code)')
 t_eq "python requests trusting mitmproxy's CA" "200" "$out"
 out=$(echo | openssl s_client -connect 127.0.0.1:443 -servername nginx.test -CAfile "$CA" \
-      -verify_return_error 2>/dev/null | grep 'Verify return code')
+      -verify_return_error 2>/dev/null | grep -a 'Verify return code')
 t_contains "openssl s_client verifies the chain" "$out" "0 (ok)"
 t_eq "airlock left mitmproxy's CA untouched" "$before" "$(sha256sum "$T_DIR/confdir/mitmproxy-ca.pem")"
 t_stop_airlock
