@@ -15,6 +15,7 @@
 
 #include "addons/addon_ghrepos.h"
 #include "addons/addon_replacements.h"
+#include "base/px_b64.h"
 #include "base/px_err.h"
 
 #define GHAPP_ID_MAX 64     /* bytes of an app id or installation id */
@@ -326,16 +327,9 @@ const char *addon_ghapp_installation_id(const addon_ghapp_t *g)
  * length written. */
 static size_t ghapp_b64url(const unsigned char *s, size_t len, char *out)
 {
-    int n = EVP_EncodeBlock((unsigned char *)out, s, (int)len);
-    size_t o = 0;
-    for (int i = 0; i < n; i++) {
-        char c = out[i];
-        if (c == '=')
-            break;
-        out[o++] = c == '+' ? '-' : c == '/' ? '_' : c;
-    }
-    out[o] = '\0';
-    return o;
+    long n = px_b64_encode_as(s, len, PX_B64_URL | PX_B64_NOPAD, out, (len + 2) / 3 * 4);
+    out[n] = '\0';
+    return (size_t)n;
 }
 
 int addon_ghapp_jwt(const addon_ghapp_t *g, int64_t now, char *out, size_t outlen, size_t *len)

@@ -119,9 +119,9 @@ static long ghapp_new_value(addon_str_t v, int how, addon_str_t sur, const char 
     if (n < 0 || 6 + 4 * (((size_t)n + 2) / 3) + 1 > GHAPP_VALUE_MAX)
         return PX_ETOOBIG;
     memcpy(out, "Basic ", 6);
-    int e = EVP_EncodeBlock((unsigned char *)out + 6, (const unsigned char *)tmp, (int)n);
+    long e = px_b64_encode((const unsigned char *)tmp, (size_t)n, out + 6, GHAPP_VALUE_MAX - 6);
     OPENSSL_cleanse(tmp, (size_t)n);
-    return 6 + (long)e;
+    return 6 + e;
 }
 
 int addon_ghapp_apply(addon_req_t *req, const addon_replacements_t *r, size_t i, const char *token,

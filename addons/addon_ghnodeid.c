@@ -169,7 +169,6 @@ int addon_ghnodeid_decode(const char *s, size_t len, addon_ghnode_t *out)
 int addon_ghnodeid_encode(const char *prefix, const uint64_t *ids, size_t n, char *out,
                           size_t outlen)
 {
-    static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     unsigned char b[1 + GHNODE_ARRAY_MAX * 9];
     size_t bl = 0;
     if (n == 0 || n > GHNODE_ARRAY_MAX)
@@ -189,21 +188,7 @@ int addon_ghnodeid_encode(const char *prefix, const uint64_t *ids, size_t n, cha
     int o = snprintf(out, outlen, "%s_", prefix);
     if (o < 0 || (size_t)o + (bl * 4 + 2) / 3 + 1 > outlen)
         return PX_ETOOBIG;
-    size_t p = (size_t)o;
-    for (size_t i = 0; i < bl; i += 3) {
-        unsigned long w = (unsigned long)b[i] << 16;
-        size_t left = bl - i;
-        if (left > 1)
-            w |= (unsigned long)b[i + 1] << 8;
-        if (left > 2)
-            w |= b[i + 2];
-        out[p++] = a[(w >> 18) & 63];
-        out[p++] = a[(w >> 12) & 63];
-        if (left > 1)
-            out[p++] = a[(w >> 6) & 63];
-        if (left > 2)
-            out[p++] = a[w & 63];
-    }
-    out[p] = '\0';
+    long e = px_b64_encode_as(b, bl, PX_B64_URL | PX_B64_NOPAD, out + o, outlen - (size_t)o - 1);
+    out[o + e] = '\0'; /* the room was checked above */
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "addons/addon_leak_int.h"
+#include "base/px_b64.h"
 #include "base/px_err.h"
 
 #define LEAK_ITEM_PATS 12 /* patterns one value can give (raw, 2 url, 6 base64, 2 hex) */
@@ -14,10 +15,6 @@
 
 static const char leak_hex_lower[] = "0123456789abcdef";
 static const char leak_hex_upper[] = "0123456789ABCDEF";
-static const char leak_b64_std[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char leak_b64_url[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /* ---- patterns ------------------------------------------------------------------------- */
 
@@ -165,9 +162,9 @@ static int leak_add_value(addon_leak_t *m, addon_str_t v, uint32_t item)
     if (rc == 0)
         rc = leak_add_url(m, v, item, leak_hex_lower);
     for (size_t a = 0; a < 3 && rc == 0; a++) {
-        rc = leak_add_b64(m, v, item, a, leak_b64_std, ADDON_LEAK_BASE64);
+        rc = leak_add_b64(m, v, item, a, px_b64_std, ADDON_LEAK_BASE64);
         if (rc == 0)
-            rc = leak_add_b64(m, v, item, a, leak_b64_url, ADDON_LEAK_BASE64URL);
+            rc = leak_add_b64(m, v, item, a, px_b64_url, ADDON_LEAK_BASE64URL);
     }
     if (rc == 0)
         rc = leak_add_hex(m, v, item, leak_hex_lower);

@@ -44,10 +44,14 @@ long px_b64_decode(const char *s, size_t len, unsigned char *out, size_t cap)
     return (long)o;
 }
 
-long px_b64_encode(const unsigned char *s, size_t len, char *out, size_t cap)
+const char px_b64_std[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const char px_b64_url[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+long px_b64_encode_as(const unsigned char *s, size_t len, int flags, char *out, size_t cap)
 {
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t need = (len + 2) / 3 * 4;
+    const char *abc = flags & PX_B64_URL ? px_b64_url : px_b64_std;
+    int pad = !(flags & PX_B64_NOPAD);
+    size_t need = pad ? (len + 2) / 3 * 4 : (len * 4 + 2) / 3;
     if (need > cap)
         return -1;
     size_t o = 0;
@@ -59,8 +63,15 @@ long px_b64_encode(const unsigned char *s, size_t len, char *out, size_t cap)
             q |= s[i + 2];
         out[o++] = abc[(q >> 18) & 63];
         out[o++] = abc[(q >> 12) & 63];
-        out[o++] = i + 1 < len ? abc[(q >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? abc[q & 63] : '=';
+        if (i + 1 < len || pad)
+            out[o++] = i + 1 < len ? abc[(q >> 6) & 63] : '=';
+        if (i + 2 < len || pad)
+            out[o++] = i + 2 < len ? abc[q & 63] : '=';
     }
     return (long)o;
+}
+
+long px_b64_encode(const unsigned char *s, size_t len, char *out, size_t cap)
+{
+    return px_b64_encode_as(s, len, 0, out, cap);
 }

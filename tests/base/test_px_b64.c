@@ -57,6 +57,24 @@ static void test_b64_encode_round_trip(void **state)
     assert_memory_equal(enc, "YWJjZA==", 8);
 }
 
+/* URL-safe and unpadded: what a JWT and a node ID carry. */
+static void test_b64_encode_as(void **state)
+{
+    (void)state;
+    static const unsigned char in[] = {0xfb, 0xff, 0xbf, 0xfe};
+    char enc[16];
+    assert_int_equal(px_b64_encode_as(in, 4, 0, enc, sizeof(enc)), 8);
+    assert_memory_equal(enc, "+/+//g==", 8);
+    assert_int_equal(px_b64_encode_as(in, 4, PX_B64_URL, enc, sizeof(enc)), 8);
+    assert_memory_equal(enc, "-_-__g==", 8);
+    assert_int_equal(px_b64_encode_as(in, 4, PX_B64_URL | PX_B64_NOPAD, enc, sizeof(enc)), 6);
+    assert_memory_equal(enc, "-_-__g", 6);
+    assert_int_equal(px_b64_encode_as(in, 3, PX_B64_NOPAD, enc, sizeof(enc)), 4);
+    assert_int_equal(px_b64_encode_as(in, 2, PX_B64_NOPAD, enc, sizeof(enc)), 3);
+    assert_int_equal(px_b64_encode_as(in, 4, PX_B64_NOPAD, enc, 5), -1);
+    assert_int_equal(px_b64_encode_as(in, 4, PX_B64_NOPAD, enc, 6), 6);
+}
+
 static void test_b64_value(void **state)
 {
     (void)state;
@@ -77,6 +95,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_b64_decode),
         cmocka_unit_test(test_b64_encode_round_trip),
+        cmocka_unit_test(test_b64_encode_as),
         cmocka_unit_test(test_b64_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
