@@ -212,6 +212,19 @@ def ws_open(host, port, vhost, path):
     return s, rest
 
 
+def drain(s, got):
+    """Reads s to its end (or an error): got plus the bytes read."""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += len(d)
+    except OSError:
+        pass
+    return got
+
+
 def replies(r, timeout):
     r.s.settimeout(timeout)
     try:
@@ -260,16 +273,7 @@ def client(host, port, vhost, path, action, args):
         print("sent", sent)
         replies(r, 1)
     elif action == "download":
-        got = len(rest)
-        try:
-            while True:
-                d = s.recv(65536)
-                if not d:
-                    break
-                got += len(d)
-        except OSError:
-            pass
-        print("got", got)
+        print("got", drain(s, len(rest)))
     else:
         try:
             for spec in args:
@@ -325,16 +329,7 @@ def tunnel(phost, pport, host, mode, args):
             pass
         print("sent", sent)
         return
-    got = len(rest)
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            got += len(d)
-    except OSError:
-        pass
-    print("got", got)
+    print("got", drain(s, len(rest)))
 
 
 if __name__ == "__main__":
