@@ -134,10 +134,8 @@ int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **
         return rc;
     rc = ca_load(out, a->privdir, 0, PX_CACONV_SB_CACHE, err, errlen);
     if (rc == 0 && ca_get_constraints(*out) == NULL) {
-        snprintf(err, errlen,
-                 "%s/%s has no name constraints; --ca-per-conversation never uses "
-                 "an unconstrained CA (remove it)",
-                 a->privdir, CA_FILE_KEY_CERT);
+        snprintf(err, errlen, "%s/%s " PX_CACONV_UNCONSTRAINED " (remove it)", a->privdir,
+                 CA_FILE_KEY_CERT);
         rc = PX_ECONFIG;
     }
     if (rc == 0)

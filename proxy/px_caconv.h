@@ -11,6 +11,9 @@
 
 /* What the answers and the network log say about a host the conversation CA cannot sign for. */
 #define PX_CACONV_WHY "outside the conversation CA's name constraints; start a new conversation"
+/* Said after a CA's file when --ca-per-conversation finds it without name constraints. */
+#define PX_CACONV_UNCONSTRAINED                                                                    \
+    "has no name constraints; --ca-per-conversation never uses an unconstrained CA"
 
 /* Adds to c the subtree of every host pattern p allows (every format; block entries aside).
  * Borrows both. 0, or a negative code with err naming the entry ("domains[0] (allow.txt:1):

@@ -401,8 +401,8 @@ static int px__engine_ca(px_engine_t *eng)
             return -1;
         }
         if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
-            px_diag(PX_DIAG_ERROR, "CA: %s/%s has no name constraints; --ca-per-conversation "
-                                   "never uses an unconstrained CA (give it an empty confdir)",
+            px_diag(PX_DIAG_ERROR,
+                    "CA: %s/%s " PX_CACONV_UNCONSTRAINED " (give it an empty confdir)",
                     cfg->confdir, CA_FILE_KEY_CERT);
             return -1;
         }

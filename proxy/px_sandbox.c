@@ -161,10 +161,7 @@ static int px__sb_own_ca(const px_config_t *ecfg, const px_sandbox_t *sb, const 
         return -1;
     }
     if (ecfg->ca_per_conversation && ca_get_constraints(*out) == NULL) {
-        snprintf(err, errlen,
-                 "sandbox %s: %.1000s has no name constraints; "
-                 "--ca-per-conversation never uses an unconstrained CA",
-                 sb->name, path);
+        snprintf(err, errlen, "sandbox %s: %.1000s " PX_CACONV_UNCONSTRAINED, sb->name, path);
         ca_free(*out);
         *out = NULL;
         return -1;
