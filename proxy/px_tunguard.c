@@ -396,7 +396,7 @@ int px_tunguard_ws(px_tunnel_t *t, px_log_t *log, const char *line, px_snapshot_
         addon_budget_end(bud);
         return PX_ENOMEM;
     }
-    px_tunnel_hook_t hook = {px__tg_data, px__tg_free, g, 0};
+    px_tunnel_hook_t hook = {.data = px__tg_data, .free = px__tg_free, .h = g};
     px_tunnel_set_hook(t, &hook);
     return 0;
 }
@@ -439,7 +439,7 @@ int px_tunguard_connect(px_log_t *log, addon_budget_table_t **tab, px_snapshot_t
         addon_budget_end(bud);
         return PX_ENOMEM;
     }
-    px_tunnel_hook_t hook = {px__tg_data, px__tg_free, g, 1};
+    px_tunnel_hook_t hook = {.data = px__tg_data, .free = px__tg_free, .h = g, .ahead = 1};
     px_tunnel_set_hook(t, &hook);
     *out = t;
     return 0;
