@@ -15,10 +15,9 @@
 #include "addons/addon_replacements.h"
 #include "base/px_b64.h"
 #include "base/px_err.h"
+#include "base/px_path.h"
 
 #define GHAPP_VALUE_MAX 16384 /* bytes of an Authorization value decoded or built here */
-
-static int ghapp_hex(char c);
 
 static int ghapp_is_auth(const addon_header_t *h)
 {
@@ -224,38 +223,28 @@ int addon_ghapp_graphql_query(addon_req_t *req, addon_answer_t *ans)
     return 1;
 }
 
-static int ghapp_hex(char c)
+/* A reading of the path (no query) whose last segment, trailing slashes aside, is "graphql" or
+ * "graphql.<format>" (Rails serves /graphql.json as /graphql), in any case. */
+static int ghapp_graphql_reading(const char *path, size_t len, void *ctx)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)(c | 0x20);
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    (void)ctx;
+    while (len > 0 && path[len - 1] == '/')
+        len--;
+    size_t seg = len;
+    while (seg > 0 && path[seg - 1] != '/')
+        seg--;
+    if (seg == 0)
+        return 0; /* no '/' before it: not a path */
+    static const char name[] = "graphql";
+    size_t nl = sizeof(name) - 1;
+    if (len - seg < nl || strncasecmp(path + seg, name, nl) != 0)
+        return 0;
+    return len - seg == nl || path[seg + nl] == '.';
 }
 
 int addon_ghapp_graphql_path(const addon_req_t *req)
 {
-    const char *q = memchr(req->path.base, '?', req->path.len);
-    size_t plen = q != NULL ? (size_t)(q - req->path.base) : req->path.len;
-    char tail[8];
-    size_t n = 0;
-    /* decoded from the end: the last 8 characters after trailing slashes */
-    size_t i = plen;
-    int trailing = 1;
-    while (i > 0 && n < sizeof(tail)) {
-        char c = req->path.base[i - 1];
-        size_t w = 1;
-        if (i >= 3 && req->path.base[i - 3] == '%' && ghapp_hex(req->path.base[i - 2]) >= 0 &&
-            ghapp_hex(c) >= 0) {
-            c = (char)(ghapp_hex(req->path.base[i - 2]) * 16 + ghapp_hex(c));
-            w = 3;
-        }
-        i -= w;
-        if (trailing && c == '/')
-            continue;
-        trailing = 0;
-        tail[sizeof(tail) - 1 - n++] = c;
-    }
-    return n == sizeof(tail) && strncasecmp(tail, "/graphql", 8) == 0;
+    return px_path_any(req->path.base, req->path.len, ghapp_graphql_reading, NULL) != 0;
 }
 
 /* The 403 of a scope refusal: message by verdict, detail, annotation. */

@@ -11,6 +11,7 @@
 #include "addons/addon_policy_int.h"
 #include "base/px_err.h"
 #include "base/px_host.h"
+#include "base/px_path.h"
 #include "base/px_pct.h"
 
 #define ADDON__POLICY_HTTP_PORT 80
@@ -61,9 +62,11 @@ addon_policy_format_t addon_policy_format_of(const addon_policy_t *p)
 
 /* ---- deciding --------------------------------------------------------------------------- */
 
-/* 1 when the raw path (before its first raw '?') has a segment that is "." or ".." once
+/* 1 when the raw path (before its first raw '?') has a segment that is ".." once
  * percent-decoded and once its ";parameters" are removed: servers resolve "/..;/",
- * "%2e%2e;" and "..%3b" as "..". Segments are split on decoded '/' too ("..%2f"). */
+ * "%2e%2e;" and "..%3b" as "..". Segments are split on decoded '/' too ("..%2f"). A "."
+ * segment alone is a reading (px_path), not a refusal: apt's flat repositories ask for
+ * "/./InRelease". */
 static int policy_dot_segment(const char *raw, size_t len)
 {
     size_t dots = 0; /* the segment so far (before ';') is this many dots */
@@ -83,7 +86,7 @@ static int policy_dot_segment(const char *raw, size_t len)
             ch = raw[i];
         }
         if (ch == '/') {
-            if (!other && (dots == 1 || dots == 2))
+            if (!other && dots == 2)
                 return 1;
             dots = 0;
             other = params = 0;
@@ -203,18 +206,12 @@ static void policy_note(addon_policy_decision_t *d, addon_policy_verdict_t v,
     d->path_pattern = e->path;
 }
 
-static void policy_decide_path(const addon_policy_t *p, const addon_policy_query_t *q,
-                               const char *path, size_t plen, addon_policy_decision_t *d)
+/* Decides one reading path[0..plen) (decoded path + query) of the request for host (normalized)
+ * into d, which starts as ADDON_POLICY_BLOCK_HOST. */
+static void policy_decide_reading(const addon_policy_t *p, const addon_policy_query_t *q,
+                                  addon_str_t host, const char *path, size_t plen,
+                                  addon_policy_decision_t *d)
 {
-    d->precheck = policy_precheck(path, plen, q->path.base, q->path.len);
-    if (d->precheck != ADDON_POLICY_PRECHECK_NONE) {
-        d->verdict = ADDON_POLICY_BLOCK_PRECHECK;
-        return;
-    }
-    if (p == NULL)
-        return;
-    char hbuf[POLICY_HOST_BUF];
-    addon_str_t host = policy_norm_host(q->host, hbuf);
     /* Blocks win over every allow: they are checked first and end the decision. */
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
@@ -263,13 +260,69 @@ static void policy_decide_path(const addon_policy_t *p, const addon_policy_query
     }
 }
 
-/* Kept apart so that the 64 KiB decoding buffer is only on the stack for paths holding '%'. */
+/* The other readings of an allowed request (changes: px_path_changes of its path part): a
+ * block entry that matches any of them wins; any one that is not allowed blocks the request; a
+ * graphql entry that allows any of them applies. Kept apart for its buffer. */
+static void policy_decide_others(const addon_policy_t *p, const addon_policy_query_t *q,
+                                 addon_str_t host, const char *path, size_t plen, size_t len,
+                                 unsigned changes, addon_policy_decision_t *d)
+{
+    char buf[ADDON_POLICY_PATH_MAX];
+    addon_policy_decision_t first_no = {0};
+    for (unsigned how = 1; how <= PX_PATH_ALL; how++) {
+        if (!px_path_worth(changes, how))
+            continue;
+        size_t n = px_path_reading(path, plen, how, buf);
+        memcpy(buf + n, path + plen, len - plen); /* the query, as it is */
+        addon_policy_decision_t r = {0};
+        r.verdict = ADDON_POLICY_BLOCK_HOST;
+        policy_decide_reading(p, q, host, buf, n + len - plen, &r);
+        r.reading = how;
+        if (r.verdict == ADDON_POLICY_BLOCK_LISTED) {
+            *d = r;
+            return;
+        }
+        if (!r.allowed && first_no.reading == 0)
+            first_no = r;
+        if (r.allowed && d->graphql == NULL)
+            d->graphql = r.graphql;
+    }
+    if (d->allowed && first_no.reading != 0)
+        *d = first_no;
+}
+
+/* path[0..len) is the decoded path+query, its path part path[0..plen). */
+static void policy_decide_path(const addon_policy_t *p, const addon_policy_query_t *q,
+                               const char *path, size_t plen, size_t len,
+                               addon_policy_decision_t *d)
+{
+    d->precheck = policy_precheck(path, len, q->path.base, q->path.len);
+    if (d->precheck != ADDON_POLICY_PRECHECK_NONE) {
+        d->verdict = ADDON_POLICY_BLOCK_PRECHECK;
+        return;
+    }
+    if (p == NULL)
+        return;
+    char hbuf[POLICY_HOST_BUF];
+    addon_str_t host = policy_norm_host(q->host, hbuf);
+    policy_decide_reading(p, q, host, path, len, d);
+    unsigned changes = px_path_changes(path, plen);
+    if (changes != 0 && d->verdict != ADDON_POLICY_BLOCK_LISTED)
+        policy_decide_others(p, q, host, path, plen, len, changes, d);
+}
+
+/* Kept apart so that the 64 KiB decoding buffer is only on the stack for paths holding '%'.
+ * The path and the query are decoded apart, so that the path part's end is known (the
+ * concatenation is the whole target decoded once: no escape spans the raw '?'). */
 static void policy_decide_encoded(const addon_policy_t *p, const addon_policy_query_t *q,
                                   addon_policy_decision_t *d)
 {
     char buf[ADDON_POLICY_PATH_MAX];
-    size_t len = px_pct_unquote(q->path.base, q->path.len, buf);
-    policy_decide_path(p, q, buf, len, d);
+    const char *qm = memchr(q->path.base, '?', q->path.len);
+    size_t rp = qm != NULL ? (size_t)(qm - q->path.base) : q->path.len;
+    size_t plen = px_pct_unquote(q->path.base, rp, buf);
+    size_t len = plen + px_pct_unquote(q->path.base + rp, q->path.len - rp, buf + plen);
+    policy_decide_path(p, q, buf, plen, len, d);
 }
 
 void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
@@ -283,7 +336,9 @@ void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
     } else if (q->path.len > 0 && memchr(q->path.base, '%', q->path.len) != NULL) {
         policy_decide_encoded(p, q, d);
     } else {
-        policy_decide_path(p, q, q->path.base, q->path.len, d);
+        const char *qm = q->path.len > 0 ? memchr(q->path.base, '?', q->path.len) : NULL;
+        size_t plen = qm != NULL ? (size_t)(qm - q->path.base) : q->path.len;
+        policy_decide_path(p, q, q->path.base, plen, q->path.len, d);
     }
     d->method_message = d->verdict == ADDON_POLICY_BLOCK_METHOD;
 }

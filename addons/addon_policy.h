@@ -65,8 +65,8 @@ typedef enum addon_policy_precheck {
     ADDON_POLICY_PRECHECK_NONE = 0,
     ADDON_POLICY_PRECHECK_NUL,         /* decoded path contains a NUL byte */
     ADDON_POLICY_PRECHECK_BACKSLASH,   /* ... a backslash */
-    ADDON_POLICY_PRECHECK_DOT_SEGMENT, /* a path segment (query aside) is "." or ".." once
-                                          decoded and its ";parameters" removed */
+    ADDON_POLICY_PRECHECK_DOT_SEGMENT, /* a path segment (query aside) is ".." once decoded
+                                          and its ";parameters" removed */
     ADDON_POLICY_PRECHECK_TOO_LONG,    /* raw path longer than ADDON_POLICY_PATH_MAX */
 } addon_policy_precheck_t;
 
@@ -103,8 +103,16 @@ typedef struct addon_policy_decision {
     addon_str_t path_pattern;         /* its path pattern, empty = any (borrowed) */
     int passthrough;                  /* allowed by an entry with tls: passthrough */
     const addon_policy_graphql_t *graphql; /* allowed by a url_prefixes entry with a graphql
-                                              block: its rules (borrowed), else NULL */
+                                              block (for any reading of the path): its rules
+                                              (borrowed), else NULL */
+    unsigned reading; /* blocked: the reading of the path that was (PX_PATH_* bits of
+                         base/px_path.h; 0 = as sent) */
 } addon_policy_decision_t;
+
+/* The readings of a path (base/px_path.h): a request is allowed only if every reading of its
+ * path is; a block entry applies if it matches any. "as sent", or the transformations joined
+ * ("slashes merged", "'.' segments removed", "';parameters' removed"), static storage. */
+const char *addon_policy_reading_name(unsigned how);
 
 /* Parses an allowlist (YAML or JSON) from data[0..len) (borrowed); name (copied) is used in
  * messages. 0 and *out with one reference; or PX_EPARSE/PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM with
@@ -184,7 +192,7 @@ size_t addon_policy_block_message(const addon_policy_t *p, size_t index, char *b
  * allowlist deciding the same. snprintf-style. */
 size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t len);
 
-/* A short name for a pre-check ("path has a . or .. segment"). Static storage. */
+/* A short name for a pre-check ("path has a .. segment"). Static storage. */
 const char *addon_policy_precheck_name(addon_policy_precheck_t c);
 
 /* Writes the `airlock check` summary: a count line, then one line per entry, each ending with

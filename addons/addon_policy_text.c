@@ -269,11 +269,26 @@ const char *addon_policy_precheck_name(addon_policy_precheck_t c)
     case ADDON_POLICY_PRECHECK_BACKSLASH:
         return "path contains a backslash";
     case ADDON_POLICY_PRECHECK_DOT_SEGMENT:
-        return "path has a . or .. segment";
+        return "path has a .. segment";
     case ADDON_POLICY_PRECHECK_TOO_LONG:
         return "path is too long";
     }
     return "unknown";
+}
+
+const char *addon_policy_reading_name(unsigned how)
+{
+    static const char *const names[] = {
+        "as sent",
+        "';parameters' removed",
+        "'.' segments removed",
+        "';parameters' and '.' segments removed",
+        "slashes merged",
+        "';parameters' removed and slashes merged",
+        "'.' segments removed and slashes merged",
+        "';parameters' and '.' segments removed and slashes merged",
+    };
+    return names[how & 7];
 }
 
 size_t addon_policy_explain(const addon_policy_t *p, const addon_policy_query_t *q,
@@ -329,5 +344,8 @@ size_t addon_policy_explain(const addon_policy_t *p, const addon_policy_query_t 
             addon_out_fmt(&o, " (the allowlist is empty)");
         break;
     }
+    if (d->reading != 0)
+        addon_out_fmt(&o, " (on a reading of the path a server may make: %s)",
+                      addon_policy_reading_name(d->reading));
     return o.pos;
 }

@@ -19,9 +19,7 @@
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
 #include "base/px_host.h"
-#include "base/px_pct.h"
-
-#define TD_PREFIX_RAW 64 /* raw path bytes decoded to recognise /v1/messages */
+#include "base/px_path.h"
 
 static const char *const td_covered[] = {"web_fetch_", "web_search_",     "computer_",
                                          "bash_",      "code_execution_", NULL};
@@ -33,23 +31,26 @@ typedef struct td_ctx {
     int changed;
 } td_ctx_t;
 
-/* 1 for api.anthropic.com and a decoded path /v1/messages, /v1/messages/... or /v1/messages?... */
+/* A reading of the path (no query) that is /v1/messages, /v1/messages/... or /v1/messages.*,
+ * compared case-insensitively: a feature's path applies when any spelling may reach it. */
+static int td_messages_path(const char *path, size_t len, void *ctx)
+{
+    (void)ctx;
+    static const char base[] = "/v1/messages";
+    size_t bl = sizeof(base) - 1;
+    if (len < bl || strncasecmp(path, base, bl) != 0)
+        return 0;
+    return len == bl || path[bl] == '/' || path[bl] == '.';
+}
+
+/* 1 for api.anthropic.com and a path any reading of which (base/px_path) is /v1/messages... */
 static int td_applies(const addon_req_t *req)
 {
     char host[260];
     if (px_host_norm(host, sizeof(host), req->host.base, req->host.len) < 0 ||
         strcmp(host, "api.anthropic.com") != 0)
         return 0;
-    char path[TD_PREFIX_RAW];
-    size_t raw = req->path.len < TD_PREFIX_RAW ? req->path.len : TD_PREFIX_RAW;
-    size_t n = px_pct_unquote(req->path.base, raw, path);
-    static const char base[] = "/v1/messages";
-    size_t bl = sizeof(base) - 1;
-    if (n < bl || memcmp(path, base, bl) != 0)
-        return 0;
-    if (n == bl)
-        return raw == req->path.len;
-    return path[bl] == '/' || path[bl] == '?';
+    return px_path_any(req->path.base, req->path.len, td_messages_path, NULL) != 0;
 }
 
 static int td_prefix(const char *type, const char *const *list)

@@ -17,8 +17,8 @@ static int px__host_char_ok(unsigned char ch)
            ch == '+' || ch == ',' || ch == ';' || ch == '=';
 }
 
-int px_authority_split(const char *a, size_t len, const char **host, size_t *hlen,
-                       uint16_t *port, int *bracketed)
+int px_authority_split(const char *a, size_t len, const char **host, size_t *hlen, uint16_t *port,
+                       int *bracketed)
 {
     *port = 0;
     *bracketed = 0;
@@ -34,8 +34,8 @@ int px_authority_split(const char *a, size_t len, const char **host, size_t *hle
         *bracketed = 1;
         for (size_t k = 0; k < *hlen; k++) {
             char ch = (*host)[k];
-            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F') ||
-                  ch == ':' || ch == '.'))
+            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') ||
+                  (ch >= 'A' && ch <= 'F') || ch == ':' || ch == '.'))
                 return PX_EPARSE;
         }
         if (*hlen == 0)
@@ -139,7 +139,8 @@ static int px__framing(const px_msg_t *m, px_pre_t *o)
         px__bad(o, 400, "more than one Transfer-Encoding header");
         return -1;
     }
-    if (nte == 1 && !px_msg_span_ieq(m, m->values[px_msg_find(m, "transfer-encoding")], "chunked")) {
+    if (nte == 1 &&
+        !px_msg_span_ieq(m, m->values[px_msg_find(m, "transfer-encoding")], "chunked")) {
         px__bad(o, 400, "Transfer-Encoding other than chunked");
         return -1;
     }
@@ -182,10 +183,6 @@ static int px__absolute(const char *t, size_t tlen, px_pre_t *o, const char **pa
     if (px_host_norm(un, sizeof(un), uhost, uhlen) < 0 || strcmp(un, o->norm_host) != 0 ||
         ueff != o->port) {
         px__mismatch(o, uhost, uhlen, "url");
-        return -1;
-    }
-    if (*plen > 0 && (*path)[0] == '#') {
-        px__bad(o, 400, "fragment in request target");
         return -1;
     }
     return 0;
@@ -244,7 +241,12 @@ void px_precheck(const px_msg_t *m, const px_pre_ctx_t *ctx, px_pre_t *o)
         o->port = ctx->orig_port; /* transparent: where the client really connected */
     }
 
-    /* the request target: origin form, asterisk, or absolute form */
+    /* the request target: origin form, asterisk, or absolute form. A fragment is never sent
+     * by a client; a server cuts it, so the path it reads is not the one decided on. */
+    if (memchr(t, '#', tlen) != NULL) {
+        px__bad(o, 400, "fragment in request target");
+        return;
+    }
     const char *path = t;
     size_t plen = tlen;
     if (!(tlen > 0 && t[0] == '/') && !(tlen == 1 && t[0] == '*')) {

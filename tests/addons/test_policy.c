@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "addons/addon_policy.h"
+#include "base/px_path.h"
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
@@ -160,7 +161,7 @@ static const policy_case_t policy_cases[] = {
      K_URL, 0}, /* the query is not judged */
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..hidden"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/pulls"), 443, 1, ALLOW, K_URL, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/./pulls"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/./pulls"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..;/x"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo\\..\\evil"), 443, 1, B_BSLASH, K_NONE,
      0},
@@ -174,7 +175,8 @@ static const policy_case_t policy_cases[] = {
     {AL_A14, "GET", "example.com", P("/.."), 443, 1, B_DOT, K_NONE, 0},
     {AL_A14, "GET", "example.com", P("/%2e%2e/x"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A14, "GET", "example.com", P("/a/%00"), 443, 1, B_NUL, K_NONE, 0},
-    {AL_A14, "GET", "example.com", P("/a/./b"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_A14, "GET", "example.com", P("/a/./b"), 443, 1, ALLOW, K_DOM, 0}, /* apt: "/./" */
+    {AL_A14, "GET", "example.com", P("/./InRelease"), 443, 1, ALLOW, K_DOM, 0},
     {AL_A14, "GET", "example.com", P("/a//b"), 443, 1, ALLOW, K_DOM, 0},
     {AL_A14, "GET", "example.com", P(".."), 443, 1, B_DOT, K_NONE, 0},
     /* Dot segments servers resolve: ";parameters" removed, decoded once, query aside. */
@@ -183,10 +185,11 @@ static const policy_case_t policy_cases[] = {
     {AL_V1, "GET", "example.com", P("/v1/x/..%3b/admin"), 443, 1, B_DOT, K_NONE, 0},
     {AL_V1, "GET", "example.com", P("/v1/x/..%3B/admin"), 443, 1, B_DOT, K_NONE, 0},
     {AL_V1, "GET", "example.com", P("/v1/..?x"), 443, 1, B_DOT, K_NONE, 0},
-    {AL_V1, "GET", "example.com", P("/v1/.?x"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/.?x"), 443, 1, ALLOW, K_URL, 0},
     {AL_V1, "GET", "example.com", P("/v1/..;a=b"), 443, 1, B_DOT, K_NONE, 0},
-    {AL_V1, "GET", "example.com", P("/v1/.;x/a"), 443, 1, B_DOT, K_NONE, 0},
-    {AL_V1, "GET", "example.com", P("/v1/%2E"), 443, 1, B_DOT, K_NONE, 0},
+    {AL_V1, "GET", "example.com", P("/v1/.;x/a"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/v1/%2E"), 443, 1, ALLOW, K_URL, 0},
+    {AL_V1, "GET", "example.com", P("/./v1/x"), 443, 1, B_PATH, K_URL, 0}, /* as sent: no */
     {AL_V1, "GET", "example.com", P("/v1/x%2f..%2fadmin"), 443, 1, B_DOT, K_NONE, 0},
     {AL_V1, "GET", "example.com", P("/v1/x;..;/a"), 443, 1, ALLOW, K_URL, 0},
     {AL_V1, "GET", "example.com", P("/v1/..."), 443, 1, ALLOW, K_URL, 0},
@@ -385,6 +388,70 @@ static void test_policy_decisions(void **state)
     }
     print_message("%zu decision cases\n", n);
     assert_true(n >= 80);
+    assert_int_equal(failures, 0);
+}
+
+/* Every reading of the path (base/px_path): allowed only if all are, a block or a graphql entry
+ * applies if any matches. */
+#define AL_RBLOCK "domains: [api.example]\nblock: [{host: api.example, path: \"/admin/*\"}]\n"
+#define AL_RGQL                                                                                    \
+    "url_prefixes:\n  - {host: g.example, path: /graphql, graphql: {queries: ['*']}}\n"           \
+    "  - {host: g.example, path: \"*\"}\n"
+#define AL_RPARAM "url_prefixes: [{host: api.example, path: \"/x;v=1/*\"}]\n"
+#define AL_RPUB "url_prefixes: [{host: api.example, path: \"/pub/*\"}]\n"
+enum { R_ALLOW, R_LISTED, R_PATH };
+static const struct {
+    const char *policy, *host, *path;
+    int want;          /* R_* */
+    unsigned reading;  /* the reading that decided a refusal */
+    int graphql;       /* allowed with a graphql block */
+} reading_cases[] = {
+    {AL_RBLOCK, "api.example", "/admin/x", R_LISTED, 0, 0},
+    {AL_RBLOCK, "api.example", "//admin/x", R_LISTED, PX_PATH_MERGE, 0},
+    {AL_RBLOCK, "api.example", "///admin//x", R_LISTED, PX_PATH_MERGE, 0},
+    {AL_RBLOCK, "api.example", "/admin;x/y", R_LISTED, PX_PATH_PARAMS, 0},
+    {AL_RBLOCK, "api.example", "/admin%3bx/y", R_LISTED, PX_PATH_PARAMS, 0},
+    {AL_RBLOCK, "api.example", "/./admin/x", R_LISTED, PX_PATH_DOTS, 0},
+    {AL_RBLOCK, "api.example", "/%2fadmin/x", R_LISTED, PX_PATH_MERGE, 0},
+    {AL_RBLOCK, "api.example", "/%2e/%2Fadmin;a/x?q=1", R_LISTED, PX_PATH_ALL, 0},
+    {AL_RBLOCK, "api.example", "/adminx", R_ALLOW, 0, 0},
+    {AL_RBLOCK, "api.example", "/x/admin/y", R_ALLOW, 0, 0},
+    {AL_RBLOCK, "api.example", "/x?next=//admin/x", R_ALLOW, 0, 0}, /* the query is not read */
+    {AL_RPARAM, "api.example", "/x;v=1/a", R_PATH, PX_PATH_PARAMS, 0},
+    {AL_RPUB, "api.example", "/pub//a", R_ALLOW, 0, 0},
+    {AL_RPUB, "api.example", "/pub/./a", R_ALLOW, 0, 0},
+    {AL_RPUB, "api.example", "/pub;x/a", R_PATH, 0, 0},
+    {AL_RPUB, "api.example", "//pub/a", R_PATH, 0, 0},
+    {AL_RGQL, "g.example", "/graphql", R_ALLOW, 0, 1},
+    {AL_RGQL, "g.example", "/graphql;x", R_ALLOW, 0, 1},
+    {AL_RGQL, "g.example", "//graphql", R_ALLOW, 0, 1},
+    {AL_RGQL, "g.example", "/./graphql", R_ALLOW, 0, 1},
+    {AL_RGQL, "g.example", "/graphql?x=1", R_ALLOW, 0, 0},
+    {AL_RGQL, "g.example", "/other", R_ALLOW, 0, 0},
+};
+
+static void test_policy_readings(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (size_t i = 0; i < sizeof(reading_cases) / sizeof(reading_cases[0]); i++) {
+        addon_policy_t *p = policy_load(reading_cases[i].policy);
+        const char *path = reading_cases[i].path;
+        addon_policy_query_t q =
+            policy_query("GET", reading_cases[i].host, path, strlen(path), 443, 1);
+        addon_policy_decision_t d;
+        addon_policy_decide(p, &q, &d);
+        int got = d.allowed ? R_ALLOW : d.verdict == ADDON_POLICY_BLOCK_LISTED ? R_LISTED
+                  : d.verdict == ADDON_POLICY_BLOCK_PATH                      ? R_PATH
+                                                                              : -1;
+        if (got != reading_cases[i].want || (!d.allowed && d.reading != reading_cases[i].reading) ||
+            (d.graphql != NULL) != reading_cases[i].graphql) {
+            print_error("case %zu: %s: got %d reading %u graphql %d\n", i, path, got, d.reading,
+                        d.graphql != NULL);
+            failures++;
+        }
+        addon_policy_unref(p);
+    }
     assert_int_equal(failures, 0);
 }
 
@@ -961,9 +1028,18 @@ static const explain_case_t explain_cases[] = {
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/x"), 443,
      "allowed by domains[0] (*.github.com)"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a/../b"), 443,
-     "blocked: pre-check: path has a . or .. segment"},
+     "blocked: pre-check: path has a .. segment"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a/%2e%2E"), 443,
-     "blocked: pre-check: path has a . or .. segment"},
+     "blocked: pre-check: path has a .. segment"},
+    {"domains: [api.example]\nblock: [{host: api.example, path: \"/admin/*\"}]\n", "GET",
+     "api.example", P("//admin/x"), 443,
+     "blocked by block[0] (host api.example, path /admin/*, methods any; al.yaml:2) (on a reading "
+     "of the path a server "
+     "may make: slashes merged)"},
+    {"url_prefixes: [{host: api.example, path: \"/x;v=1/*\"}]\n", "GET", "api.example",
+     P("/x;v=1/a"), 443,
+     "blocked: no entry matches path /x;v=1/a (url_prefixes[0] matches host api.example) (on a "
+     "reading of the path a server may make: ';parameters' removed)"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a%00"), 443,
      "blocked: pre-check: path contains NUL"},
     {"domains: [\"*.github.com\"]\n", "GET", "api.github.com", P("/a%5c"), 443,
@@ -1049,6 +1125,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy_decisions),
+        cmocka_unit_test(test_policy_readings),
         cmocka_unit_test(test_policy_passthrough_flag),
         cmocka_unit_test(test_policy_decision_patterns),
         cmocka_unit_test(test_policy_null_and_long),

@@ -115,7 +115,7 @@ t_contains "suggest: evil.test entry" "$sug" '- host: "evil.test"'
 t_contains "suggest: api.test, the methods it was blocked for, any path" "$sug" '- host: "api.test"
     methods: ["POST", "DELETE", "GET"]'
 t_contains "suggest: a port entry" "$sug" "ports: [8080]"
-t_contains "suggest: the pre-check is not suggested" "$sug" "path has a . or .. segment"
+t_contains "suggest: the pre-check is not suggested" "$sug" "path has a .. segment"
 "$AIRLOCK" check --allowlist "$T_DIR/suggest.yaml" >/dev/null; rc=$?
 t_eq "suggest: its output is a valid allowlist" 0 "$rc"
 $PY - "$T_DIR/allow.yaml" "$T_DIR/suggest.yaml" "$T_DIR/merged.yaml" <<'PY'

@@ -67,6 +67,13 @@ static const pre_case_t pre_cases[] = {
      "invalid request target", ""},
     {R("GET http://u@a/ HTTP/1.1", "Host: a\r\n"), PROXY, "", "", 0, PX_PRE_BAD,
      "userinfo in request target", ""},
+    /* a fragment anywhere in the target: servers cut it, so they would read another path */
+    {R("GET /graphql#x HTTP/1.1", "Host: a\r\n"), HTTP, "", "", 0, PX_PRE_BAD,
+     "fragment in request target", ""},
+    {R("GET /a?b#c HTTP/1.1", "Host: a\r\n"), HTTPS, "", "", 0, PX_PRE_BAD,
+     "fragment in request target", ""},
+    {R("GET http://a/x#y HTTP/1.1", "Host: a\r\n"), PROXY, "", "", 0, PX_PRE_BAD,
+     "fragment in request target", ""},
     /* CONNECT */
     {R("CONNECT a.test:443 HTTP/1.1", "Host: a.test:443\r\n"), PROXY, "", "", 0, PX_PRE_TUNNEL,
      "a.test:443 ", "a.test:443"},
