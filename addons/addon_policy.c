@@ -170,6 +170,18 @@ static int policy_path_ok(const addon__policy_entry_t *e, const char *path, size
     return e->path.len == len && memcmp(e->path.base, path, len) == 0;
 }
 
+/* Restrictions (block entries, a graphql entry's filter) match paths in any case: many servers
+ * route case-insensitively (GitHub's /repos/OWNER/REPO, IIS), and a restriction applied to one
+ * spelling more is safe where an allow would not be. */
+static int policy_path_ok_icase(const addon__policy_entry_t *e, const char *path, size_t len)
+{
+    if (e->path.len == 0)
+        return 1;
+    if (e->path_glob)
+        return addon_glob_fnmatch(e->path.base, e->path.len, path, len, 1);
+    return e->path.len == len && strncasecmp(e->path.base, path, len) == 0;
+}
+
 static int policy_port_ok(const addon__policy_entry_t *e, uint16_t port, int tls)
 {
     if (port == (tls ? ADDON__POLICY_HTTPS_PORT : ADDON__POLICY_HTTP_PORT))
@@ -215,7 +227,7 @@ static void policy_decide_reading(const addon_policy_t *p, const addon_policy_qu
     /* Blocks win over every allow: they are checked first and end the decision. */
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
-        if (policy_host_ok(e, host) && policy_path_ok(e, path, plen) &&
+        if (policy_host_ok(e, host) && policy_path_ok_icase(e, path, plen) &&
             policy_method_ok(e, q->method)) {
             d->verdict = ADDON_POLICY_BLOCK_LISTED;
             d->kind = ADDON_POLICY_BLOCKS;
@@ -260,6 +272,23 @@ static void policy_decide_reading(const addon_policy_t *p, const addon_policy_qu
     }
 }
 
+/* The graphql block of the first url_prefixes entry whose host and path (in any case; with or
+ * without the query) match the reading path[0..len) (its path part path[0..plen)), whatever its
+ * method and port: a feature's path applies to every request that may reach it (a GET with
+ * ?query= to a POST-only graphql entry's path, allowed by a domains entry, is still a GraphQL
+ * request). NULL when none. */
+static const addon_policy_graphql_t *policy_graphql_any(const addon_policy_t *p, addon_str_t host,
+                                                        const char *path, size_t plen, size_t len)
+{
+    for (size_t i = 0; i < p->urls.n; i++) {
+        const addon__policy_entry_t *e = &p->urls.v[i];
+        if (e->graphql != NULL && policy_host_ok(e, host) &&
+            (policy_path_ok_icase(e, path, len) || policy_path_ok_icase(e, path, plen)))
+            return e->graphql;
+    }
+    return NULL;
+}
+
 /* The other readings of an allowed request (changes: px_path_changes of its path part): a
  * block entry that matches any of them wins; any one that is not allowed blocks the request; a
  * graphql entry that allows any of them applies. Kept apart for its buffer. */
@@ -276,7 +305,8 @@ static void policy_decide_others(const addon_policy_t *p, const addon_policy_que
         memcpy(buf + n, path + plen, len - plen); /* the query, as it is */
         addon_policy_decision_t r = {0};
         r.verdict = ADDON_POLICY_BLOCK_HOST;
-        policy_decide_reading(p, q, host, buf, n + len - plen, &r);
+        size_t r_len = n + len - plen;
+        policy_decide_reading(p, q, host, buf, r_len, &r);
         r.reading = how;
         if (r.verdict == ADDON_POLICY_BLOCK_LISTED) {
             *d = r;
@@ -284,8 +314,8 @@ static void policy_decide_others(const addon_policy_t *p, const addon_policy_que
         }
         if (!r.allowed && first_no.reading == 0)
             first_no = r;
-        if (r.allowed && d->graphql == NULL)
-            d->graphql = r.graphql;
+        if (d->graphql == NULL)
+            d->graphql = r.graphql != NULL ? r.graphql : policy_graphql_any(p, host, buf, n, r_len);
     }
     if (d->allowed && first_no.reading != 0)
         *d = first_no;
@@ -306,9 +336,13 @@ static void policy_decide_path(const addon_policy_t *p, const addon_policy_query
     char hbuf[POLICY_HOST_BUF];
     addon_str_t host = policy_norm_host(q->host, hbuf);
     policy_decide_reading(p, q, host, path, len, d);
+    if (d->allowed && d->graphql == NULL)
+        d->graphql = policy_graphql_any(p, host, path, plen, len);
     unsigned changes = px_path_changes(path, plen);
     if (changes != 0 && d->verdict != ADDON_POLICY_BLOCK_LISTED)
         policy_decide_others(p, q, host, path, plen, len, changes, d);
+    if (!d->allowed)
+        d->graphql = NULL;
 }
 
 /* Kept apart so that the 64 KiB decoding buffer is only on the stack for paths holding '%'.

@@ -157,8 +157,8 @@ static const policy_case_t policy_cases[] = {
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/%2E%2E"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..%2fx"), 443, 1, B_DOT, K_NONE, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/.%2e/x"), 443, 1, B_DOT, K_NONE, 0},
-    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/x?next=/../y"), 443, 1, ALLOW,
-     K_URL, 0}, /* the query is not judged */
+    {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/x?next=/../y"), 443, 1, ALLOW, K_URL,
+     0}, /* the query is not judged */
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/..hidden"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/pulls"), 443, 1, ALLOW, K_URL, 0},
     {AL_A11, "GET", "api.github.com", P("/repos/myorg/myrepo/./pulls"), 443, 1, ALLOW, K_URL, 0},
@@ -395,16 +395,16 @@ static void test_policy_decisions(void **state)
  * applies if any matches. */
 #define AL_RBLOCK "domains: [api.example]\nblock: [{host: api.example, path: \"/admin/*\"}]\n"
 #define AL_RGQL                                                                                    \
-    "url_prefixes:\n  - {host: g.example, path: /graphql, graphql: {queries: ['*']}}\n"           \
+    "url_prefixes:\n  - {host: g.example, path: /graphql, graphql: {queries: ['*']}}\n"            \
     "  - {host: g.example, path: \"*\"}\n"
 #define AL_RPARAM "url_prefixes: [{host: api.example, path: \"/x;v=1/*\"}]\n"
 #define AL_RPUB "url_prefixes: [{host: api.example, path: \"/pub/*\"}]\n"
 enum { R_ALLOW, R_LISTED, R_PATH };
 static const struct {
     const char *policy, *host, *path;
-    int want;          /* R_* */
-    unsigned reading;  /* the reading that decided a refusal */
-    int graphql;       /* allowed with a graphql block */
+    int want;         /* R_* */
+    unsigned reading; /* the reading that decided a refusal */
+    int graphql;      /* allowed with a graphql block */
 } reading_cases[] = {
     {AL_RBLOCK, "api.example", "/admin/x", R_LISTED, 0, 0},
     {AL_RBLOCK, "api.example", "//admin/x", R_LISTED, PX_PATH_MERGE, 0},
@@ -426,7 +426,10 @@ static const struct {
     {AL_RGQL, "g.example", "/graphql;x", R_ALLOW, 0, 1},
     {AL_RGQL, "g.example", "//graphql", R_ALLOW, 0, 1},
     {AL_RGQL, "g.example", "/./graphql", R_ALLOW, 0, 1},
-    {AL_RGQL, "g.example", "/graphql?x=1", R_ALLOW, 0, 0},
+    {AL_RGQL, "g.example", "/graphql?x=1", R_ALLOW, 0, 1}, /* the path, query aside */
+    {AL_RGQL, "g.example", "/GraphQL", R_ALLOW, 0, 1},     /* restrictions fold case */
+    {AL_RBLOCK, "api.example", "/ADMIN/x", R_LISTED, 0, 0},
+    {AL_RBLOCK, "api.example", "//Admin;x/y", R_LISTED, PX_PATH_ALL & ~PX_PATH_DOTS, 0},
     {AL_RGQL, "g.example", "/other", R_ALLOW, 0, 0},
 };
 
@@ -441,9 +444,10 @@ static void test_policy_readings(void **state)
             policy_query("GET", reading_cases[i].host, path, strlen(path), 443, 1);
         addon_policy_decision_t d;
         addon_policy_decide(p, &q, &d);
-        int got = d.allowed ? R_ALLOW : d.verdict == ADDON_POLICY_BLOCK_LISTED ? R_LISTED
-                  : d.verdict == ADDON_POLICY_BLOCK_PATH                      ? R_PATH
-                                                                              : -1;
+        int got = d.allowed                                ? R_ALLOW
+                  : d.verdict == ADDON_POLICY_BLOCK_LISTED ? R_LISTED
+                  : d.verdict == ADDON_POLICY_BLOCK_PATH   ? R_PATH
+                                                           : -1;
         if (got != reading_cases[i].want || (!d.allowed && d.reading != reading_cases[i].reading) ||
             (d.graphql != NULL) != reading_cases[i].graphql) {
             print_error("case %zu: %s: got %d reading %u graphql %d\n", i, path, got, d.reading,
