@@ -4,6 +4,8 @@
 #  - airlock (127.0.0.1:443, bench.test), to the upstream over TLS;
 #  - nginx terminating h2 (127.0.0.5:443) and relaying to the same upstream with proxy_pass
 #    (HTTP/1.1 over TLS, keep-alive pool: nginx cannot proxy h2);
+#  - HAProxy 2.6 terminating h2 (127.0.0.7:443), nbthread 1, http-reuse always, ALPN h2,http/1.1
+#    on both sides (so h2 to the upstream when it offers it), the upstream verified;
 #  - mitmdump 8.1.1 in reverse mode (127.0.0.6:443), h2 toward h2load and the upstream
 #    (connection_strategy=lazy: with the default, eager, it answers the client's ALPN before it
 #    knows the upstream's and picks no protocol, so h2load would get HTTP/1.1).
@@ -15,7 +17,7 @@
 # (requests per airlock/nginx run), MITM_N=5000 (per mitmdump run: it is ~30x slower),
 # WARM_N=2000, UPSTREAM_H2=0 (the upstream speaks HTTP/1.1 only), PROXY_CPU=0 LOAD_CPU=1, IDLE_CONNS=300 (RSS per idle h2 connection),
 # SYSCALLS=1 (perf stat: the proxy's system calls per request, when perf is installed),
-# NO_MITM=1, AIRLOCK=binary (default build-bench/airlock), KEEP_TEST_DIR=1.
+# NO_MITM=1, NO_HAPROXY=1, AIRLOCK=binary (default build-bench/airlock), KEEP_TEST_DIR=1.
 # Prints figures and ratios; never fails on a timing.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +35,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 IDLE_CONNS=${IDLE_CONNS:-300}
 SYSCALLS=${SYSCALLS:-1}; command -v perf > /dev/null || SYSCALLS=0
 NO_MITM=${NO_MITM:-}
+NO_HAPROXY=${NO_HAPROXY:-}
 UP_H2=" http2"; [ "${UPSTREAM_H2:-1}" = 0 ] && UP_H2=""
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
@@ -44,13 +47,14 @@ fi
 . "$ROOT/tests/integration/lib.sh"
 t_enter_netns "$@"
 command -v mitmdump > /dev/null || { echo "mitmdump not installed: its figures are skipped"; NO_MITM=1; }
+command -v haproxy > /dev/null || { echo "haproxy not installed: its figures are skipped"; NO_HAPROXY=1; }
 RES="$T_DIR/results"
 : > "$RES"
 MITM_PID=
 
 b_cleanup() {
     local f
-    for f in "$T_DIR/up.pid" "$T_DIR/px.pid"; do
+    for f in "$T_DIR/up.pid" "$T_DIR/px.pid" "$T_DIR/ha.pid"; do
         [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
     done
     [ -n "$MITM_PID" ] && kill "$MITM_PID" 2>/dev/null
@@ -62,7 +66,8 @@ taskset -p -c "$LOAD_CPU" $$ > /dev/null
 ulimit -n "$(ulimit -Hn)" 2>/dev/null
 ip addr add 127.0.0.5/8 dev lo 2>/dev/null || true
 ip addr add 127.0.0.6/8 dev lo 2>/dev/null || true
-printf '127.0.0.1 localhost\n127.0.0.2 upstream.test\n127.0.0.5 bench-nginx.test\n127.0.0.6 bench-mitm.test\n' \
+ip addr add 127.0.0.7/8 dev lo 2>/dev/null || true
+printf '127.0.0.1 localhost\n127.0.0.2 upstream.test\n127.0.0.5 bench-nginx.test\n127.0.0.6 bench-mitm.test\n127.0.0.7 bench-haproxy.test\n' \
     > "$T_DIR/hosts"
 mount --bind "$T_DIR/hosts" /etc/hosts
 log() { echo "[$(date +%T)] $*"; }
@@ -74,6 +79,8 @@ printf 'domains: ["bench.test"]\n' > "$T_DIR/allow.yaml"
 t_upstream_ca
 t_upstream_cert "DNS:upstream.test,DNS:bench.test" "$T_DIR/up"
 t_upstream_cert "DNS:bench-nginx.test" "$T_DIR/front"
+t_upstream_cert "DNS:bench-haproxy.test" "$T_DIR/fronth"
+cat "$T_DIR/fronth.pem" "$T_DIR/fronth.key" > "$T_DIR/fronth.crt"
 chmod -R a+rX "$T_DIR"
 
 nginx_conf() { # nginx_conf NAME SERVER-BLOCKS
@@ -123,8 +130,36 @@ nginx_conf px "upstream up_https { server 127.0.0.2:443; keepalive 64; }
         }
     }" > "$T_DIR/px.conf"
 
+# anchor: HAProxy (as in http_bench.sh), on PROXY_CPU
+cat > "$T_DIR/ha.cfg" <<HAP
+global
+    nbthread 1
+    maxconn 9000
+    pidfile $T_DIR/ha.pid
+    ssl-default-bind-options ssl-min-ver TLSv1.2
+    ssl-default-server-options ssl-min-ver TLSv1.2
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    timeout connect 5s
+    timeout client 600s
+    timeout server 600s
+    maxconn 9000
+frontend fe_https
+    bind 127.0.0.7:443 backlog 4096 ssl crt $T_DIR/fronth.crt alpn h2,http/1.1
+    default_backend be_https
+backend be_https
+    server up 127.0.0.2:443 ssl verify required ca-file $T_DIR/upca.pem sni str(upstream.test) verifyhost upstream.test alpn h2,http/1.1
+HAP
+start_haproxy() {
+    [ -n "$NO_HAPROXY" ] && return 0
+    taskset -c "$PROXY_CPU" haproxy -D -f "$T_DIR/ha.cfg" > "$T_DIR/ha.log" 2>&1 &&
+        t_wait_port 127.0.0.7 443 || { cat "$T_DIR/ha.log"; NO_HAPROXY=1; }
+}
+
 log "machine: $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'), $(getconf _NPROCESSORS_ONLN) cores; $(uname -r)"
-log "tools: $(h2load --version | head -1), $(nginx -v 2>&1 | cut -d' ' -f3)${NO_MITM:+, no mitmdump}$([ -z "$NO_MITM" ] && mitmdump --version 2>/dev/null | head -1 | tr -s ' ' | sed 's/^/, /')"
+log "tools: $(h2load --version | head -1), $(nginx -v 2>&1 | cut -d' ' -f3)$([ -z "$NO_HAPROXY" ] && haproxy -v | head -1 | cut -d' ' -f1-3 | sed 's/^/, /')${NO_MITM:+, no mitmdump}$([ -z "$NO_MITM" ] && mitmdump --version 2>/dev/null | head -1 | tr -s ' ' | sed 's/^/, /')"
 log "airlock: $AIRLOCK"
 log "settings: h2load -c$CONNS -m$STREAMS -n$N (mitmdump -n$MITM_N), upstream${UP_H2:- http/1.1 only}, RUNS=$RUNS, proxy on CPU $PROXY_CPU, h2load/upstream/dnsmasq on CPU $LOAD_CPU"
 log "load before: $(cat /proc/loadavg)"
@@ -137,6 +172,7 @@ AIRLOCK="$T_DIR/airlock-pinned" t_start_airlock "$T_DIR/allow.yaml" --upstream-c
 cat "$T_DIR/confdir/mitmproxy-ca-cert.pem" "$T_DIR/upca.pem" > "$T_DIR/clients-ca.pem"
 taskset -c "$PROXY_CPU" nginx -c "$T_DIR/px.conf" -g 'daemon on;' || exit 1
 t_wait_port 127.0.0.5 443 || exit 1
+start_haproxy
 if [ -z "$NO_MITM" ]; then
     cp "$T_DIR/confdir/mitmproxy-ca.pem" "$T_DIR/mitm/mitmproxy-ca.pem"
     taskset -c "$PROXY_CPU" mitmdump -q --set flow_detail=0 --set termlog_verbosity=error \
@@ -148,9 +184,9 @@ if [ -z "$NO_MITM" ]; then
 fi
 
 url() { case $1 in airlock) echo https://bench.test/1k.bin ;; nginx) echo https://bench-nginx.test/1k.bin ;;
-    mitmdump) echo https://bench-mitm.test/1k.bin ;; esac; }
+    mitmdump) echo https://bench-mitm.test/1k.bin ;; haproxy) echo https://bench-haproxy.test/1k.bin ;; esac; }
 pids() { case $1 in airlock) echo "$AIRLOCK_PID" ;; nginx) cat "$T_DIR/px.pid"; pgrep -P "$(cat "$T_DIR/px.pid")" ;;
-    mitmdump) echo "$MITM_PID" ;; esac; }
+    mitmdump) echo "$MITM_PID" ;; haproxy) cat "$T_DIR/ha.pid" ;; esac; }
 cpu_ticks() { local p; for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done | awk '{s += $1} END {print s + 0}'; }
 rss_sum() { local p t=0; for p in "$@"; do t=$((t + $(t_rss_kb "$p"))); done; echo $t; }
 HZ=$(getconf CLK_TCK)
@@ -159,6 +195,7 @@ HZ=$(getconf CLK_TCK)
 SUBJ=()
 log "correctness gate (HTTP/2, 200, the 1 KiB body)"
 all=(airlock nginx)
+[ -z "$NO_HAPROXY" ] && all+=(haproxy)
 [ -z "$NO_MITM" ] && all+=(mitmdump)
 for s in "${all[@]}"; do
     out=$(curl -s -m 10 --http2 --cacert "$T_DIR/clients-ca.pem" -o "$T_DIR/probe" -w '%{http_version} %{http_code}' "$(url $s)")
@@ -244,6 +281,13 @@ for s in "${SUBJ[@]}"; do
             t_wait_port 127.0.0.5 443 || exit 1
             warm "$(url nginx)"
             bench_idle nginx 127.0.0.5 bench-nginx.test ;;
+        haproxy)
+            kill "$(cat "$T_DIR/ha.pid")"
+            until_ok '! kill -0 "$(cat "$T_DIR/ha.pid")" 2>/dev/null' 10
+            rm -f "$T_DIR/ha.pid"
+            start_haproxy
+            warm "$(url haproxy)"
+            bench_idle haproxy 127.0.0.7 bench-haproxy.test ;;
     esac
 done
 
@@ -257,16 +301,26 @@ for line in open(sys.argv[1]):
     m, s, v = line.split()
     rows.setdefault((m, s), []).append(float(v))
 med = {k: statistics.median(v) for k, v in rows.items()}
-subjects = [s for s in ("airlock", "nginx", "mitmdump") if ("rps", s) in med]
+ALL = ("airlock", "nginx", "haproxy", "mitmdump")
 for m, label, unit in (("rps", "requests/s", ""), ("cpu_us", "CPU per request", " us"),
                        ("sys", "system calls per request", ""), ("idle_kb", "RSS per idle h2 connection", " KB")):
-    have = [s for s in ("airlock", "nginx", "mitmdump") if (m, s) in med]
+    have = [s for s in ALL if (m, s) in med]
     if not have:
         continue
     print("  %-28s %s" % (label, "   ".join("%s %.2f%s (%s)" % (s, med[(m, s)], unit,
           "/".join("%g" % x for x in rows[(m, s)])) for s in have)))
 a = med.get(("rps", "airlock"))
-for other, goal in (("nginx", 1.0), ("mitmdump", 30.0)):
+relays = [(med[("rps", r)], r) for r in ("nginx", "haproxy") if ("rps", r) in med]
+if a and relays:
+    v, r = max(relays)
+    print("  requests/s airlock/best relay (%s) %.2fx (goal >= 1x)" % (r, a / v))
+idle = [(med[("idle_kb", r)], r) for r in ("nginx", "haproxy") if ("idle_kb", r) in med]
+if ("idle_kb", "airlock") in med and idle:
+    v, r = min(idle)
+    k = med[("idle_kb", "airlock")]
+    print("  idle h2 connection airlock %.1f KB, best relay (%s) %.1f KB: %s" % (
+        k, r, v, "met" if k <= v else "MISSED"))
+for other, goal in (("nginx", 1.0), ("haproxy", 1.0), ("mitmdump", 30.0)):
     o = med.get(("rps", other))
     if a and o:
         print("  requests/s airlock/%-8s %.2fx (goal >= %gx)" % (other, a / o, goal))

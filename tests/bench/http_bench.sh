@@ -1,7 +1,8 @@
 #!/bin/bash
-# HTTP (issue 3) and HTTPS (issue 4) benchmarks: airlock against nginx as a reverse proxy and
-# mitmdump 8.1.1 in reverse mode, with the same upstream nginx, the same clients and the same
-# CPU placement, all in one private network+mount namespace (tests/integration/lib.sh).
+# HTTP (issue 3) and HTTPS (issue 4) benchmarks: airlock against the two best TLS relays Debian
+# ships, nginx and HAProxy, as reverse proxies, and mitmdump 8.1.1 in reverse mode, with the
+# same upstream nginx, the same clients and the same CPU placement, all in one private
+# network+mount namespace (tests/integration/lib.sh). Ratios are against the better relay.
 #
 #   tests/bench/http_bench.sh [http|https|all]      (default all; see tests/bench/README.md)
 #
@@ -12,14 +13,16 @@
 # size), BIG_MAX_TIME=120 / MITM_MAX_TIME=30 (curl --max-time of the download; the rate is
 # bytes received / time, so a capped mitmdump download still gives its rate), FRESH=20 (fresh
 # names for the minting latency), IDLE_CONNS=1000, PROFILE=1 (perf record on airlock during
-# one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump), AIRLOCK=binary
+# one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump),
+# NO_HAPROXY=1 (skip HAProxy), AIRLOCK=binary
 # (default build-bench/airlock), KEEP_TEST_DIR=1 (keep the scratch dir).
 #
 # Addresses inside the namespace: airlock 127.0.0.1 (:53 DNS, :80, :443), upstream nginx
 # 127.0.0.2 (:80, :443), dnsmasq 127.0.0.53 (*.test -> 127.0.0.2, airlock's upstream DNS),
 # nginx reverse proxy 127.0.0.5 (:80, :443), mitmdump 127.0.0.6 (:80 reverse to http,
-# :443 reverse to https). Clients resolve through airlock's DNS (bench.test, fresh names) or
-# /etc/hosts (bench-nginx.test, bench-mitm.test, upstream.test), both bind-mounted.
+# :443 reverse to https), HAProxy 127.0.0.7 (:80, :443). Clients resolve through airlock's DNS (bench.test, fresh names) or
+# /etc/hosts (bench-nginx.test, bench-mitm.test, bench-haproxy.test, upstream.test), both
+# bind-mounted.
 # Prints figures and ratios; never fails on a timing.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +50,7 @@ IDLE_CONNS=${IDLE_CONNS:-1000}
 PROFILE=${PROFILE:-0}
 SYSCALLS=${SYSCALLS:-1}; command -v perf > /dev/null || SYSCALLS=0
 NO_MITM=${NO_MITM:-}
+NO_HAPROXY=${NO_HAPROXY:-}
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ -x "$AIRLOCK" ] || { echo "no airlock binary at $AIRLOCK (build it: see README.md)" >&2; exit 2; }
@@ -59,6 +63,9 @@ t_enter_netns "$@"
 
 if ! command -v mitmdump >/dev/null; then
     echo "mitmdump not installed: its figures are skipped"; NO_MITM=1
+fi
+if ! command -v haproxy >/dev/null; then
+    echo "haproxy not installed: its figures are skipped"; NO_HAPROXY=1
 fi
 RES="$T_DIR/results"
 : > "$RES"
@@ -76,6 +83,7 @@ b_cleanup() {
     done
     [ -n "$MITM_HTTP_PID" ] && kill "$MITM_HTTP_PID" 2>/dev/null
     [ -n "$MITM_HTTPS_PID" ] && kill "$MITM_HTTPS_PID" 2>/dev/null
+    [ -f "$T_DIR/ha.pid" ] && kill "$(cat "$T_DIR/ha.pid")" 2>/dev/null
     t_cleanup
 }
 trap b_cleanup EXIT
@@ -91,7 +99,8 @@ sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="1024 65000" \
     net.core.somaxconn=4096 2>/dev/null
 ip addr add 127.0.0.5/8 dev lo 2>/dev/null || true
 ip addr add 127.0.0.6/8 dev lo 2>/dev/null || true
-printf '127.0.0.1 localhost\n127.0.0.2 upstream.test\n127.0.0.5 bench-nginx.test\n127.0.0.6 bench-mitm.test\n' \
+ip addr add 127.0.0.7/8 dev lo 2>/dev/null || true
+printf '127.0.0.1 localhost\n127.0.0.2 upstream.test\n127.0.0.5 bench-nginx.test\n127.0.0.6 bench-mitm.test\n127.0.0.7 bench-haproxy.test\n' \
     > "$T_DIR/hosts"
 mount --bind "$T_DIR/hosts" /etc/hosts
 
@@ -117,6 +126,8 @@ YAML
 t_upstream_ca
 t_upstream_cert "DNS:upstream.test,DNS:bench.test,DNS:*.bench.test" "$T_DIR/up"
 t_upstream_cert "DNS:bench-nginx.test" "$T_DIR/front"
+t_upstream_cert "DNS:bench-haproxy.test" "$T_DIR/fronth"
+cat "$T_DIR/fronth.pem" "$T_DIR/fronth.key" > "$T_DIR/fronth.crt" # HAProxy: one file
 chmod -R a+rX "$T_DIR"
 
 nginx_common() { # $1 = name
@@ -213,6 +224,56 @@ nginx_proxy_pids() {
     echo "$m" $(pgrep -P "$m")
 }
 
+# Baseline (d): HAProxy 2.6 as a reverse proxy on 127.0.0.7, configured as for production
+# (haproxy.org's and Mozilla's advice): one thread (nbthread 1, like one nginx worker), keep-alive
+# on both sides with idle server connections shared between clients (http-reuse always), on 443
+# TLS 1.2/1.3 with its own P-256 certificate, ALPN h2,http/1.1 toward the client and the
+# upstream, the upstream verified against the test CA with SNI upstream.test; no logging; on
+# PROXY_CPU.
+HAPROXY_CONF_EXTRA=${HAPROXY_CONF_EXTRA:-}
+start_haproxy() {
+    [ -n "$NO_HAPROXY" ] && return 0
+    cat > "$T_DIR/ha.cfg" <<HAP
+global
+    nbthread 1
+    maxconn 9000
+    pidfile $T_DIR/ha.pid
+    tune.bufsize 16384
+    ssl-default-bind-options ssl-min-ver TLSv1.2
+    ssl-default-server-options ssl-min-ver TLSv1.2
+    $HAPROXY_CONF_EXTRA
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    timeout connect 5s
+    timeout client 600s
+    timeout server 600s
+    timeout http-keep-alive 600s
+    maxconn 9000
+frontend fe_http
+    bind 127.0.0.7:80 backlog 4096
+    default_backend be_http
+frontend fe_https
+    bind 127.0.0.7:443 backlog 4096 ssl crt $T_DIR/fronth.crt alpn h2,http/1.1
+    default_backend be_https
+backend be_http
+    server up 127.0.0.2:80
+backend be_https
+    server up 127.0.0.2:443 ssl verify required ca-file $T_DIR/upca.pem sni str(upstream.test) verifyhost upstream.test alpn h2,http/1.1
+HAP
+    taskset -c "$PROXY_CPU" haproxy -D -f "$T_DIR/ha.cfg" > "$T_DIR/ha.log" 2>&1 ||
+        { cat "$T_DIR/ha.log"; return 1; }
+    t_wait_port 127.0.0.7 80 && t_wait_port 127.0.0.7 443
+}
+stop_haproxy() {
+    local pid i
+    pid=$(cat "$T_DIR/ha.pid" 2>/dev/null) || return 0
+    kill $pid 2>/dev/null
+    for i in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+    rm -f "$T_DIR/ha.pid"
+}
+
 # (a) airlock, pinned from its first instruction (exec keeps the pid lib.sh records).
 printf '#!/bin/sh\nexec taskset -c %s "%s" "$@"\n' "$PROXY_CPU" "$AIRLOCK" > "$T_DIR/airlock-pinned"
 chmod +x "$T_DIR/airlock-pinned"
@@ -259,6 +320,7 @@ proxy_pids() { # proxy_pids airlock|nginx|mitmdump
         airlock) echo "$AIRLOCK_PID" ;;
         nginx) nginx_proxy_pids ;;
         mitmdump) echo $MITM_HTTP_PID $MITM_HTTPS_PID ;;
+        haproxy) cat "$T_DIR/ha.pid" 2>/dev/null ;;
     esac
 }
 sched_ns() { # "run_ns wait_ns" summed over all threads of the given processes (schedstat:
@@ -288,9 +350,14 @@ base_url() { # base_url http|https subject
         airlock) echo "$1://bench.test" ;;
         nginx) echo "$1://bench-nginx.test" ;;
         mitmdump) echo "$1://bench-mitm.test" ;;
+        haproxy) echo "$1://bench-haproxy.test" ;;
     esac
 }
-subjects() { if [ -n "$NO_MITM" ]; then echo airlock nginx; else echo airlock nginx mitmdump; fi; }
+subjects() {
+    echo airlock nginx
+    [ -z "$NO_HAPROXY" ] && echo haproxy
+    [ -z "$NO_MITM" ] && echo mitmdump
+}
 CURL_TLS=(--cacert "$T_DIR/clients-ca.pem") # airlock's CA (airlock, mitmdump) + the test CA (nginx)
 
 # Correctness gate: a 200 with the 1 KiB body through each front end before any timing;
@@ -556,7 +623,7 @@ profile_airlock() { # profile_airlock LABEL URL [wrk args]
 
 # ---------------------------------------------------------------- start everything
 log "machine: $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'), $(getconf _NPROCESSORS_ONLN) cores; $(uname -r)"
-log "tools: $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | cut -d' ' -f3), $(openssl version | cut -d' ' -f1-2)${NO_MITM:+, no mitmdump}$([ -z "$NO_MITM" ] && mitmdump --version 2>/dev/null | head -1 | tr -s ' ' | sed 's/^/, /')"
+log "tools: $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | cut -d' ' -f3), $([ -z "$NO_HAPROXY" ] && haproxy -v | head -1 | cut -d' ' -f1-3), $(openssl version | cut -d' ' -f1-2)${NO_MITM:+, no mitmdump}$([ -z "$NO_MITM" ] && mitmdump --version 2>/dev/null | head -1 | tr -s ' ' | sed 's/^/, /')"
 log "airlock: $AIRLOCK"
 log "settings: wrk -t1 -c$CONNS -d${DURATION}s (after ${WARMUP}s warm-up), RUNS=$RUNS, proxy on CPU $PROXY_CPU, wrk/curl/upstream/dnsmasq on CPU $LOAD_CPU, nice ${NICE:-0}"
 log "load before: $(cat /proc/loadavg)"
@@ -565,6 +632,7 @@ start_upstream || { echo "upstream nginx failed"; cat "$T_DIR/up-error.log"; exi
 start_airlock || exit 1
 cat "$T_DIR/confdir/mitmproxy-ca-cert.pem" "$T_DIR/upca.pem" > "$T_DIR/clients-ca.pem"
 start_nginx_proxy || { echo "nginx proxy failed"; cat "$T_DIR/px-error.log"; exit 1; }
+start_haproxy || { echo "haproxy failed: its figures are skipped"; NO_HAPROXY=1; }
 case $MODE in http|all) start_mitm_http || NO_MITM=1 ;; esac
 case $MODE in https|all) start_mitm_https || NO_MITM=1 ;; esac
 
@@ -625,6 +693,9 @@ for run in $(seq 1 "$RUNS"); do
                 mitmdump) stop_mitm_https; start_mitm_https || continue
                     warm https://bench-mitm.test/1k.bin
                     bench_idle mitmdump mitmdump seq 127.0.0.6 bench-mitm.test ;;
+                haproxy) stop_haproxy; start_haproxy || continue
+                    warm https://bench-haproxy.test/1k.bin
+                    bench_idle haproxy haproxy seq 127.0.0.7 bench-haproxy.test ;;
             esac
         done
         stop_airlock; start_airlock || exit 1
