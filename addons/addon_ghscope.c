@@ -8,11 +8,12 @@
 #include <string.h>
 
 #include "addons/addon_ghnodeid.h"
+#include "addons/addon_gqlreq.h"
 #include "addons/addon_graphql_parse.h"
 #include "base/px_err.h"
 
-#define GHS_STR_MAX 512 /* bytes of a decoded owner, name or ID */
-#define GHS_DEPTH_MAX 64
+#define GHS_STR_MAX 512  /* bytes of a decoded owner, name or ID */
+#define GHS_DEPTH_MAX 64 /* values within values: document lists, then a variable's JSON */
 
 enum { GHS_POS_ID = 0, GHS_POS_NWO };
 
@@ -146,15 +147,12 @@ static long ghs_gql_string(addon_str_t t, char *out, size_t cap)
     return (long)o;
 }
 
-/* Node j lies under node i (nodes are in document order; a parent comes before its children). */
+/* Node j lies under node i: nodes are in document order and a subtree is contiguous, so this
+ * is a bound check (walking j's parents instead cost the nesting depth at every step, which
+ * made a list nested 60 deep cost 60 x 60 steps per item). */
 static int ghs_under(const ghs_t *g, size_t j, size_t i)
 {
-    for (size_t p = ghs_node(g, j)->parent; p != ADDON_GQL_NONE && p >= i;
-         p = ghs_node(g, p)->parent) {
-        if (p == i)
-            return 1;
-    }
-    return 0;
+    return j > i && j < ghs_node(g, i)->end;
 }
 
 /* The default value of variable definition i (the parser records it right after the
@@ -267,7 +265,11 @@ static int ghs_busy(ghs_t *g, int depth)
 {
     if (g->verdict != ADDON_GHSCOPE_PASS)
         return 1;
-    if (++g->work > ADDON_GHSCOPE_WORK_MAX || depth > GHS_DEPTH_MAX) {
+    if (depth > GHS_DEPTH_MAX) {
+        ghs_block(g, ADDON_GHSCOPE_UNREADABLE, "<too-deep>", "", 0, "");
+        return 1;
+    }
+    if (++g->work > ADDON_GHSCOPE_WORK_MAX) {
         ghs_block(g, ADDON_GHSCOPE_UNREADABLE, "<too-complex>", "", 0, "");
         return 1;
     }
@@ -285,11 +287,9 @@ static void ghs_values(ghs_t *g, int pos, ghv_t v, addon_str_t key, int depth)
         return;
     }
     if (v.j == NULL && ghs_node(g, v.n)->kind == ADDON_GQL_N_LIST) {
-        size_t n = addon_gql_node_count(g->doc);
-        for (size_t j = v.n + 1; j < n && ghs_under(g, j, v.n); j++) {
-            if (ghs_node(g, j)->parent == v.n)
-                ghs_values(g, pos, (ghv_t){NULL, j}, key, depth + 1);
-        }
+        /* the items only, each item's own subtree skipped: every node is looked at once */
+        for (size_t j = v.n + 1; j < ghs_node(g, v.n)->end; j = ghs_node(g, j)->end)
+            ghs_values(g, pos, (ghv_t){NULL, j}, key, depth + 1);
         return;
     }
     if (v.j == NULL && ghs_node(g, v.n)->kind == ADDON_GQL_N_VAR) {
@@ -327,7 +327,13 @@ static long ghs_chain_owner(ghs_t *g, size_t field, char *out, size_t cap)
         !ghs_eq(f->key.base, f->key.len, "organization"))
         return -1;
     size_t login = ADDON_GQL_NONE;
-    for (size_t j = up + 1; j < field && ghs_in_args(g, j, up); j++) {
+    /* the arguments of up, each one's subtree skipped; read again for every repository field
+     * under up, so the steps are charged to the work cap */
+    for (size_t j = up + 1; j < field && ghs_in_args(g, j, up); j = ghs_node(g, j)->end) {
+        if (++g->work > ADDON_GHSCOPE_WORK_MAX) {
+            ghs_block(g, ADDON_GHSCOPE_UNREADABLE, "<too-complex>", "", 0, "");
+            return -1;
+        }
         const addon_gql_node_t *a = ghs_node(g, j);
         if (a->parent == up && ghs_is_value(a) && ghs_eq(a->key.base, a->key.len, "login")) {
             if (login != ADDON_GQL_NONE)
@@ -343,7 +349,7 @@ static void ghs_repository(ghs_t *g, size_t i)
 {
     size_t owner = ADDON_GQL_NONE, name = ADDON_GQL_NONE;
     int twice = 0;
-    for (size_t j = i + 1; ghs_in_args(g, j, i); j++) {
+    for (size_t j = i + 1; ghs_in_args(g, j, i); j = ghs_node(g, j)->end) {
         const addon_gql_node_t *a = ghs_node(g, j);
         if (a->parent != i || !ghs_is_value(a))
             continue;
@@ -451,12 +457,18 @@ int addon_ghscope_check(const char *body, size_t len, const addon_ghrepos_t *rep
     detail[0] = '\0';
     if (len > ADDON_GHSCOPE_BODY_CAP)
         return ghs_unreadable(detail, dlen, "<too-large>");
-    json_error_t jerr;
-    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (o == NULL || !json_is_object(o)) {
+    json_t *o = NULL;
+    const char *why = NULL;
+    int lr = addon_gqlreq_load(body, len, 0, &o, &why);
+    if (lr == PX_ENOMEM)
+        return PX_ENOMEM;
+    if (lr != 0 || !json_is_object(o)) {
         int batched = json_is_array(o);
         json_decref(o);
-        return ghs_unreadable(detail, dlen, batched ? "<batched>" : "<unparseable>");
+        return ghs_unreadable(detail, dlen,
+                              lr != 0   ? why
+                              : batched ? "<batched>"
+                                        : "<unparseable>");
     }
     const json_t *q = json_object_get(o, "query");
     const json_t *vars = json_object_get(o, "variables");

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "addons/addon_glob.h"
+#include "addons/addon_gqlreq.h"
 #include "addons/addon_graphql_parse.h"
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
@@ -157,11 +158,34 @@ static int graphql_check_doc(addon_req_t *req, const addon_policy_graphql_t *g, 
     return rc;
 }
 
+/* A GraphQL parameter in the URL's query: several servers (express-graphql, graphql-http's
+ * GET, Rails controllers reading params) run the URL's document, or take its operationName,
+ * ahead of the body's, so the filter that reads only the body would check the wrong one. */
+static int graphql_url_params(addon_req_t *req, addon_answer_t *ans)
+{
+    if (!addon_gqlreq_url_params(req->path, NULL))
+        return ADDON_NEXT;
+    addon_req_annotate(req, "graphql-op: query-params"); /* the URL is on the log line */
+    ans->status = 403;
+    ans->error = "graphql_operation_blocked";
+    ans->verdict = "BLOCKED";
+    ans->with_detail = 1;
+    snprintf(ans->detail, sizeof(ans->detail), "<query-params>");
+    snprintf(ans->message, sizeof(ans->message),
+             "GraphQL requests on this entry of the network allowlist may not carry query, "
+             "operationName, variables or extensions as URL query parameters: send them in "
+             "the JSON body of a POST.");
+    return ADDON_ANSWER;
+}
+
 static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t *ans)
 {
     (void)self;
-    (void)ans;
-    if (graphql_rules(req) != NULL && req->filter_cap < ADDON_GRAPHQL_BODY_CAP)
+    if (graphql_rules(req) == NULL)
+        return ADDON_NEXT;
+    if (graphql_url_params(req, ans) == ADDON_ANSWER)
+        return ADDON_ANSWER;
+    if (req->filter_cap < ADDON_GRAPHQL_BODY_CAP)
         req->filter_cap = ADDON_GRAPHQL_BODY_CAP;
     return ADDON_NEXT;
 }
@@ -178,10 +202,14 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
         return graphql_block(req, ans, "<too-large>", 11);
     if (graphql_encoded(req))
         return graphql_block(req, ans, "<content-encoding>", 18);
-    json_error_t jerr;
-    json_t *body = json_loadb(data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-    int rc;
-    if (json_is_array(body))
+    json_t *body = NULL;
+    const char *why = NULL;
+    int rc = addon_gqlreq_load(data, len, 1, &body, &why);
+    if (rc == PX_ENOMEM)
+        return rc;
+    if (rc != 0)
+        rc = graphql_block(req, ans, why, strlen(why));
+    else if (json_is_array(body))
         rc = graphql_block(req, ans, "<batched>", 9);
     else if (!json_is_object(body))
         rc = graphql_block(req, ans, "<unparseable>", 13);

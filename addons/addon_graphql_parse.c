@@ -398,8 +398,15 @@ static size_t gql_node(gql_parser_t *p, addon_gql_nkind_t kind, addon_str_t key,
         d->nodes = n;
         d->ncap = cap;
     }
-    d->nodes[d->nnodes] = (addon_gql_node_t){kind, key, text, p->cur};
+    d->nodes[d->nnodes] = (addon_gql_node_t){kind, key, text, p->cur, d->nnodes + 1};
     return d->nnodes++;
+}
+
+/* Node i's subtree ends here (after its last child); i may be ADDON_GQL_NONE. */
+static void gql_node_close(gql_parser_t *p, size_t i)
+{
+    if (i != ADDON_GQL_NONE && i < p->doc->nnodes)
+        p->doc->nodes[i].end = p->doc->nnodes;
 }
 
 static addon_str_t gql_token(const gql_parser_t *p)
@@ -421,6 +428,7 @@ static int gql_value_list(gql_parser_t *p, int is_const)
     while (p->rc == 0 && !gql_is(p, ']'))
         gql_value(p, is_const);
     p->depth--;
+    gql_node_close(p, p->cur);
     p->cur = outer;
     return gql_expect(p, ']');
 }
@@ -437,6 +445,7 @@ static int gql_value_object(gql_parser_t *p, int is_const)
         gql_value(p, is_const);
     }
     p->depth--;
+    gql_node_close(p, p->cur);
     p->cur = outer;
     return gql_expect(p, '}');
 }
@@ -564,6 +573,7 @@ static int gql_field(gql_parser_t *p, int level)
     gql_directives(p, 0);
     if (p->rc == 0 && gql_is(p, '{'))
         gql_selection_set(p, -1);
+    gql_node_close(p, p->cur);
     p->cur = outer;
     return p->rc;
 }
@@ -621,6 +631,7 @@ static int gql_variable_definitions(gql_parser_t *p)
             gql_value(p, 1);
         }
         gql_directives(p, 1);
+        gql_node_close(p, p->cur);
         p->cur = ADDON_GQL_NONE;
     } while (p->rc == 0 && !gql_is(p, ')'));
     return gql_expect(p, ')');

@@ -75,6 +75,8 @@ typedef struct addon_gql_node {
     size_t parent; /* a value's parent: its field (arguments, also of the field's
                       directives), list, object or variable definition; ADDON_GQL_NONE when
                       it is an argument of a directive outside any field */
+    size_t end;    /* one past its last descendant: node i's subtree is [i, end), so a walk
+                      can skip it or test "j lies under i" in constant time */
 } addon_gql_node_t;
 
 /* addon_gql_parse, keeping the nodes above as well. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -101,6 +102,8 @@ typedef struct scope_case {
 
 #define Q(q) "{\"query\": \"" q "\"}"
 #define QV(q, v) "{\"query\": \"" q "\", \"variables\": " v "}"
+#define L10 "[[[[[[[[[["
+#define R10 "]]]]]]]]]]"
 
 static const scope_case_t scope_cases[] = {
     /* no target */
@@ -223,8 +226,41 @@ static const scope_case_t scope_cases[] = {
     {"[" Q("{ viewer { login } }") "]", ADDON_GHSCOPE_UNREADABLE, "<batched>"},
     {Q("{ viewer { login }"), ADDON_GHSCOPE_UNREADABLE, "<unparseable>"},
     {QV("{ viewer { login } }", "\"{}\""), ADDON_GHSCOPE_UNREADABLE, "<invalid-variables>"},
-    {"{\"query\": \"{ a }\", \"query\": \"{ b }\"}", ADDON_GHSCOPE_UNREADABLE, "<unparseable>"},
     {QV("{ viewer { login } }", "null"), ADDON_GHSCOPE_PASS, NULL},
+    /* a key twice, at any depth: an upstream keeping the first would read what was not checked */
+    {"{\"query\": \"{ a }\", \"query\": \"{ b }\"}", ADDON_GHSCOPE_UNREADABLE, "<duplicate-key>"},
+    {"{\"query\": \"{ a }\", \"\\u0071uery\": \"{ b }\"}", ADDON_GHSCOPE_UNREADABLE,
+     "<duplicate-key>"},
+    {QV("query($x: ID!) { node(id: $x) { id } }", "{\"x\": \"R_kgDNA-c\", \"x\": \"R_kgDNMDk\"}"),
+     ADDON_GHSCOPE_UNREADABLE, "<duplicate-key>"},
+    {QV("{ viewer { login } }",
+        "{\"a\": [{\"b\": {\"id\": \"R_kgDNMDk\", \"id\": \"R_kgDNA-c\"}}]}"),
+     ADDON_GHSCOPE_UNREADABLE, "<duplicate-key>"},
+    {"[" Q("{ a }") ", {\"query\": \"{ a }\", \"query\": \"{ b }\"}]", ADDON_GHSCOPE_UNREADABLE,
+     "<duplicate-key>"},
+    {"{\"query\": \"{ a }\", \"variables\": {}, \"variables\": {\"x\": 1}}",
+     ADDON_GHSCOPE_UNREADABLE, "<duplicate-key>"},
+    /* another spelling of a request parameter, which a server folding case reads as it */
+    {"{\"query\": \"query($x: ID!) { node(id: $x) { id } }\", \"Variables\": {\"x\": "
+     "\"R_kgDNA-c\"}}",
+     ADDON_GHSCOPE_UNREADABLE, "<ambiguous-key>"},
+    {"{\"query\": \"{ viewer { id } }\", \"QUERY\": \"{ node(id: \\\"R_kgDNA-c\\\") { id } }\"}",
+     ADDON_GHSCOPE_UNREADABLE, "<ambiguous-key>"},
+    {"{\"query\": \"{ viewer { id } }\", \"var\\u0131ables\": {}}", ADDON_GHSCOPE_UNREADABLE,
+     "<ambiguous-key>"},
+    {"{\"query\": \"{ viewer { id } }\", \"variables\": {\"Query\": 1}, \"queries\": 2}",
+     ADDON_GHSCOPE_PASS, NULL},
+    /* nesting: the body's JSON at most ADDON_GQLREQ_DEPTH_MAX deep, values within values 64 */
+    {QV("{ viewer { id } }", "{\"a\": " L10 L10 L10 "1" R10 R10 R10 "}"), ADDON_GHSCOPE_PASS, NULL},
+    {QV("{ viewer { id } }", "{\"a\": " L10 L10 L10 "[1]" R10 R10 R10 "}"),
+     ADDON_GHSCOPE_UNREADABLE, "<too-deep>"},
+    {QV("query($x: [ID]) { nodes(ids: " L10 L10 L10 L10 "[[[[[[[[$x]]]]]]]]" R10 R10 R10 R10
+        ") { id } }",
+        "{\"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[null]]]]]]]]]]]]]]]]]]]]]]]]]]]}"),
+     ADDON_GHSCOPE_UNREADABLE, "<too-deep>"},
+    {QV("query($x: [ID]) { nodes(ids: [[[[[[$x]]]]]]) { id } }",
+        "{\"x\": [[[[[[[[[[[[[[[[[[[[[[[[[[[\"R_kgDNA-c\"]]]]]]]]]]]]]]]]]]]]]]]]]]]}"),
+     ADDON_GHSCOPE_OUTSIDE, "node-id:R_kgDNA-c"},
 };
 
 static void test_ghscope_table(void **state)
@@ -324,20 +360,20 @@ static void test_ghscope_parser_nodes(void **state)
     static const struct {
         addon_gql_nkind_t kind;
         const char *key, *text;
-        size_t parent;
+        size_t parent, end;
     } want[] = {
-        {ADDON_GQL_N_VARDEF, "a", "a", ADDON_GQL_NONE},
-        {ADDON_GQL_N_STRING, "", "\"x\"", 0},
-        {ADDON_GQL_N_INT, "k", "1", 0},
-        {ADDON_GQL_N_FIELD, "repository", "repository", ADDON_GQL_NONE},
-        {ADDON_GQL_N_STRING, "owner", "\"o\"", 3},
-        {ADDON_GQL_N_VAR, "name", "n", 3},
-        {ADDON_GQL_N_FIELD, "issues", "issues", 3},
-        {ADDON_GQL_N_INT, "first", "5", 6},
-        {ADDON_GQL_N_LIST, "labels", "[", 6},
-        {ADDON_GQL_N_STRING, "", "\"a\"", 8},
-        {ADDON_GQL_N_FIELD, "nodes", "nodes", 6}, /* through the inline fragment */
-        {ADDON_GQL_N_FIELD, "id", "id", 10},
+        {ADDON_GQL_N_VARDEF, "a", "a", ADDON_GQL_NONE, 3},
+        {ADDON_GQL_N_STRING, "", "\"x\"", 0, 2},
+        {ADDON_GQL_N_INT, "k", "1", 0, 3},
+        {ADDON_GQL_N_FIELD, "repository", "repository", ADDON_GQL_NONE, 12},
+        {ADDON_GQL_N_STRING, "owner", "\"o\"", 3, 5},
+        {ADDON_GQL_N_VAR, "name", "n", 3, 6},
+        {ADDON_GQL_N_FIELD, "issues", "issues", 3, 12},
+        {ADDON_GQL_N_INT, "first", "5", 6, 8},
+        {ADDON_GQL_N_LIST, "labels", "[", 6, 10},
+        {ADDON_GQL_N_STRING, "", "\"a\"", 8, 10},
+        {ADDON_GQL_N_FIELD, "nodes", "nodes", 6, 12}, /* through the inline fragment */
+        {ADDON_GQL_N_FIELD, "id", "id", 10, 12},
     };
     addon_gql_doc_t *d = NULL;
     char err[128];
@@ -345,14 +381,14 @@ static void test_ghscope_parser_nodes(void **state)
     assert_int_equal(addon_gql_node_count(d), sizeof(want) / sizeof(want[0]));
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         const addon_gql_node_t *n = addon_gql_node(d, i);
-        if (n->kind != want[i].kind || n->parent != want[i].parent ||
+        if (n->kind != want[i].kind || n->parent != want[i].parent || n->end != want[i].end ||
             n->key.len != strlen(want[i].key) ||
             (n->key.len > 0 && memcmp(n->key.base, want[i].key, n->key.len) != 0) ||
             n->text.len != strlen(want[i].text) ||
             memcmp(n->text.base, want[i].text, n->text.len) != 0)
-            fail_msg("node %zu: kind %d parent %zu key '%.*s' text '%.*s'", i, (int)n->kind,
-                     n->parent, (int)n->key.len, n->key.len ? n->key.base : "", (int)n->text.len,
-                     n->text.base);
+            fail_msg("node %zu: kind %d parent %zu end %zu key '%.*s' text '%.*s'", i, (int)n->kind,
+                     n->parent, n->end, (int)n->key.len, n->key.len ? n->key.base : "",
+                     (int)n->text.len, n->text.base);
     }
     assert_null(addon_gql_node(d, sizeof(want) / sizeof(want[0])));
     addon_gql_free(d);
@@ -361,12 +397,62 @@ static void test_ghscope_parser_nodes(void **state)
     addon_gql_free(d);
 }
 
+static double test_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* One 200 KB body of lists nested 62 deep (a variable's default, referenced twice): the check
+ * walks each node once. Before the subtree bounds it walked every node's parents at every
+ * level of the list (~0.85 s of the event loop for this body in a Release build). The bound
+ * below is loose for slow (sanitizer) builds; AIRLOCK_BENCH=1 prints the times. */
+static void test_ghscope_nesting_linear(void **state)
+{
+    (void)state;
+    addon_ghrepos_t *s = test_repos();
+    size_t cap = 256 * 1024, off = 0;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    off += (size_t)snprintf(b + off, cap - off, "{\"query\": \"query($x: [ID] = ");
+    for (int i = 0; i < 62; i++)
+        b[off++] = '[';
+    for (int i = 0; i < 40000; i++)
+        off += (size_t)snprintf(b + off, cap - off, "null,");
+    for (int i = 0; i < 62; i++)
+        b[off++] = ']';
+    off += (size_t)snprintf(b + off, cap - off,
+                            ") { a: nodes(ids: $x) { id } b: nodes(ids: $x) { id } }\"}");
+    assert_true(off > 200 * 1000 && off < cap);
+    char detail[ADDON_GHSCOPE_DETAIL_MAX + 1];
+    size_t n = 0;
+    double t0 = test_now();
+    int v = addon_ghscope_check(b, off, s, detail, sizeof(detail), &n);
+    double t1 = test_now();
+    assert_int_equal(v, ADDON_GHSCOPE_PASS);
+    addon_gql_doc_t *d = NULL;
+    /* the document alone, through the parser (also linear: one pass, depth capped) */
+    const char *q = strstr(b, "query(");
+    size_t qlen = off - (size_t)(q - b) - 2;
+    double t2 = test_now();
+    assert_int_equal(addon_gql_parse_nodes(q, qlen, &d, NULL, 0), 0);
+    double t3 = test_now();
+    addon_gql_free(d);
+    if (getenv("AIRLOCK_BENCH") != NULL)
+        print_message("ghscope: %zu-byte body nested 62 deep: check %.1f ms, parse %.1f ms\n", off,
+                      (t1 - t0) * 1e3, (t3 - t2) * 1e3);
+    assert_true(t1 - t0 < 0.25);
+    free(b);
+    addon_ghrepos_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ghscope_parser_nodes), cmocka_unit_test(test_ghscope_repos_page),
         cmocka_unit_test(test_ghscope_table),        cmocka_unit_test(test_ghscope_no_repos),
-        cmocka_unit_test(test_ghscope_caps),
+        cmocka_unit_test(test_ghscope_caps),         cmocka_unit_test(test_ghscope_nesting_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

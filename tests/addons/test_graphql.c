@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "addons/addon_gqlreq.h"
 #include "addons/addon_graphql.h"
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
@@ -120,6 +121,40 @@ static const gq_case_t cases[] = {
      " [graphql-op: query/viewer] [graphql-op: mutation/deleteRepository]"},
     /* over the cap */
     {"POST", "/graphql", NULL, ADDON_ANSWER, "<too-large>", ""},
+    /* a key twice: the filter read the last, an upstream keeping the first ran the other */
+    {"POST", "/graphql",
+     "{\"query\": \"mutation { deleteRepository { id } }\", \"query\": \"{ viewer { id } }\"}",
+     ADDON_ANSWER, "<duplicate-key>", ""},
+    {"POST", "/graphql",
+     "{\"\\u0071uery\": \"mutation { deleteRepository { id } }\", \"query\": \"{ viewer { id } "
+     "}\"}",
+     ADDON_ANSWER, "<duplicate-key>", ""},
+    {"POST", "/graphql",
+     "{\"query\": \"query A { viewer { id } } query B { node(id: 1) { id } }\", "
+     "\"operationName\": \"A\", \"operationName\": \"B\"}",
+     ADDON_ANSWER, "<duplicate-key>", ""},
+    {"POST", "/graphql",
+     "{\"query\": \"{ viewer { id } }\", \"variables\": {\"a\": [{\"b\": 1, \"b\": 2}]}}",
+     ADDON_ANSWER, "<duplicate-key>", ""},
+    {"POST", "/graphql", "[{\"query\": \"{ viewer { id } }\", \"query\": \"{ viewer { id } }\"}]",
+     ADDON_ANSWER, "<duplicate-key>", ""},
+    /* another spelling a server folding case would read as query or operationName */
+    {"POST", "/graphql",
+     "{\"query\": \"{ viewer { id } }\", \"Query\": \"mutation { deleteRepository { id } }\"}",
+     ADDON_ANSWER, "<ambiguous-key>", ""},
+    {"POST", "/graphql",
+     "{\"query\": \"query A { viewer { id } } query B { node(id: 1) { id } }\", "
+     "\"operationName\": \"A\", \"OPERATIONNAME\": \"B\"}",
+     ADDON_ANSWER, "<ambiguous-key>", ""},
+    {"POST", "/graphql",
+     "{\"query\": \"{ viewer { id } }\", \"queryX\": 1, \"variables\": "
+     "{\"Query\": 1}}",
+     ADDON_NEXT, NULL, " [graphql-op: query/viewer]"},
+    /* nesting past the cap */
+    {"POST", "/graphql",
+     "{\"query\": \"{ viewer { id } }\", \"variables\": {\"a\": "
+     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}}",
+     ADDON_ANSWER, "<too-deep>", ""},
     /* any method of the entry: a GET with no body is unparseable */
     {"GET", "/graphql2", "", ADDON_ANSWER, "<unparseable>", ""},
 };
@@ -222,6 +257,159 @@ static void test_graphql_scope(void **state)
     addon_policy_unref(p);
 }
 
+/* Parameter names a GraphQL server could read as query, operationName, variables or
+ * extensions, however the URL spells them. */
+static const struct {
+    const char *name;
+    int is;
+} param_names[] = {
+    {"query", 1},
+    {"QUERY", 1},
+    {"Query", 1},
+    {"%71uery", 1},
+    {"qu%65ry", 1},
+    {"qu%45RY", 1},
+    {"%u0071uery", 1},
+    {"%U0071uery", 1},
+    {"query%5B%5D", 1},
+    {"query[]", 1},
+    {"query[0]", 1},
+    {"query%5ba%5d", 1},
+    {"query.a", 1},
+    {"query%2Ea", 1},
+    {"query%00x", 1},
+    {"+query+", 1},
+    {"%20query%09", 1},
+    {"query++++++++++++++++++++++++++++++++++++++++++++", 1},
+    {"operationName", 1},
+    {"operationname", 1},
+    {"OPERATIONNAME", 1},
+    {"operat%C4%B1onName", 1}, /* U+0131 dotless i: upper case I */
+    {"operat%u0131onName", 1},
+    {"variables", 1},
+    {"variable%C5%BF", 1}, /* U+017F long s: upper case S */
+    {"Variables[x]", 1},
+    {"extensions", 1},
+    {"EXTENSIONS", 1},
+    {"", 0},
+    {"q", 0},
+    {"quer", 0},
+    {"querys", 0},
+    {"query_", 0},
+    {"_query", 0},
+    {"qu ery", 0},
+    {"qu%ery", 0},
+    {"qu%2", 0},
+    {"%", 0},
+    {"%u00", 0},
+    {"operation", 0},
+    {"operationNames", 0},
+    {"variable", 0},
+    {"extension", 0},
+    {"search", 0},
+    {"operat%C4%B0onName", 0}, /* U+0130: lower case is i + a combining dot */
+    {"                                                query", 1},
+    {"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxquery", 0},
+};
+
+static const struct {
+    const char *path;
+    int is;
+} url_params[] = {
+    {"/gql?query=mutation%7Bx%7D", 1},
+    {"/gql?a=1&query=x", 1},
+    {"/gql?a=1;query=x", 1},
+    {"/gql?a=1&&QUERY", 1},
+    {"/gql?operationName=B", 1},
+    {"/gql?variables=%7B%7D", 1},
+    {"/gql?extensions=x", 1},
+    {"/gql?%71uery=x", 1},
+    {"/gql?query", 1},
+    {"/gql?=query", 0},
+    {"/gql?foo=query&bar=operationName", 0},
+    {"/gql?queryx=1", 0},
+    {"/gql", 0},
+    {"/gql?", 0},
+    {"/query?x=1", 0},
+};
+
+/* ?query= and its kin in the URL: refused on an entry with a graphql block, at the head. */
+static void test_graphql_url_params(void **state)
+{
+    (void)state;
+    int failures = 0;
+    for (size_t i = 0; i < sizeof(param_names) / sizeof(param_names[0]); i++) {
+        const char *n = param_names[i].name;
+        if (addon_gqlreq_param_name(n, strlen(n)) != param_names[i].is) {
+            print_error("param name [%s]: expected %d\n", n, param_names[i].is);
+            failures++;
+        }
+    }
+    for (size_t i = 0; i < sizeof(url_params) / sizeof(url_params[0]); i++) {
+        addon_str_t t = {url_params[i].path, strlen(url_params[i].path)};
+        if (addon_gqlreq_url_params(t, NULL) != url_params[i].is) {
+            print_error("url [%s]: expected %d\n", url_params[i].path, url_params[i].is);
+            failures++;
+        }
+    }
+    assert_int_equal(failures, 0);
+
+    static const char yaml[] = "url_prefixes:\n"
+                               "  - host: api.github.com\n"
+                               "    path: /graphql*\n"
+                               "    graphql:\n"
+                               "      queries: [viewer]\n"
+                               "  - host: api.github.com\n"
+                               "    path: /rest*\n";
+    char err[512];
+    addon_policy_t *p = NULL;
+    assert_int_equal(addon_policy_load_buffer("al.yaml", yaml, strlen(yaml), &p, err, sizeof(err)),
+                     0);
+    addon_config_t cfg = {.policy = p};
+    const addon_t *a = addon_graphql();
+    addon_req_t *r = calloc(1, sizeof(*r));
+    addon_sink_t sink = {gq_sink, NULL};
+    static const struct {
+        const char *path;
+        int rc;
+    } heads[] = {
+        {"/graphql?query=mutation%7BdeleteRepository%7Bid%7D%7D", ADDON_ANSWER},
+        {"/graphql?x=1&Query%5B%5D=mutation", ADDON_ANSWER},
+        {"/graphql?operationName=B", ADDON_ANSWER},
+        {"/graphql/?variables=%7B%7D", ADDON_ANSWER},
+        {"/graphql?extensions=%7B%7D", ADDON_ANSWER},
+        {"/graphql?x=1", ADDON_NEXT},
+        {"/graphql", ADDON_NEXT},
+        {"/rest?query=x", ADDON_NEXT}, /* no graphql block: not this filter's */
+    };
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+        addon_answer_t ans;
+        memset(&ans, 0, sizeof(ans));
+        gq_req(r, &cfg, "POST", heads[i].path);
+        int rc = a->on_request_head(a, r, &ans);
+        if (rc != heads[i].rc)
+            fail_msg("%s: rc %d, expected %d", heads[i].path, rc, heads[i].rc);
+        if (rc == ADDON_ANSWER) {
+            assert_int_equal(ans.status, 403);
+            assert_string_equal(ans.error, "graphql_operation_blocked");
+            assert_true(ans.with_detail);
+            assert_string_equal(ans.detail, "<query-params>");
+            assert_non_null(strstr(ans.message, "URL query parameters"));
+            assert_string_equal(r->annot, " [graphql-op: query-params]");
+        }
+    }
+    /* the body of an allowed head is still checked */
+    gq_req(r, &cfg, "POST", "/graphql?x=1");
+    addon_answer_t ans;
+    memset(&ans, 0, sizeof(ans));
+    assert_int_equal(a->on_request_head(a, r, &ans), ADDON_NEXT);
+    const char *body = Q("{ viewer { login } }");
+    assert_int_equal(a->on_request_body_filter(a, r, body, strlen(body), &sink, &ans), ADDON_NEXT);
+    addon_req_reset(r);
+    free(r);
+    addon_policy_unref(p);
+}
+
 /* The block is stored on its entry and the decision exposes it (A4/A16 with a graphql block). */
 static void test_graphql_policy_block(void **state)
 {
@@ -298,9 +486,8 @@ static void test_graphql_reference_files(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_graphql_catalogue),
-        cmocka_unit_test(test_graphql_scope),
-        cmocka_unit_test(test_graphql_policy_block),
+        cmocka_unit_test(test_graphql_catalogue),       cmocka_unit_test(test_graphql_scope),
+        cmocka_unit_test(test_graphql_url_params),      cmocka_unit_test(test_graphql_policy_block),
         cmocka_unit_test(test_graphql_reference_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

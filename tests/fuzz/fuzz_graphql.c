@@ -1,6 +1,7 @@
 /* Fuzzer for the GraphQL executable-document parser: any input either parses or fails with
  * PX_EPARSE/PX_ETOOBIG, never crashes, leaks or reads out of bounds, and what it reports holds
- * together (each top-level field name is a GraphQL Name inside the input). */
+ * together (each top-level field name is a GraphQL Name inside the input; with the nodes kept,
+ * every node lies inside its parent's subtree [parent, end), which the scope walk relies on). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,8 +23,29 @@ static int fuzz_is_name(const addon_str_t *n, const uint8_t *data, size_t size)
     return 1;
 }
 
+/* The nodes of addon_gql_parse_nodes: parents before children, subtrees nested. */
+static void fuzz_nodes(const uint8_t *data, size_t size)
+{
+    addon_gql_doc_t *doc = NULL;
+    if (addon_gql_parse_nodes((const char *)data, size, &doc, NULL, 0) != 0)
+        return;
+    size_t n = addon_gql_node_count(doc);
+    for (size_t i = 0; i < n; i++) {
+        const addon_gql_node_t *a = addon_gql_node(doc, i);
+        if (a->end <= i || a->end > n)
+            abort();
+        if (a->parent == ADDON_GQL_NONE)
+            continue;
+        const addon_gql_node_t *p = addon_gql_node(doc, a->parent);
+        if (a->parent >= i || i >= p->end || a->end > p->end)
+            abort();
+    }
+    addon_gql_free(doc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    fuzz_nodes(data, size);
     char err[256];
     addon_gql_doc_t *doc = NULL;
     int rc = addon_gql_parse((const char *)data, size, &doc, err, sizeof(err));

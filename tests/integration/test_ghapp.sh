@@ -209,6 +209,18 @@ t_contains "scope: a query without repository target (viewer) passes: 200" "$out
 out=$(get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary '{"query": "{ viewer { login }"}')
 t_contains "scope: an unparseable query: 403" "$out" '"detail": "<unparseable>"} 403'
 t_logged "... with the loud line" '^GraphQL repo-scope check failed: unreadable: <unparseable>$'
+q='query($x: ID!) { node(id: $x) { id } }'
+out=$(get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary \
+    "{\"query\": \"$q\", \"variables\": {\"x\": \"$(nid R 0 5)\", \"x\": \"$(nid R 0 1005)\"}}")
+t_contains "scope: a variable given twice (outside, then inside): 403 <duplicate-key>" "$out" \
+    '"detail": "<duplicate-key>"} 403'
+out=$(get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary \
+    "{\"query\": \"$q\", \"Variables\": {\"x\": \"$(nid R 0 5)\"}}")
+t_contains "scope: the variables spelled Variables: 403 <ambiguous-key>" "$out" \
+    '"detail": "<ambiguous-key>"} 403'
+t_logged "... with the loud line" '^GraphQL repo-scope check failed: unreadable: <ambiguous-key>$'
+out=$(gql '{ viewer { login } }' "{\"a\": $(printf '[%.0s' $(seq 40))1$(printf ']%.0s' $(seq 40))}")
+t_contains "scope: variables nested 40 deep: 403 <too-deep>" "$out" '"detail": "<too-deep>"} 403'
 "$PY" -c 'import json; print(json.dumps({"query": "{ viewer { login } }", "pad": "x" * (1 << 20)}))' > "$T_DIR/big.json"
 out=$(get https://api.github.com/graphql -H "Authorization: Bearer $SURR" --data-binary @"$T_DIR/big.json")
 t_contains "scope: a body over 1 MiB: 403 <too-large>" "$out" '"detail": "<too-large>"} 403'

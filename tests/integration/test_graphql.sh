@@ -17,6 +17,11 @@ url_prefixes:
     graphql:
       queries: [viewer, "repository*"]
       mutations: [addComment]
+  - host: api.github.com
+    path: /api/graphql*
+    methods: [POST]
+    graphql:
+      queries: [viewer]
   - host: api.anthropic.com
     path: /v1/messages*
     methods: [POST]
@@ -87,6 +92,37 @@ printf '{"query": "{ viewer { login } }"}' >> "$T_DIR/big.json"
 out=$(curl -sS -m 20 -w ' %{http_code}' --data-binary @"$T_DIR/big.json" http://api.github.com/graphql)
 t_contains "a body over 1 MiB: 403 <too-large>" "$out" '"detail": "<too-large>"}'
 t_eq "... none of the refused requests reached the upstream" "$n0" "$(nrec)"
+
+out=$(gql '{"query": "mutation { deleteRepository(input: {}) { clientMutationId } }", "query": "{ viewer { login } }"}')
+t_contains "the key query twice (the last one allowed): 403 <duplicate-key>" "$out" \
+    '"detail": "<duplicate-key>"}'
+out=$(gql '{"query": "{ viewer { login } }", "variables": {"a": {"id": "R_1", "id": "R_2"}}}')
+t_contains "a key twice deeper, in the variables: 403 <duplicate-key>" "$out" \
+    '"detail": "<duplicate-key>"}'
+out=$(gql '{"query": "{ viewer { login } }", "Query": "mutation { deleteRepository(input: {}) { clientMutationId } }"}')
+t_contains "a second spelling of query: 403 <ambiguous-key>" "$out" '"detail": "<ambiguous-key>"}'
+t_eq "... none of them reached the upstream" "$n0" "$(nrec)"
+
+# the URL's GraphQL parameters (express-graphql and Rails run ?query= ahead of the body's)
+gqlu() { curl -sS -m 10 -w ' %{http_code}' -H 'Content-Type: application/json' \
+    --data-binary '{"query": "{ viewer { login } }"}' "http://api.github.com/api/graphql$1"; }
+out=$(gqlu '?query=mutation%7BdeleteRepository(input:%7B%7D)%7BclientMutationId%7D%7D')
+t_contains "?query= on an entry with a graphql block: 403 <query-params>" "$out" \
+    '"detail": "<query-params>"}'
+t_contains "... graphql_operation_blocked" "$out" '"error": "graphql_operation_blocked"'
+t_logged "... logged BLOCKED with the tag" \
+    '^BLOCKED POST http://api\.github\.com/api/graphql?query=mutation%7BdeleteRepository(input:%7B%7D)%7BclientMutationId%7D%7D -> 403 \[graphql-op: query-params\]$'
+for q in '?x=1&Q%55ERY%5B%5D=m' '?x=1;operationName=B' '?variables=%7B%7D' '?+extensions+=1' \
+    '?%u0071uery=m'; do
+    out=$(gqlu "$q")
+    t_contains "$q: 403 <query-params>" "$out" '"detail": "<query-params>"}'
+done
+t_eq "... none of them reached the upstream" "$n0" "$(nrec)"
+out=$(gqlu '?x=query')
+t_contains "other URL parameters pass, the body is checked: 200" "$out" " 200"
+t_logged "... tagged with the body's operation" \
+    '^allowed POST http://api\.github\.com/api/graphql?x=query -> 200 \[graphql-op: query/viewer\]$'
+n0=$(nrec)
 
 out=$(gql '{"query": "{ viewer { login } }"}')
 t_contains "the connection pool still serves after the refusals" "$out" " 200"
