@@ -12,13 +12,18 @@ t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
-domains: [api.test, repo.test]
+domains: [api.test, repo.test, gql.test]
 block:
   - host: api.test
     path: "/admin/*"
 url_prefixes:
   - host: pub.test
     path: "/pub/*"
+  - host: gql.test
+    path: /graphql
+    methods: [POST]
+    graphql:
+      queries: [viewer]
 YAML
 t_start_resolver || exit 1
 mkdir -p "$T_DIR/www/pub" "$T_DIR/www/admin"
@@ -53,6 +58,23 @@ t_eq "/pub/* refuses //pub/a (as sent it is not under /pub/)" 403 "$(get pub.tes
 t_eq "/pub/* refuses /pub;x/a (as sent it is not under /pub/)" 403 "$(get pub.test '/pub;x/a')"
 t_check "the upstream got /pub//a as sent" grep -q 'GET /pub//a HTTP' "$T_DIR/nginx/access.log"
 t_eq ".. stays refused" 403 "$(get api.test /pub/../admin/x)"
+
+# ---- a feature's path applies if any reading matches, in any case, whatever entry allowed it
+gql() { # gql PATH BODY: the status (gql.test is open to every path by a domains entry too)
+    curl -s -o /dev/null -w '%{http_code}' --path-as-is --resolve gql.test:80:127.0.0.1 \
+        -H 'Content-Type: application/json' --data-binary "$2" "http://gql.test$1"
+}
+MUT='{"query": "mutation { deleteRepository(id: 1) { id } }"}'
+t_eq "graphql entry: a mutation to /graphql is refused" 403 "$(gql /graphql "$MUT")"
+t_eq "... to //graphql too (allowed by the domains entry as sent)" 403 "$(gql //graphql "$MUT")"
+t_eq "... to /graphql;x too" 403 "$(gql '/graphql;x' "$MUT")"
+t_eq "... to /GraphQL too" 403 "$(gql /GraphQL "$MUT")"
+t_eq "... a GET /graphql?query=mutation... (the entry is POST-only; domains allow GET)" 403 \
+    "$(curl -s -o /dev/null -w '%{http_code}' --resolve gql.test:80:127.0.0.1 \
+        'http://gql.test/graphql?query=mutation%7BdeleteRepository(id:1)%7Bid%7D%7D')"
+t_check "control: an allowed query is not refused" \
+    test "$(gql //graphql '{"query": "{ viewer { login } }"}')" != 403
+t_eq "no mutation reached the upstream" 0 "$(reached 'graphql?query\|GraphQL')"
 
 # ---- '#' in a request target: 400, over HTTP/1.1 (origin and absolute form) and HTTP/2 ----
 raw1() { # raw1 PORT REQUEST-LINE HOST: the status line airlock answers
