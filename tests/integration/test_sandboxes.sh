@@ -289,9 +289,9 @@ get('/hdr', (e, res) => {
     });
 });
 JS
-in_ns 0 "$PY" "$T_DIR/conns.py" full "$T_DIR" > "$T_DIR/conns.out" 2>&1 & cpid=$!
-in_ns 0 node "$T_DIR/conns_h2.js" "$CA" > "$T_DIR/conns_h2.out" 2>&1 & npid=$!
-in_ns 3 "$PY" "$T_DIR/conns.py" idle "$T_DIR" > "$T_DIR/conns_d.out" 2>&1 & dpid=$!
+in_ns 0 timeout 60 "$PY" "$T_DIR/conns.py" full "$T_DIR" > "$T_DIR/conns.out" 2>&1 & cpid=$!
+in_ns 0 timeout 60 node "$T_DIR/conns_h2.js" "$CA" > "$T_DIR/conns_h2.out" 2>&1 & npid=$!
+in_ns 3 timeout 60 "$PY" "$T_DIR/conns.py" idle "$T_DIR" > "$T_DIR/conns_d.out" 2>&1 & dpid=$!
 T_PIDS+=($cpid $npid $dpid)
 until_ok 'grep -q ready "$T_DIR/conns.out" && grep -q ready "$T_DIR/conns_d.out" &&
     [ -e "$T_DIR/arrived.slow.h1" ] && [ -e "$T_DIR/arrived.slow.h2" ]' 20 ||
