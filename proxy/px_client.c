@@ -18,6 +18,7 @@
 #include "proxy/px_policy.h"
 #include "proxy/px_sandbox.h"
 #include "proxy/px_sock.h"
+#include "proxy/px_srcnet.h"
 #include "proxy/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"
@@ -353,6 +354,16 @@ static int px__orig_port(px_client_t *c)
     return 0;
 }
 
+/* A source address as the logs write it: an IPv4 one (mapped, px_srcnet.h) dotted, whichever
+ * listener it came through. */
+static void px__src_text(const uint8_t a[16], char *out, size_t len)
+{
+    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (inet_ntop(memcmp(a, v4mapped, 12) == 0 ? AF_INET : AF_INET6,
+                  memcmp(a, v4mapped, 12) == 0 ? a + 12 : a, out, (socklen_t)len) == NULL)
+        snprintf(out, len, "?");
+}
+
 /* --sandboxes: the sandbox of the connection's source address, or the close (one line in the
  * host log). Returns 0 when c may go on. */
 static int px__sandbox_pick(px_client_t *c)
@@ -360,15 +371,13 @@ static int px__sandbox_pick(px_client_t *c)
     px_engine_t *eng = c->eng;
     struct sockaddr_storage peer;
     int len = sizeof(peer);
-    char ip[INET6_ADDRSTRLEN] = "?";
-    if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0)
+    char ip[INET6_ADDRSTRLEN];
+    if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0 ||
+        px_srcnet_addr((const struct sockaddr *)&peer, c->src) != 0)
         return -1;
-    px_sandbox_t *sb = px_sandbox_for(eng, (const struct sockaddr *)&peer);
+    px_sandbox_t *sb = px_sandbox_for_addr(eng, c->src);
     if (sb == NULL) {
-        if (peer.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&peer)->sin_addr, ip, sizeof(ip));
-        else
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&peer)->sin6_addr, ip, sizeof(ip));
+        px__src_text(c->src, ip, sizeof(ip));
         px_log_printf(eng->log, "BLOCKED - - -> closed (source %s is in no sandbox)", ip);
         return -1;
     }
@@ -378,9 +387,71 @@ static int px__sandbox_pick(px_client_t *c)
         return -1;
     }
     c->sb = px_sandbox_ref(sb);
+    c->sb_gen = sb->gen;
     c->log = sb->log;
     sb->conns++;
     return 0;
+}
+
+/* One compare per request while c's sandbox did not change (its generation did not move);
+ * after a reload that moved it, c looks again whether its source is still in. */
+int px__cl_sb_left(px_client_t *c)
+{
+    px_sandbox_t *sb = c->sb;
+    if (c->sb_left || sb == NULL || c->sb_gen == sb->gen)
+        return c->sb_left;
+    if (!px_sandbox_holds(sb, c->src)) {
+        c->sb_left = 1; /* for good: a later reload giving the source back changes nothing */
+        return 1;
+    }
+    c->sb_gen = sb->gen;
+    return 0;
+}
+
+/* c no longer belongs to its sandbox: the line in the sandbox's log, then no new request. A
+ * request in flight finishes (HTTP/1: the connection closes after it; HTTP/2: GOAWAY, and
+ * WebSocket streams end); an idle connection, a handshake or a tunnel closes now. Returns 1
+ * when c closed now. */
+static int px__cl_retire(px_client_t *c)
+{
+    char ip[INET6_ADDRSTRLEN], why[PX_SB_NAME_MAX + INET6_ADDRSTRLEN + 64];
+    px__src_text(c->src, ip, sizeof(ip));
+    if (c->sb->gone)
+        snprintf(why, sizeof(why), "sandbox %s removed; connection from %s", c->sb->name, ip);
+    else
+        snprintf(why, sizeof(why), "source %s left sandbox %s; connection", ip, c->sb->name);
+    int later = (c->mode == PX__HTTP && c->x != NULL) || (c->mode == PX__H2 && c->h2n > 0);
+    px_log_printf(c->log, "BLOCKED - - -> closed (%s %s)", why,
+                  later ? "closes after its requests in flight" : "closed");
+    if (c->mode == PX__H2) {
+        px__cl_h2_retire(c); /* with no stream left, the GOAWAY goes out and c closes */
+        return !later;
+    }
+    if (later) {
+        c->close_after = 1; /* down_finished() closes; on_req_head() refuses anyway */
+        return 0;
+    }
+    px_client_close(c, "Its sandbox was removed or no longer holds its source.");
+    return 1;
+}
+
+void px_client_sandboxes_changed(px_engine_t *eng)
+{
+    size_t now = 0, later = 0;
+    for (px_client_t *c = eng->clients, *next; c != NULL; c = next) {
+        next = c->links[1]; /* closing c unlinks it only in its last close callback */
+        if (c->closing || c->sb_left || !px__cl_sb_left(c))
+            continue; /* (already told) */
+        if (px__cl_retire(c))
+            now++;
+        else
+            later++;
+    }
+    if (now + later > 0)
+        px_diag(PX_DIAG_WARN,
+                "sandboxes: %zu open connections no longer belong to their sandbox (%zu closed, "
+                "%zu close after their requests in flight)",
+                now + later, now, later);
 }
 
 void px_client_accept(px_listener_t *l)

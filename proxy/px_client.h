@@ -18,6 +18,11 @@ void *px_client_links(px_client_t *c);
 /* Closes c (engine shutdown): an exchange in flight is logged with reason. */
 void px_client_close(px_client_t *c, const char *reason);
 
+/* --sandboxes, after a SIGHUP removed a sandbox or changed one's sources: every connection
+ * whose sandbox went, or whose source left it, takes no new request. Idle ones and tunnels
+ * close now, one with a request in flight closes after it (HTTP/2: GOAWAY). */
+void px_client_sandboxes_changed(px_engine_t *eng);
+
 /* The client-side SSL_CTX's certificate callback: mints (or takes from the cache) the leaf for
  * the ClientHello's SNI, or for the proxy IP without one. arg is the engine. */
 int px_client_cert_cb(SSL *ssl, void *arg);

@@ -37,6 +37,9 @@ struct px_client {
     px_defer_t defer;        /* input to process again after a pause */
     px_engine_t *eng;
     px_sandbox_t *sb;        /* --sandboxes: the one its source address chose (a reference) */
+    unsigned sb_gen;         /* sb->gen when c last found its source in sb */
+    int sb_left;             /* sb went, or c's source left it: no new request (px__cl_sb_left) */
+    uint8_t src[16];         /* its source address, IPv4 mapped (px_srcnet.h) */
     px_log_t *log;           /* its network log: the sandbox's, or the engine's */
     px_listener_kind_t kind;
     px__mode_t mode;
@@ -92,6 +95,7 @@ void px__cl_close_flush(px_client_t *c); /* once what was written is out */
 void px__cl_timer(px_client_t *c, uint64_t ms);
 void px__cl_read(px_sock_t *s, const char *data, size_t len);
 void px__cl_start_http(px_client_t *c);
+int px__cl_sb_left(px_client_t *c); /* 1: its sandbox went or its source left it: no request */
 
 /* px_h1srv.c */
 extern const px_h1_cbs_t px__cl_req_cbs;
@@ -108,6 +112,7 @@ void px__cl_start_h2(px_client_t *c);
 void px__cl_h2_input(px_client_t *c, const char *data, size_t len);
 void px__cl_h2_pump(px_client_t *c);
 void px__cl_h2_shut(px_client_t *c, const char *reason);
+void px__cl_h2_retire(px_client_t *c); /* GOAWAY; WebSocket streams end, requests finish */
 int px__cl_is_h2c(const char *data, size_t len);
 void px__cl_h2c_refuse(px_client_t *c);
 

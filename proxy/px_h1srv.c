@@ -78,6 +78,11 @@ static int on_req_head(void *owner, px_msg_t *m)
 {
     px_client_t *c = owner;
     uv_timer_stop(&c->timer);
+    if (px__cl_sb_left(c)) { /* its sandbox went or no longer holds its source: not one more */
+        px_msg_free(m);
+        px__cl_close(c);
+        return 1;
+    }
     px_pre_ctx_t ctx = {.kind = c->kind,
                         .tls = c->tls,
                         .sni = c->sni,
@@ -248,7 +253,8 @@ static void down_head(void *down, const px_resp_t *r)
         /* an HTTP/2 answer of unknown length carries no Transfer-Encoding of its own */
         if (c->resp_chunked && (m == NULL || px_msg_find(m, "transfer-encoding") < 0))
             px_sock_write(&c->sock, "Transfer-Encoding: chunked\r\n", 28);
-        if (r->close || r->body == PX_RESP_UNTIL_CLOSE) {
+        /* close_after is already set when the connection left its sandbox (px_client.c) */
+        if (r->close || r->body == PX_RESP_UNTIL_CLOSE || c->close_after) {
             c->close_after = 1;
             px_sock_write(&c->sock, "Connection: close\r\n", 19);
         }

@@ -421,6 +421,17 @@ void px__cl_h2_shut(px_client_t *c, const char *reason)
     }
 }
 
+/* The connection's sandbox went (px_client.c): GOAWAY, so that no new stream starts; the
+ * requests in flight finish, WebSocket streams end now. */
+void px__cl_h2_retire(px_client_t *c)
+{
+    for (px__h2s_t *s = c->h2s; s != NULL; s = s->next)
+        if (s->tun != NULL)
+            px_tunnel_cut(s->tun, -1); /* tun_close() lets the stream go from the loop */
+    px_h2_shutdown(c->h2);
+    px__kick(c);
+}
+
 /* ---- the response toward the client (px_down_ops_t) ------------------------------------- */
 
 static void down_head(void *down, const px_resp_t *r)

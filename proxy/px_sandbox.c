@@ -15,6 +15,7 @@
 #include "addons/addon_budget.h"
 #include "base/px_err.h"
 #include "proxy/px_caconv.h"
+#include "proxy/px_client.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
@@ -43,7 +44,7 @@ int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen
             return -1;
         }
         if (strcmp(key, "source") == 0) {
-            if (sb->nsrc >= PX_SB_SOURCES_MAX || px_cidr_parse(&sb->src[sb->nsrc], val) != 0) {
+            if (sb->nsrc >= PX_SB_SOURCES_MAX || px_srcnet_parse(&sb->src[sb->nsrc], val) != 0) {
                 snprintf(err, errlen, "line %d: bad or too many sources ('%s'; at most %d)",
                          lineno, val, PX_SB_SOURCES_MAX);
                 return -1;
@@ -109,21 +110,8 @@ static int px__sb_read(const px_config_t *ecfg, const char *name, px_sandbox_t *
 
 /* ---- the set ----------------------------------------------------------------------------- */
 
-static int px__cidr_overlap(const px_cidr_t *a, const px_cidr_t *b)
-{
-    if (a->family != b->family)
-        return 0;
-    int bits = a->prefix < b->prefix ? a->prefix : b->prefix;
-    int bytes = bits / 8, rest = bits % 8;
-    if (memcmp(a->addr, b->addr, (size_t)bytes) != 0)
-        return 0;
-    if (rest == 0)
-        return 1;
-    uint8_t mask = (uint8_t)(0xff << (8 - rest));
-    return (a->addr[bytes] & mask) == (b->addr[bytes] & mask);
-}
-
-/* The live sandbox (other than self) whose sources overlap sb's, or NULL. */
+/* The live sandbox (other than self) whose sources overlap sb's, or NULL. IPv4 and IPv6
+ * sources are compared in one space (px_srcnet.h): `::/0` overlaps `10.0.0.0/8`. */
 static px_sandbox_t *px__sb_overlap(px_engine_t *eng, const px_sandbox_t *sb,
                                     const px_sandbox_t *self)
 {
@@ -132,7 +120,7 @@ static px_sandbox_t *px__sb_overlap(px_engine_t *eng, const px_sandbox_t *sb,
             continue;
         for (size_t i = 0; i < sb->nsrc; i++)
             for (size_t j = 0; j < o->nsrc; j++)
-                if (px__cidr_overlap(&sb->src[i], &o->src[j]))
+                if (px_srcnet_overlap(&sb->src[i], &o->src[j]))
                     return o;
     }
     return NULL;
@@ -257,8 +245,9 @@ fail:
     return -1;
 }
 
-/* A known sandbox re-reads its files; anything invalid keeps what it had. */
-static void px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
+/* A known sandbox re-reads its files; anything invalid keeps what it had. Returns 1 when its
+ * sources changed (its generation moved), else 0. */
+static int px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
 {
     px_sandbox_t fresh;
     char err[512];
@@ -267,13 +256,16 @@ static void px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
         (px__sb_overlap(eng, &fresh, sb) != NULL &&
          snprintf(err, sizeof(err), "sandbox %s: its new sources overlap another's", sb->name))) {
         px_diag(PX_DIAG_WARN, "sandbox %s keeps its previous configuration: %s", sb->name, err);
-        return;
+        return 0;
     }
     px_snapshot_t *n = NULL;
     if (px_snapshot_load(&sb->cfg, 0, &n) != 0) {
         px_diag(PX_DIAG_WARN, "sandbox %s keeps its previous policy", sb->name);
-        return;
+        return 0;
     }
+    int moved = fresh.nsrc != sb->nsrc || memcmp(fresh.src, sb->src, sizeof(sb->src)) != 0;
+    if (moved)
+        sb->gen++; /* its open connections check that their source is still in */
     memcpy(sb->src, fresh.src, sizeof(sb->src));
     sb->nsrc = fresh.nsrc;
     sb->max_conns = fresh.max_conns;
@@ -282,18 +274,22 @@ static void px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
     px_snapshot_unref(old);
     if (sb->budgets != NULL) /* budgets still named keep their counts */
         addon_budget_table_sync(sb->budgets, n->cfg.policy, uv_now(eng->loop.uv));
+    return moved;
 }
 
 static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
 {
     sb->gone = 1;
+    sb->gen++; /* its open connections take no new request */
     eng->nsandboxes--;
     px_upmgr_close_idle(sb->up);
     /* its conversation ends: the CA's key goes (open connections keep the CA in memory), and
      * a sandbox of the same name later is a new conversation with a new CA */
     if (sb->ca_dir[0] != '\0' && ca_remove_confdir(sb->ca_dir) != 0)
         px_diag(PX_DIAG_WARN, "sandbox %s: cannot remove its CA in %s", sb->name, sb->ca_dir);
-    px_diag(PX_DIAG_WARN, "sandbox %s removed (its open connections finish)", sb->name);
+    px_diag(PX_DIAG_WARN,
+            "sandbox %s removed (its requests in flight finish; its connections then close)",
+            sb->name);
     px_sandbox_unref(sb);
 }
 
@@ -314,13 +310,16 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
     }
     int rc = 0;
     size_t added = 0, kept = 0;
+    int moved = 0; /* a sandbox went, or one's sources changed: open connections may not belong */
     /* the ones gone from DIR first, so that a renamed sandbox's sources are free again */
     for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next) {
         int found = 0;
         for (int i = 0; i < n && !found; i++)
             found = strcmp(names[i]->d_name, sb->name) == 0;
-        if (!sb->gone && !found)
+        if (!sb->gone && !found) {
             px__sb_gone(eng, sb);
+            moved = 1;
+        }
     }
     for (int i = 0; i < n; i++) {
         const char *name = names[i]->d_name;
@@ -332,7 +331,7 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
         px_sandbox_t *sb = px__sb_named(eng, name);
         char err[1536]; /* a CA's refusal names the allowlist's path and entry */
         if (sb != NULL) {
-            px__sb_reload(eng, sb);
+            moved |= px__sb_reload(eng, sb);
             kept++;
         } else if (eng->nsandboxes >= PX_SB_MAX) {
             px_diag(PX_DIAG_ERROR, "sandbox %s: more than %d sandboxes", name, PX_SB_MAX);
@@ -347,21 +346,37 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
     for (int i = 0; i < n; i++)
         free(names[i]);
     free(names);
+    if (moved)
+        px_client_sandboxes_changed(eng);
     px_diag(startup ? PX_DIAG_INFO : PX_DIAG_WARN, "sandboxes %s: %zu in force (%zu new, %zu re-read)",
             dir, eng->nsandboxes, added, kept);
     return startup ? rc : 0;
 }
 
+int px_sandbox_holds(const px_sandbox_t *sb, const uint8_t addr[16])
+{
+    if (sb->gone)
+        return 0;
+    for (size_t i = 0; i < sb->nsrc; i++)
+        if (px_srcnet_contains(&sb->src[i], addr))
+            return 1;
+    return 0;
+}
+
+px_sandbox_t *px_sandbox_for_addr(px_engine_t *eng, const uint8_t addr[16])
+{
+    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
+        if (px_sandbox_holds(sb, addr))
+            return sb;
+    return NULL;
+}
+
 px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src)
 {
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next) {
-        if (sb->gone)
-            continue;
-        for (size_t i = 0; i < sb->nsrc; i++)
-            if (px_cidr_contains(&sb->src[i], src))
-                return sb;
-    }
-    return NULL;
+    uint8_t addr[16];
+    if (px_srcnet_addr(src, addr) != 0)
+        return NULL;
+    return px_sandbox_for_addr(eng, addr);
 }
 
 ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb)

@@ -16,9 +16,14 @@
  *                           hosts (the key stays in CONFDIR/sandbox-ca/NAME)
  *   mitmproxy-ca.pem        optional: an operator-made CA for this sandbox only (with
  *                           --ca-per-conversation it must carry name constraints)
+ * Sources are compared in one address space, IPv4 mapped into ::ffff:0:0/96 (px_srcnet.h), so
+ * that `::/0` on a dual-stack listener cannot hide behind another sandbox's `10.0.0.0/8`.
+ *
  * SIGHUP re-reads DIR: new subdirectories become sandboxes, known ones re-read their files (an
  * invalid file keeps that sandbox's previous policy and touches no other), and vanished ones
- * take no new connection (their open connections finish under their old policy). */
+ * take no new connection. An open connection whose sandbox vanished, or whose source left its
+ * sandbox's sources, takes no new request either (px_client_sandboxes_changed): its request in
+ * flight finishes, then it closes; idle ones and tunnels close at once. */
 #ifndef PX_SANDBOX_H
 #define PX_SANDBOX_H
 
@@ -28,6 +33,7 @@
 
 #include "ca/ca.h"
 #include "proxy/px_config.h"
+#include "proxy/px_srcnet.h"
 
 #define PX_SB_MAX 4096          /* sandboxes in DIR; more are refused at load */
 #define PX_SB_SOURCES_MAX 16    /* `source` lines per sandbox */
@@ -44,12 +50,14 @@ typedef struct px_sandbox {
     struct px_sandbox *next;
     int refs;                  /* the engine's list, and every connection in it */
     int gone;                  /* left DIR: takes no new connection */
+    unsigned gen;              /* moves when it goes or its sources change: a connection that
+                                * saw another value looks whether it still belongs here */
     char name[PX_SB_NAME_MAX + 1];
     char allow_path[PATH_MAX];
     char repl_path[PATH_MAX];
     char log_path[PATH_MAX];
     px_config_t cfg;           /* the engine's, with this sandbox's files */
-    px_cidr_t src[PX_SB_SOURCES_MAX];
+    px_srcnet_t src[PX_SB_SOURCES_MAX];
     size_t nsrc;
     size_t max_conns;          /* 0: only the engine's limit */
     size_t conns;
@@ -68,11 +76,18 @@ int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen
 
 /* Reads (startup) or re-reads (SIGHUP) eng->cfg->sandboxes_dir. At startup any problem is an
  * error: returns -1 after saying why on stderr. On a reload, a sandbox whose files are invalid
- * keeps its old policy (said on stderr); returns 0. */
+ * keeps its old policy (said on stderr); returns 0. After a re-read that removed a sandbox or
+ * changed one's sources, the open connections are told (px_client_sandboxes_changed). */
 int px_sandboxes_load(px_engine_t *eng, int startup);
 
 /* The sandbox whose sources hold src, or NULL (borrowed: take a reference to keep it). */
 px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src);
+
+/* The same for an address as px_srcnet_addr() gives it (IPv4 mapped). */
+px_sandbox_t *px_sandbox_for_addr(px_engine_t *eng, const uint8_t addr[16]);
+
+/* 1 when sb is not removed and one of its sources holds addr (IPv4 mapped). */
+int px_sandbox_holds(const px_sandbox_t *sb, const uint8_t addr[16]);
 
 /* The CA that signs the leaves of sb's connections (sb may be NULL: one conversation): its own
  * with --ca-per-conversation, else the engine's. Borrowed; NULL when none may sign. */
