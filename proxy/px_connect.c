@@ -233,6 +233,17 @@ void px__cl_hello(px_client_t *c)
     char norm[PX_HOST_MAX + 1] = "";
     if (rc == 1 && px_host_norm(norm, sizeof(norm), sni, strlen(sni)) < 0)
         rc = PX_EPARSE; /* longer than any name the CONNECT could have named */
+    /* the ClientHello would go upstream as it is, in plain text: its SNI (in the case sent, which
+     * the comparison below ignores), ALPN, session ID and every other field are scanned, before
+     * a mismatch line could show the SNI */
+    addon_leak_match_t mt;
+    if (rc == 1 && addon_leak_scan(px__cl_snap(c)->leak, c->in, c->in_len, &mt)) {
+        px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (leak: %s %s, %s, in the TLS ClientHello)",
+                      c->connect_url, addon_leak_kind_name(mt.kind), mt.name,
+                      addon_leak_enc_name(mt.enc));
+        px__cl_close(c);
+        return;
+    }
     if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
         if (c->in_len > PX_HELLO_MAX)
             px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
@@ -241,16 +252,6 @@ void px__cl_hello(px_client_t *c)
             px_log_printf(c->log,
                           "BLOCKED CONNECT %s -> 403 (host mismatch: connect=%s, sni=%s)",
                           c->connect_url, c->tunnel, rc < 0 ? "none" : norm);
-        px__cl_close(c);
-        return;
-    }
-    /* the ClientHello goes upstream as it is, in plain text: its SNI (in the case sent, which
-     * the comparison above ignores), ALPN, session ID and every other field are scanned */
-    addon_leak_match_t mt;
-    if (addon_leak_scan(px__cl_snap(c)->leak, c->in, c->in_len, &mt)) {
-        px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (leak: %s %s, %s, in the TLS ClientHello)",
-                      c->connect_url, addon_leak_kind_name(mt.kind), mt.name,
-                      addon_leak_enc_name(mt.enc));
         px__cl_close(c);
         return;
     }

@@ -163,6 +163,10 @@ timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect a.pt.test:443 -server
     -alpn "$(b64 "$REAL")" < /dev/null > /dev/null 2>&1
 t_logged "a passthrough ClientHello carrying the value base64 in its ALPN: closed" \
     '^BLOCKED CONNECT a\.pt\.test:443 -> 403 (leak: secret entry\[0\]\.value, base64, in the TLS ClientHello)$'
+timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect b.pt.test:443 \
+    -servername "$CANARY.other.test" < /dev/null > /dev/null 2>&1
+t_logged "a passthrough ClientHello naming another host, the canary in its SNI: refused as a leak" \
+    '^BLOCKED CONNECT b\.pt\.test:443 -> 403 (leak: canary ssh-marker, raw, in the TLS ClientHello)$'
 grep -qiF "$low" "$T_DIR/dnsmasq.log"
 t_check "... the canary's host was never looked up" test $? -ne 0
 
