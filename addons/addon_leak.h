@@ -31,6 +31,11 @@
 #define ADDON_LEAK_MIN_LEN 8
 #define ADDON_LEAK_MAX_PATTERN_BYTES (16u * 1024 * 1024) /* all patterns of one matcher */
 
+/* The message of every 403 blocked_secret_leak answer (a request, a CONNECT). */
+#define ADDON_LEAK_MESSAGE                                                                         \
+    "The request carries the real value of a credential airlock holds, or a canary planted "       \
+    "in the sandbox; it was not sent."
+
 typedef struct addon_leak addon_leak_t;
 
 typedef enum addon_leak_kind {

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "addons/addon_leak.h"
 #include "addons/addon_policy.h"
 #include "ca/ca.h"
 #include "proxy/px_answer.h"
@@ -112,6 +113,35 @@ static void connect_outside_ca(px_client_t *c, px_msg_t *m)
     px__cl_close_flush(c);
 }
 
+/* A CONNECT target carrying the real value of a secret or a canary (mt, borrowed): the host
+ * would go to the upstream resolver and, for a passthrough entry, out in the SNI. Refused before
+ * the allowlist and before anything is resolved; the log shows no target (it holds the value). */
+static void connect_leak(px_client_t *c, px_msg_t *m, const addon_leak_match_t *mt)
+{
+    const char *kind = addon_leak_kind_name(mt->kind);
+    const char *enc = addon_leak_enc_name(mt->enc);
+    snprintf(c->connect_url, sizeof(c->connect_url), "-");
+    px_log_printf(c->log, "BLOCKED CONNECT - -> 403 (leak: %s %s, %s, in the CONNECT target)", kind,
+                  mt->name, enc);
+    char json[1024];
+    px_sbuf_t b;
+    px_sbuf_init(&b, json, sizeof(json));
+    px_sbuf_adds(&b, "{\"error\": \"blocked_secret_leak\", \"kind\": ");
+    px_sbuf_json_str(&b, kind, strlen(kind));
+    px_sbuf_adds(&b, ", \"name\": ");
+    px_sbuf_json_str(&b, mt->name, strlen(mt->name));
+    px_sbuf_adds(&b, ", \"encoding\": ");
+    px_sbuf_json_str(&b, enc, strlen(enc));
+    px_sbuf_adds(&b, ", \"where\": \"target\", \"method\": \"CONNECT\", \"message\": ");
+    px_sbuf_json_str(&b, ADDON_LEAK_MESSAGE, sizeof(ADDON_LEAK_MESSAGE) - 1);
+    px_sbuf_adds(&b, "}");
+    char out[PX_ANSWER_MAX];
+    size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
+    px_sock_write(&c->sock, out, n);
+    px_msg_free(m);
+    px__cl_close_flush(c);
+}
+
 /* A passthrough tunnel counts its bytes against its host's budgets (proxy/px_tunguard.c): made
  * here, in c->tun, once admitted; 1 when refused (429) or failed, c then closing. */
 static int px__cl_tunnel_budgets(px_client_t *c, const px_pre_t *pre)
@@ -136,6 +166,12 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     snprintf(c->connect_url, sizeof(c->connect_url), "%.*s", (int)sizeof(c->connect_url) - 1,
              pre->url);
     px_snapshot_t *snap = px_snapshot_ref(px__cl_snap(c));
+    addon_leak_match_t mt;
+    if (addon_leak_scan(snap->leak, m->buf + m->target.off, m->target.len, &mt)) {
+        connect_leak(c, m, &mt); /* before the snapshot goes: mt names an entry of its matcher */
+        px_snapshot_unref(snap);
+        return;
+    }
     int passthrough = 0;
     addon_str_t h = {pre->host, pre->host_len};
     int ok = addon_policy_has_host(snap->cfg.policy, h, pre->port, 1, &passthrough);
@@ -197,6 +233,17 @@ void px__cl_hello(px_client_t *c)
     char norm[PX_HOST_MAX + 1] = "";
     if (rc == 1 && px_host_norm(norm, sizeof(norm), sni, strlen(sni)) < 0)
         rc = PX_EPARSE; /* longer than any name the CONNECT could have named */
+    /* the ClientHello would go upstream as it is, in plain text: its SNI (in the case sent, which
+     * the comparison below ignores), ALPN, session ID and every other field are scanned, before
+     * a mismatch line could show the SNI */
+    addon_leak_match_t mt;
+    if (rc == 1 && addon_leak_scan(px__cl_snap(c)->leak, c->in, c->in_len, &mt)) {
+        px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (leak: %s %s, %s, in the TLS ClientHello)",
+                      c->connect_url, addon_leak_kind_name(mt.kind), mt.name,
+                      addon_leak_enc_name(mt.enc));
+        px__cl_close(c);
+        return;
+    }
     if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
         if (c->in_len > PX_HELLO_MAX)
             px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
@@ -238,4 +285,3 @@ static void on_dial_error(void *owner, const char *why)
     px_log_printf(c->log, "ERROR CONNECT %s -> %s", c->connect_url, why);
     px__cl_close(c);
 }
-

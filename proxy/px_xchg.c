@@ -413,7 +413,8 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
         x->upgrade = ui >= 0 && px_msg_span_ieq(m, m->values[ui], "websocket");
     }
     if (pre->verdict != PX_PRE_OK) {
-        px__x_refuse(x);
+        if (!px__x_leak_pre(x)) /* a value in it is refused as a leak first (not logged) */
+            px__x_refuse(x);
         return x;
     }
     px__decide(x);
@@ -488,11 +489,8 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
 {
     if (x->finished)
         return;
-    if (x->leak_on) {
-        px__x_leak_flush(x);
-        if (x->finished)
-            return;
-    }
+    if (px__x_leak_end(x, t))
+        return; /* the trailers carried a value, or the held tail failed (px_xchg_leak.c) */
     x->rq = PX__RQ_DONE;
     x->expect = 0;
     switch (x->sink) {

@@ -104,10 +104,16 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len);
 /* px_xchg_leak.c */
 /* Scans the request target and fields for a secret or a canary; 1 when it answered (refused). */
 int px__x_leak_head(px_xchg_t *x);
+/* A request the pre-checks refuse (the Host disagrees with the SNI, the URL or the CONNECT
+ * host; a CONNECT where no tunnel goes) is scanned as any head is, so that a value in it is
+ * refused as a leak and never shown in that refusal's log line; 1 when it answered. */
+int px__x_leak_pre(px_xchg_t *x);
 /* A piece of the body through the guard: scanned, then all but the held tail handed on. */
 void px__x_leak_body(px_xchg_t *x, const char *data, size_t len);
-/* The body ended: the held tail goes on. */
-void px__x_leak_flush(px_xchg_t *x);
+/* The request ended with trailer fields t (borrowed; NULL: none): they are scanned as the head's
+ * fields are (a match aborts the upstream request, nothing of t or the held tail leaves), then
+ * the held tail goes on. 1 when the exchange ended (refused, or failed). */
+int px__x_leak_end(px_xchg_t *x, const px_fields_t *t);
 
 /* px_xchg_filter.c */
 /* Runs the body filters on the gathered body (over: it went past gather_cap, and only its

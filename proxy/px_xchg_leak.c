@@ -13,11 +13,9 @@
 #include "proxy/px_policy.h"
 #include "proxy/px_xchg_int.h"
 
-#define PX__LEAK_MSG                                                                           \
-    "The request carries the real value of a credential airlock holds, or a canary planted "  \
-    "in the sandbox; it was not sent."
-
-/* Refuses x for match mt found in where ("url", "header", "body"; hname for a header). */
+/* Refuses x for match mt found in where: "url", "body", "header" or "trailer" (with hname, the
+ * field's name, scanned clean), "header name" or "trailer name" (the name holds the value: it is
+ * not shown). */
 static void px__leak_refuse(px_xchg_t *x, const addon_leak_match_t *mt, const char *where,
                             const char *hname, size_t hlen)
 {
@@ -25,22 +23,28 @@ static void px__leak_refuse(px_xchg_t *x, const addon_leak_match_t *mt, const ch
     const char *enc = addon_leak_enc_name(mt->enc);
     int aborted = x->up != NULL;
     if (aborted) {
-        px_up_abort(x->up);
+        px_up_abort(x->up); /* nothing more of the request leaves: not the held bytes, trailers */
         x->up = NULL;
     }
+    const char *sep = aborted ? "; the upstream request was aborted" : "";
     char tail[256];
     if (hname != NULL)
-        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in header '%.*s'%s)", kind, mt->name,
-                 enc, (int)(hlen < 64 ? hlen : 64), hname,
-                 aborted ? "; the upstream request was aborted" : "");
+        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in %s '%.*s'%s)", kind, mt->name, enc,
+                 where, (int)(hlen < 64 ? hlen : 64), hname, sep);
     else
-        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in %s%s)", kind, mt->name, enc, where,
-                 aborted ? "; the upstream request was aborted" : "");
+        snprintf(tail, sizeof(tail), " (leak: %s %s, %s, in %s%s%s)", kind, mt->name, enc,
+                 strstr(where, " name") != NULL ? "a " : "", where, sep);
     if (strcmp(where, "url") == 0) {
         /* the target holds the value: the log gets scheme://host/... only */
-        snprintf(x->pre.url, sizeof(x->pre.url), "%s://%.*s/...", x->tls ? "https" : "http",
-                 (int)x->pre.host_len, x->pre.host);
+        if (x->pre.host_len > 0)
+            snprintf(x->pre.url, sizeof(x->pre.url), "%s://%.*s/...", x->tls ? "https" : "http",
+                     (int)x->pre.host_len, x->pre.host);
+        else
+            snprintf(x->pre.url, sizeof(x->pre.url), "-"); /* a CONNECT target */
     }
+    addon_leak_match_t in_url;
+    if (addon_leak_scan(x->snap->leak, x->pre.url, strlen(x->pre.url), &in_url))
+        snprintf(x->pre.url, sizeof(x->pre.url), "-"); /* the host (Host, :authority) holds it */
     px__x_log(x, "BLOCKED", 403, tail);
     if (x->rs == PX__RS_BODY || x->rs == PX__RS_DONE) {
         px__x_finish(x, 0); /* the upstream's answer is on its way: the connection just ends */
@@ -58,15 +62,37 @@ static void px__leak_refuse(px_xchg_t *x, const addon_leak_match_t *mt, const ch
     px_sbuf_adds(&b, ", \"where\": ");
     px_sbuf_json_str(&b, where, strlen(where));
     if (hname != NULL) {
-        px_sbuf_adds(&b, ", \"header\": ");
+        px_sbuf_adds(&b, ", ");
+        px_sbuf_json_str(&b, where, strlen(where)); /* "header": NAME, "trailer": NAME */
+        px_sbuf_adds(&b, ": ");
         px_sbuf_json_str(&b, hname, hlen < 64 ? hlen : 64);
     }
     px_sbuf_adds(&b, ", \"method\": ");
     px_sbuf_json_str(&b, x->method, strlen(x->method));
     px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, PX__LEAK_MSG, sizeof(PX__LEAK_MSG) - 1);
+    px_sbuf_json_str(&b, ADDON_LEAK_MESSAGE, sizeof(ADDON_LEAK_MESSAGE) - 1);
     px_sbuf_adds(&b, "}");
     px__x_answer(x, 403, json, b.len, x->rq != PX__RQ_DONE);
+}
+
+/* Fields (the head's or the trailers'): each name, then its value, so that a value's match is
+ * shown with a name known clean. 1 when it refused x. */
+static int px__leak_fields(px_xchg_t *x, const addon_leak_t *m, const char *buf,
+                           const px_span_t *names, const px_span_t *values, size_t n, int trailer)
+{
+    addon_leak_match_t mt;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = buf + names[i].off;
+        if (addon_leak_scan(m, name, names[i].len, &mt)) {
+            px__leak_refuse(x, &mt, trailer ? "trailer name" : "header name", NULL, 0);
+            return 1;
+        }
+        if (addon_leak_scan(m, buf + values[i].off, values[i].len, &mt)) {
+            px__leak_refuse(x, &mt, trailer ? "trailer" : "header", name, names[i].len);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* The target percent-decoded (a value partly encoded, "ghp%5Fxyz", is the value once the
@@ -79,6 +105,17 @@ static char *px__pct_decode(const char *s, size_t len, size_t *out_len)
     if (d != NULL)
         *out_len = px_pct_unquote(s, len, d);
     return d;
+}
+
+int px__x_leak_pre(px_xchg_t *x)
+{
+    /* their log lines and answers show the Host, the SNI, the CONNECT target as sent */
+    if (x->pre.verdict != PX_PRE_MISMATCH && x->pre.verdict != PX_PRE_NO_TUNNEL)
+        return 0;
+    if (x->snap_from == NULL || x->snap_from->leak == NULL)
+        return 0;
+    x->snap = px_snapshot_ref(x->snap_from); /* let go with the exchange */
+    return px__x_leak_head(x);
 }
 
 int px__x_leak_head(px_xchg_t *x)
@@ -100,12 +137,8 @@ int px__x_leak_head(px_xchg_t *x)
         px__leak_refuse(x, &mt, "url", NULL, 0);
         return 1;
     }
-    for (size_t i = 0; i < r->n; i++) {
-        if (addon_leak_scan(m, r->buf + r->values[i].off, r->values[i].len, &mt)) {
-            px__leak_refuse(x, &mt, "header", r->buf + r->names[i].off, r->names[i].len);
-            return 1;
-        }
-    }
+    if (px__leak_fields(x, m, r->buf, r->names, r->values, r->n, 0))
+        return 1;
     if (x->rq == PX__RQ_BODY) {
         x->leak_on = 1;
         addon_leak_state_init(&x->leak_st);
@@ -165,7 +198,8 @@ void px__x_leak_body(px_xchg_t *x, const char *data, size_t len)
         px__x_body_out(x, data, from_data);
 }
 
-void px__x_leak_flush(px_xchg_t *x)
+/* The body ended: the held tail goes on. */
+static void px__leak_flush(px_xchg_t *x)
 {
     if (x->held_len == 0 || x->sink == PX__SINK_DISCARD)
         return;
@@ -175,4 +209,18 @@ void px__x_leak_flush(px_xchg_t *x)
     x->held_len = 0;
     px__x_body_out(x, held, n);
     free(held);
+}
+
+int px__x_leak_end(px_xchg_t *x, const px_fields_t *t)
+{
+    const addon_leak_t *m = x->snap != NULL ? x->snap->leak : NULL;
+    /* the head went upstream long ago: a match aborts that request before the held bytes or
+     * any trailer field are handed on (a request already answered takes nothing more) */
+    if (m != NULL && t != NULL && x->sink != PX__SINK_DISCARD &&
+        px__leak_fields(x, m, t->buf, t->names, t->values, t->n, 1))
+        return 1;
+    if (!x->leak_on)
+        return 0;
+    px__leak_flush(x);
+    return x->finished;
 }
