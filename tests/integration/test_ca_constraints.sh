@@ -180,6 +180,9 @@ for rt in curl python node; do
     *) t_fail "$rt, evil.test: [$out] does not say access denied" ;;
     esac
 done
+for rt in go java; do # printed for docs/ca-trust.md, not checked
+    echo "# $rt, evil.test: $(client "$rt" evil.test 127.0.0.1 2>&1 | tail -1)"
+done
 # A name no certificate can carry (SNI with a character a DNS name cannot have): unrecognized_name
 out=$(openssl s_client -connect 127.0.0.1:443 -servername 'bad;name.test' < /dev/null 2>&1)
 t_contains "an SNI no certificate can carry gets unrecognized_name" "$out" "unrecognized name"
