@@ -159,7 +159,8 @@ static void on_server_ctx_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int 
 /* What the client-facing context accepts: TLS 1.2 with AEAD suites only (Mozilla's
  * "intermediate" profile: ECDHE key exchange, AES-GCM or ChaCha20-Poly1305; no CBC, so no
  * Lucky13-style padding oracles; no finite-field DHE, see PX_TLS_GROUPS), TLS 1.3 with
- * OpenSSL's default suites (all AEAD); no compression (CRIME), no renegotiation. */
+ * OpenSSL's default suites (all AEAD); no compression (CRIME), no renegotiation. OpenSSL 3.0
+ * answers a client's max_fragment_length (RFC 6066) and has no switch against it. */
 int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out, char *err,
                           size_t errlen)
 {
