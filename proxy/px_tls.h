@@ -27,7 +27,7 @@
 typedef struct px_tls px_tls_t;
 
 /* TLS 1.2 suites toward the agent: Mozilla's "intermediate" profile without finite-field DHE
- * (AEAD only; airlock's leaves are ECDSA, the RSA ones serve an RSA CA's future leaves). */
+ * (AEAD only). airlock's leaves are ECDSA P-256 whatever the CA's key: the RSA ones are inert. */
 #define PX_TLS12_CIPHERS                                                                           \
     "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                                   \
     "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"                                   \
