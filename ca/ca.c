@@ -404,6 +404,15 @@ int ca__generate(const ca__gen_t *g, EVP_PKEY **key_out, X509 **cert_out, char *
         X509_set_pubkey(x, key) != 1) {
         goto fail;
     }
+    /* an intermediate lies inside its issuer's validity (made a moment later, it would
+     * otherwise outlive it by that moment) */
+    if (g->issuer_cert != NULL &&
+        ((ASN1_TIME_compare(X509_get0_notAfter(x), X509_get0_notAfter(g->issuer_cert)) > 0 &&
+          X509_set1_notAfter(x, X509_get0_notAfter(g->issuer_cert)) != 1) ||
+         (ASN1_TIME_compare(X509_get0_notBefore(x), X509_get0_notBefore(g->issuer_cert)) < 0 &&
+          X509_set1_notBefore(x, X509_get0_notBefore(g->issuer_cert)) != 1))) {
+        goto fail;
+    }
     X509V3_set_ctx_nodb(&ctx);
     X509V3_set_ctx(&ctx, g->issuer_cert != NULL ? g->issuer_cert : x, x, NULL, NULL, 0);
     if (!add_ext(x, &ctx, NID_basic_constraints, g->bc) ||

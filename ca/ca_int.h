@@ -66,6 +66,7 @@ struct ca {
     X509_EXTENSION *ext_eku;
     X509_EXTENSION *ext_aki; /* NULL when the CA has no SKI */
     ca_constraints_t *nc;    /* the certificate's name constraints; NULL when none */
+    time_t not_before;       /* the CA's notBefore: no leaf starts before it (0: unknown) */
     time_t not_after;        /* the CA's notAfter: no leaf outlives it (0: unknown) */
     int generated;
     ca__cache_t cache;

@@ -271,6 +271,9 @@ int ca__mint_init(ca_t *ca, X509 *cert, char *err, size_t errlen)
     if (ASN1_TIME_to_tm(X509_get0_notAfter(cert), &tm) == 1) {
         ca->not_after = timegm(&tm); /* no leaf outlives its CA */
     }
+    if (ASN1_TIME_to_tm(X509_get0_notBefore(cert), &tm) == 1) {
+        ca->not_before = timegm(&tm); /* ... nor starts before it */
+    }
     ca->subject = X509_NAME_dup(X509_get_subject_name(cert));
     ca->ext_bc = ext_basic_constraints();
     ca->ext_ku = ext_key_usage();
@@ -371,7 +374,17 @@ static X509 *leaf_build(ca_t *ca, const ca__name_t *n)
      * constraints when the leaf has no DNS SAN, and an address is in no DNS subtree. */
     int has_cn = n->len <= CA_CN_MAX && !(n->is_ip && ca->nc != NULL);
     time_t now = time(NULL);
+    time_t start = now - (time_t)CA_LEAF_BACKDATE_DAYS * CA__SECS_PER_DAY;
     time_t end = now + (time_t)(CA_LEAF_VALID_DAYS - CA_LEAF_BACKDATE_DAYS) * CA__SECS_PER_DAY;
+    /* A leaf's validity lies inside its CA's (a CA made minutes ago, a per-conversation CA
+     * valid a few days): verifiers check each certificate's own dates, and a leaf that claims
+     * more than its issuer vouches for is one a strict checker may refuse. */
+    if (ca->not_before > start) {
+        start = ca->not_before;
+    }
+    if (ca->not_after > 0 && ca->not_after < end) {
+        end = ca->not_after;
+    }
 
     if (x == NULL || X509_set_version(x, X509_VERSION_3) != 1 || ca__serial_set_random(x) < 0) {
         goto done;
@@ -382,9 +395,8 @@ static X509 *leaf_build(ca_t *ca, const ca__name_t *n)
         goto done;
     }
     if (X509_set_issuer_name(x, ca->subject) != 1 ||
-        ASN1_TIME_adj(X509_getm_notBefore(x), now, -CA_LEAF_BACKDATE_DAYS, 0) == NULL ||
-        ASN1_TIME_set(X509_getm_notAfter(x),
-                      ca->not_after > 0 && ca->not_after < end ? ca->not_after : end) == NULL ||
+        ASN1_TIME_set(X509_getm_notBefore(x), start) == NULL ||
+        ASN1_TIME_set(X509_getm_notAfter(x), end) == NULL ||
         X509_set_pubkey(x, ca->leaf_pub) != 1) {
         goto done;
     }

@@ -496,7 +496,7 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     char norm[CA_NAME_MAX + 1];
     if (name != NULL && name[0] != '\0') {
         if (ca_name_normalize(name, strlen(name), norm, sizeof(norm), NULL) != 0)
-            return 0; /* a name no certificate can carry: fail the handshake */
+            return PX_TLS_BAD_NAME; /* a name no certificate can carry: fail the handshake */
         snprintf(c->sni, sizeof(c->sni), "%s", norm);
         name = norm;
         if (c->tunnel[0] != '\0' && strcmp(norm, c->tunnel) != 0) {
@@ -504,7 +504,7 @@ int px_client_cert_cb(SSL *ssl, void *arg)
             px_log_printf(c->log,
                           "BLOCKED CONNECT %s:%u -> 403 (host mismatch: connect=%s, sni=%s)",
                           c->tunnel, c->tunnel_port, c->tunnel, norm);
-            return 0;
+            return PX_TLS_REFUSED;
         }
     } else if (c->tunnel[0] != '\0') {
         name = c->tunnel;
@@ -516,8 +516,10 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     ca_t *ca = px_sandbox_ca(eng, c->sb);
     ca_leaf_t *leaf = NULL;
     int rc = ca != NULL ? ca_leaf_acquire(ca, name, strlen(name), &leaf) : PX_EFORBIDDEN;
-    if (rc == PX_EFORBIDDEN) /* the conversation CA may not sign for it: no leaf, no handshake */
+    if (rc == PX_EFORBIDDEN) { /* the conversation CA may not sign for it: no leaf, no handshake */
         px_caconv_log_refused(c->log, px__cl_snap(c)->cfg.policy, name);
+        return PX_TLS_REFUSED;
+    }
     if (rc != 0)
         return 0;
     int ok = SSL_use_certificate(ssl, ca_leaf_get_cert(leaf)) == 1 &&

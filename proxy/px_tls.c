@@ -15,18 +15,24 @@
 
 struct px_tls {
     SSL *ssl;
-    BIO *rbio;          /* network → SSL */
-    BIO *wbio;          /* SSL → network */
-    char *host;         /* upstream only: the name given to SNI and verification (session key) */
-    uint16_t port;      /* ... with this port */
-    int offered;        /* a remembered session was set on ssl */
-    time_t verified_at; /* when the offered session's certificate was verified */
-    int peer_alert;     /* the last alert the peer sent (description), or -1 */
-    int sent_cert;      /* server side: our Certificate went out */
+    BIO *rbio;            /* network → SSL */
+    BIO *wbio;            /* SSL → network */
+    char *host;           /* upstream only: the name given to SNI and verification (session key) */
+    uint16_t port;        /* ... with this port */
+    int offered;          /* a remembered session was set on ssl */
+    time_t verified_at;   /* when the offered session's certificate was verified */
+    int peer_alert;       /* the last alert the peer sent (description), or -1 */
+    int sent_cert;        /* server side: our Certificate went out */
     px_runtime_t runtime; /* server side: who sent the ClientHello, as far as it shows */
 };
 
 static int px__tls_idx = -1; /* SSL ex_data slot: the px_tls_t of every SSL made here */
+
+/* The client-facing context's certificate callback and its argument (freed with the context). */
+typedef struct px__server_cb {
+    int (*cert_cb)(SSL *ssl, void *arg);
+    void *arg;
+} px__server_cb_t;
 
 static px_tls_t *px__tls_of(const SSL *ssl)
 {
@@ -126,32 +132,74 @@ static int on_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *ou
     return SSL_TLSEXT_ERR_NOACK;
 }
 
-int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out,
-                          char *err, size_t errlen)
+/* The ClientHello's extensions are parsed (SNI known), no cipher is chosen yet: the owner's
+ * cert_cb picks the certificate here, where a refusal can carry an alert of our choosing (an
+ * OpenSSL cert_cb that fails always sends internal_error). Runs for resumed handshakes too, so
+ * a name refused now is refused whatever session the client offers. */
+static int on_server_name(SSL *ssl, int *alert, void *arg)
 {
+    const px__server_cb_t *cb = arg;
+    int rc = cb->cert_cb(ssl, cb->arg);
+    if (rc == 1)
+        return SSL_TLSEXT_ERR_OK;
+    *alert = rc == PX_TLS_REFUSED    ? PX_TLS_REFUSED_ALERT
+             : rc == PX_TLS_BAD_NAME ? SSL_AD_UNRECOGNIZED_NAME
+                                     : SSL_AD_INTERNAL_ERROR;
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+/* CRYPTO_EX_free for the server context's callback pair. */
+static void on_server_ctx_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+                               void *argp)
+{
+    (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
+    free(ptr);
+}
+
+/* What the client-facing context accepts: TLS 1.2 with AEAD suites only (Mozilla's
+ * "intermediate" profile: ECDHE key exchange, AES-GCM or ChaCha20-Poly1305; no CBC, so no
+ * Lucky13-style padding oracles; no finite-field DHE, see PX_TLS_GROUPS), TLS 1.3 with
+ * OpenSSL's default suites (all AEAD); no compression (CRIME), no renegotiation. OpenSSL 3.0
+ * answers a client's max_fragment_length (RFC 6066) and has no switch against it. */
+int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out, char *err,
+                          size_t errlen)
+{
+    static int cb_idx = -1; /* one slot for every server context; set up at start-up */
+    if (cb_idx < 0)
+        cb_idx = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, on_server_ctx_free);
+    px__server_cb_t *cb = NULL;
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    if (ctx == NULL) {
-        px__ssl_err(err, errlen, "SSL_CTX_new");
-        return PX_ETLS;
-    }
+    if (ctx == NULL)
+        goto fail;
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_ENABLE_PARTIAL_WRITE);
+    /* Tickets stay: their key lives in this process's memory only, beside the CA key, and a
+     * TLS 1.3 resumption runs a fresh ECDHE; stateful resumption would cost a server cache. */
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
                                  SSL_OP_CIPHER_SERVER_PREFERENCE);
-    if (SSL_CTX_set1_groups_list(ctx, PX_TLS_GROUPS) != 1) {
-        px__ssl_err(err, errlen, "cannot set the key-exchange groups");
-        SSL_CTX_free(ctx);
-        return PX_ETLS;
-    }
+    if (SSL_CTX_set_cipher_list(ctx, PX_TLS12_CIPHERS) != 1 ||
+        SSL_CTX_set1_groups_list(ctx, PX_TLS_GROUPS) != 1)
+        goto fail;
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
     SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"airlock", 7);
-    SSL_CTX_set_cert_cb(ctx, cert_cb, arg);
+    cb = malloc(sizeof(*cb));
+    if (cb == NULL || cb_idx < 0 || SSL_CTX_set_ex_data(ctx, cb_idx, cb) != 1)
+        goto fail;
+    cb->cert_cb = cert_cb; /* from here SSL_CTX_free() frees cb */
+    cb->arg = arg;
+    SSL_CTX_set_tlsext_servername_callback(ctx, on_server_name);
+    SSL_CTX_set_tlsext_servername_arg(ctx, cb);
     SSL_CTX_set_client_hello_cb(ctx, on_client_hello, NULL);
     SSL_CTX_set_info_callback(ctx, on_tls_info);
     SSL_CTX_set_alpn_select_cb(ctx, on_alpn_select, NULL);
     *out = ctx;
     return 0;
+fail:
+    px__ssl_err(err, errlen, "cannot set up the client-facing TLS context");
+    free(cb);
+    SSL_CTX_free(ctx);
+    return PX_ETLS;
 }
 
 /* ---- upstream sessions ------------------------------------------------------------------
@@ -413,11 +461,7 @@ static int on_upstream_session(SSL *ssl, SSL_SESSION *sess)
 static void on_client_ctx_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
                                void *argp)
 {
-    (void)parent;
-    (void)ad;
-    (void)idx;
-    (void)argl;
-    (void)argp;
+    (void)parent, (void)ad, (void)idx, (void)argl, (void)argp;
     px__sessions_t *st = ptr;
     if (st == NULL)
         return;
@@ -654,8 +698,7 @@ static void px__describe(px_tls_t *t, int rc, char *err, size_t errlen)
 {
     long vr = SSL_get_verify_result(t->ssl);
     if (vr != X509_V_OK) {
-        snprintf(err, errlen, "certificate verify failed: %s",
-                 X509_verify_cert_error_string(vr));
+        snprintf(err, errlen, "certificate verify failed: %s", X509_verify_cert_error_string(vr));
         ERR_clear_error();
         return;
     }

@@ -26,11 +26,27 @@
 
 typedef struct px_tls px_tls_t;
 
-/* The client-facing context: TLS 1.2-1.3, ALPN h2 or http/1.1 (h2 whenever offered), session
- * tickets, and cert_cb choosing the certificate once the ClientHello (SNI) is known. Returns 0
- * or PX_ETLS with a reason in err. */
-int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out,
-                          char *err, size_t errlen);
+/* TLS 1.2 suites toward the agent: Mozilla's "intermediate" profile without finite-field DHE
+ * (AEAD only). airlock's leaves are ECDSA P-256 whatever the CA's key: the RSA ones are inert. */
+#define PX_TLS12_CIPHERS                                                                           \
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"                                   \
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"                                   \
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+/* What cert_cb returns besides 1 (certificate set) and 0 (internal failure: internal_error
+ * alert): PX_TLS_REFUSED, this client may have no certificate for the name it asked for
+ * (PX_TLS_REFUSED_ALERT: curl, Python and Node print "tlsv1 alert access denied"), or
+ * PX_TLS_BAD_NAME, the name is one no certificate can carry (unrecognized_name). */
+#define PX_TLS_REFUSED (-2)
+#define PX_TLS_BAD_NAME (-3)
+#define PX_TLS_REFUSED_ALERT SSL_AD_ACCESS_DENIED
+
+/* The client-facing context: TLS 1.2-1.3 (PX_TLS12_CIPHERS on TLS 1.2), ALPN h2 or http/1.1
+ * (h2 whenever offered), session tickets, and cert_cb choosing the certificate once the
+ * ClientHello's SNI is known, resumed handshakes included (arg is kept). Returns 0 or PX_ETLS
+ * with a reason in err. */
+int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CTX **out, char *err,
+                          size_t errlen);
 
 /* The upstream context: TLS 1.2+, peer verification against ca_file (PEM bundle) or, when
  * NULL, the system's default store; ALPN h2 and http/1.1; a store of resumable sessions per

@@ -340,6 +340,9 @@ static void test_ca_constraints_ca_file(void **state)
     assert_int_equal(crit, 1);
     NAME_CONSTRAINTS_free(nc);
     assert_true(ct_time(X509_get0_notAfter(root)) < now + 8 * 86400);
+    /* the intermediate lies inside the root's validity, though made a moment later */
+    assert_true(ct_time(X509_get0_notAfter(cert)) <= ct_time(X509_get0_notAfter(root)));
+    assert_true(ct_time(X509_get0_notBefore(cert)) >= ct_time(X509_get0_notBefore(root)));
     X509_free(root);
     ca_free(ca);
     ct_rmtree(dir);

@@ -296,6 +296,65 @@ static void check_leaf(const fixture_t *f, const leaf_case_t *c, ca_leaf_t *leaf
     assert_int_equal(X509_verify(x, X509_get0_pubkey(cacert)), 1);
 }
 
+/* ---- validity inside the CA's ---- */
+
+typedef struct window_case {
+    long ca_from, ca_to;     /* the CA's notBefore, notAfter: seconds from now */
+    long want_from, want_to; /* the leaf's, seconds from now; CA_LEAF_* when not clamped */
+} window_case_t;
+
+#define DAY 86400L
+#define LEAF_FROM (-CA_LEAF_BACKDATE_DAYS * DAY)
+#define LEAF_TO ((CA_LEAF_VALID_DAYS - CA_LEAF_BACKDATE_DAYS) * DAY)
+
+static const window_case_t window_cases[] = {
+    {-2 * DAY, 3648 * DAY, LEAF_FROM, LEAF_TO},   /* mitmproxy's own CA: nothing to clamp */
+    {-3600, 3648 * DAY, -3600, LEAF_TO},          /* a CA made an hour ago: notBefore */
+    {-2 * DAY, 3 * DAY, LEAF_FROM, 3 * DAY},      /* a CA valid three more days: notAfter */
+    {-600, 3600, -600, 3600},                     /* both */
+    {-2 * DAY, LEAF_TO + 60, LEAF_FROM, LEAF_TO}, /* ends just after a leaf would */
+};
+
+/* A CA whose validity runs from..to (seconds from now), written to a fresh confdir; a leaf
+ * minted under it lies inside that window and still verifies. */
+static void test_ca_leaf_validity_inside_ca(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(window_cases) / sizeof(window_cases[0]); i++) {
+        const window_case_t *c = &window_cases[i];
+        char dir[CT_DIR_LEN], err[ERRLEN];
+        EVP_PKEY *key = EVP_EC_gen("P-256");
+        assert_non_null(key);
+        X509 *cert = ct_make_ca_cert(key, 1, 1);
+        time_t now = time(NULL);
+        assert_non_null(X509_gmtime_adj(X509_getm_notBefore(cert), c->ca_from));
+        assert_non_null(X509_gmtime_adj(X509_getm_notAfter(cert), c->ca_to));
+        assert_true(X509_sign(cert, key, EVP_sha256()) > 0);
+        ct_tmpdir(dir);
+        ct_write_mitm_pem(dir, key, cert, CT_KEY_PKCS8);
+        ca_t *ca = NULL;
+        assert_int_equal(ca_load(&ca, dir, 0, 0, err, sizeof(err)), 0);
+        ca_leaf_t *leaf = NULL;
+        assert_int_equal(acquire(ca, "inside.example", &leaf), 0);
+        X509 *x = ca_leaf_get_cert(leaf);
+        time_t nb = ct_time(X509_get0_notBefore(x)), na = ct_time(X509_get0_notAfter(x));
+        time_t cnb = ct_time(X509_get0_notBefore(cert)), cna = ct_time(X509_get0_notAfter(cert));
+        if (nb < cnb || na > cna || llabs((long long)(nb - (now + c->want_from))) > 5 ||
+            llabs((long long)(na - (now + c->want_to))) > 5) {
+            print_error("case %zu: CA %+ld..%+ld s, leaf %+lld..%+lld s, want %+ld..%+ld s\n", i,
+                        c->ca_from, c->ca_to, (long long)(nb - now), (long long)(na - now),
+                        c->want_from, c->want_to);
+            fail();
+        }
+        assert_int_equal(ct_verify_chain(cert, x), 1);
+        ca_leaf_release(leaf);
+        ca_free(ca);
+        ct_rmtree(dir);
+        X509_free(cert);
+        EVP_PKEY_free(key);
+    }
+}
+
 static void test_ca_leaf_fields(void **state)
 {
     fixture_t *f = *state;
@@ -579,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_ca_leaf_name_normalize),
         cmocka_unit_test_setup_teardown(test_ca_leaf_bad_name, setup_ca, teardown_ca),
         cmocka_unit_test_setup_teardown(test_ca_leaf_fields, setup_ca, teardown_ca),
+        cmocka_unit_test(test_ca_leaf_validity_inside_ca),
         cmocka_unit_test_setup_teardown(test_ca_leaf_chain_verifies, setup_ca, teardown_ca),
         cmocka_unit_test_setup_teardown(test_ca_leaf_serials_differ, setup_ca, teardown_ca),
         cmocka_unit_test_setup_teardown(test_ca_leaf_cache_hit, setup_ca, teardown_ca),

@@ -170,6 +170,22 @@ t_eq "a blocked host outside the CA: no certificate, so no 403 answer: the hands
     35 $?
 t_logged "... the log says it is not in the allowlist" \
     '^TLS REJECTED evil\.test (no certificate: not in the network allowlist, and outside the conversation CA.s name constraints)$'
+# The alert that ends the handshake is access_denied (not OpenSSL's internal_error for a
+# failed certificate callback); what each client prints is quoted in docs/ca-trust.md.
+for rt in curl python node; do
+    out=$(client "$rt" evil.test 127.0.0.1 2>&1)
+    echo "# $rt, evil.test: $out"
+    case $out in
+    *"tlsv1 alert access denied"*) t_ok "$rt is told 'tlsv1 alert access denied' for evil.test" ;;
+    *) t_fail "$rt, evil.test: [$out] does not say access denied" ;;
+    esac
+done
+for rt in go java; do # printed for docs/ca-trust.md, not checked
+    echo "# $rt, evil.test: $(client "$rt" evil.test 127.0.0.1 2>&1 | tail -1)"
+done
+# A name no certificate can carry (SNI with a character a DNS name cannot have): unrecognized_name
+out=$(openssl s_client -connect 127.0.0.1:443 -servername 'bad;name.test' < /dev/null 2>&1)
+t_contains "an SNI no certificate can carry gets unrecognized_name" "$out" "unrecognized name"
 
 # ---- a reload that widens the allowlist past the constraints -----------------------------
 cat > "$T_DIR/allow.yaml" <<'YAML'
@@ -180,6 +196,7 @@ out=$(curl -sS -o /dev/null --cacert "$CA" -m 10 https://new.test/ 2>&1)
 rc=$?
 t_check "TLS to new.test (allowed now, outside the CA) fails its handshake (curl $rc)" \
     [ "$rc" = 35 ]
+t_contains "... with the alert access_denied" "$out" "tlsv1 alert access denied"
 t_logged "... and the log says why" \
     '^TLS REJECTED new\.test (no certificate: outside the conversation CA.s name constraints; start a new conversation)$'
 out=$(curl -sS --cacert "$CA" -x http://127.0.0.1:3128 -m 10 https://new.test/ -o /dev/null \
