@@ -2,7 +2,7 @@
 # Proves that a clean clone builds and passes its unit tests on its own: copies the files git
 # tracks, as they are in the work tree (so an uncommitted change to a tracked file is tested
 # too; an untracked file is not copied, as a clone would not have it), into a fresh temporary
-# directory with nothing beside it (no ../shared, no build tree), builds there (Release) and
+# directory with nothing beside it (no shared folder, no build tree), builds there (Release) and
 # runs `ctest -L unit`. Also fails when the generated build files name the original checkout.
 # A test that reads a file outside the repository fails here, wherever it passes at home.
 #   JOBS          parallel build/test jobs (default 2)
@@ -34,7 +34,7 @@ done | tar --null -T - -cf -) | tar -xf - -C "$COPY" || die "copying the tracked
 untracked=$(git -C "$SRC" ls-files --others --exclude-standard | wc -l)
 say "copied $(find "$COPY" -type f | wc -l) tracked files to $COPY" \
     "($untracked untracked, not ignored file(s) left out: git add what the build needs)"
-[ ! -e "$COPY/../shared" ] || die "$COPY/../shared exists"
+[ ! -e "$TMP/shared" ] || die "$TMP/shared exists beside the copy"
 
 # Nothing from the caller's environment may point the build or the tests elsewhere.
 for v in $(compgen -e | grep -E '^AIRLOCK'); do unset "$v"; done
