@@ -9,7 +9,13 @@
 # (exit 77, "SKIP (capability): test: reason" on stdout, see t_skip in
 # tests/integration/lib.sh) only for a capability the machine lacks; a skip for one it has,
 # for a missing package (`.ci/install-deps test` installs them all) or without a reason fails
-# the run. The summary names every skipped test and why, and every check not made.
+# the run. The summary names every skipped test and why, every check not made and every
+# failed test (with the cmocka cases that failed in it).
+#
+# Stages: the two builds and their CTest runs, a clean copy of the tracked files built and
+# unit-tested with nothing beside it (tests/clean_checkout.sh), valgrind, fuzzing. Around
+# all of it: the run must leave nothing behind outside the checkout; new paths under /, /etc
+# and /var (two levels deep) or in /tmp after the run fail it, by name.
 #   FUZZ_SECONDS   seconds per fuzz target (default 20; 0 skips fuzzing)
 #   VALGRIND       0 skips the valgrind pass over the unit tests
 #   JOBS           parallel build/test jobs (default 2)
@@ -21,6 +27,17 @@ status=0
 T_RUN=$(date +%s)
 STAGES=()
 step() { echo; echo "=== $* ==="; }
+
+# What exists outside the checkout before the run (compared at the end): / /etc /var two
+# levels deep, and /tmp one level. /proc, /sys, /dev and /run change on their own; the
+# checkout holds the build trees.
+HERE=$(pwd)
+outside_paths() {
+    find / /etc /var -mindepth 1 -maxdepth 2 \( -path /proc -o -path /sys -o -path /dev -o \
+        -path /run -o -path /tmp -o -path "$HERE" \) -prune -o -print 2>/dev/null
+    find /tmp -mindepth 1 -maxdepth 1 -print 2>/dev/null
+}
+OUTSIDE_BEFORE=$(outside_paths | sort -u)
 # stage_end NAME START RESULT: records a stage's wall time for the summary.
 stage_end() {
     local t=$(($(date +%s) - $2))
@@ -62,12 +79,31 @@ for x in /run/netns /run/runc /run/containers; do
 done
 export CONTAINERS_CONF=$d/containers.conf CONTAINERS_STORAGE_CONF=$d/storage.conf
 timeout 120 podman run --rm --network none --rootfs "$d/rootfs" /bin/true
+# The tests also exec into running containers (podman exec). Where that lands outside the
+# container (in a chroot it runs in the host's root), /bin/true would still succeed: the
+# token file exists only inside.
+timeout 120 podman run -d --name airlock-probe --network none --rootfs "$d/rootfs" \
+    /bin/sleep 300 > /dev/null
+rc=0
+timeout 60 podman exec airlock-probe /bin/true || rc=1
+got=$(timeout 60 podman exec airlock-probe /bin/cat /probe-token) || rc=1
+podman kill airlock-probe > /dev/null 2>&1
+podman rm -f airlock-probe > /dev/null 2>&1
+[ $rc -eq 0 ] || { echo "podman exec failed"; exit 1; }
+[ "$got" = "$(cat "$d/token")" ] ||
+    { echo "podman exec does not run inside the container (it read '$got', a chroot?)"; exit 1; }
 PROBE
     mkdir -p "$d/rootfs/bin" "$d/tmp"
-    cp /bin/true "$d/rootfs/bin/" || return 1
-    for lib in $(ldd /bin/true | grep -o '/[^ ]*'); do
-        mkdir -p "$d/rootfs$(dirname "$lib")" && cp -L "$lib" "$d/rootfs$lib"
+    for bin in true sleep cat; do
+        if ! bin=$(type -P "$bin") || ! cp "$bin" "$d/rootfs/bin/"; then
+            echo "no $bin to copy"; rm -rf "$d"; return 1
+        fi
+        for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+            mkdir -p "$d/rootfs$(dirname "$lib")" && cp -L "$lib" "$d/rootfs$lib"
+        done
     done
+    od -An -N8 -tx8 /dev/urandom | tr -d ' ' > "$d/token"
+    cp "$d/token" "$d/rootfs/probe-token"
     printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n%s\n%s\n%s\n%s\n' \
         'cgroup_manager = "cgroupfs"' 'events_logger = "file"' \
         "events_logfile_path = \"$d/events.log\"" "tmp_dir = \"$d/tmp\"" > "$d/containers.conf"
@@ -87,21 +123,31 @@ else cap podman no "$err"; fi
 # ---- skips and checks not made, read from CTest's JUnit report ----
 SKIP_LINES=()
 NOT_MADE_LINES=()
-# judge BUILD-DIR: appends every skip (with whether it is allowed) and every check not made.
+FAILED_LINES=()
+# judge NAME [JUNIT]: appends every skip (with whether it is allowed), every check not made and
+# every failed test of a CTest run's JUnit report (default NAME/ctest-junit.xml).
 judge() {
-    local xml=$1/ctest-junit.xml line
+    local xml=${2:-$1/ctest-junit.xml} line
     [ -f "$xml" ] || { SKIP_LINES+=("$1: no CTest report ($xml): FAILS the run"); status=1; return; }
     while IFS= read -r line; do
         case "$line" in
         "SKIP-BAD "*) SKIP_LINES+=("$1 ${line#SKIP-BAD }  -> FAILS the run"); status=1 ;;
         "SKIP-OK "*) SKIP_LINES+=("$1 ${line#SKIP-OK }  -> allowed: this machine lacks it") ;;
         "NOT-MADE "*) NOT_MADE_LINES+=("$1 ${line#NOT-MADE }") ;;
+        "FAILED "*) FAILED_LINES+=("$1 ${line#FAILED }") ;;
         esac
     done < <(python3 - "$xml" "$CAPS" <<'PY'
 import re, sys, xml.etree.ElementTree as ET
 caps = set(sys.argv[2].split())
 for tc in ET.parse(sys.argv[1]).getroot().iter("testcase"):
     name, out = tc.get("name"), tc.findtext("system-out") or ""
+    if tc.get("status") == "fail" or tc.find("failure") is not None:
+        why = (tc.find("failure").get("message") or "") if tc.find("failure") is not None else ""
+        cases = sorted(set(re.findall(r"^\[  FAILED  \] ([A-Za-z_][\w/.-]*)\s*$", out, re.M)))
+        more = f" ({why})" if why and why != "Failed" else ""
+        if cases:
+            more += ": " + ", ".join(cases[:8]) + (f" and {len(cases) - 8} more" if len(cases) > 8 else "")
+        print(f"FAILED {name}{more}")
     for m in re.finditer(r"^NOT MADE - (.*)$", out, re.M):
         print(f"NOT-MADE {name}: {m.group(1)}")
     # a cmocka test skipped inside a unit test executable (which itself passes)
@@ -139,6 +185,15 @@ else
     echo "normal build FAILED"; status=1
     stage_end "normal build" "$t0" FAILED
 fi
+
+t0=$(date +%s)
+step "clean checkout: the tracked files alone, Release build, unit tests (tests/clean_checkout.sh)"
+mkdir -p build-ci
+rm -f build-ci/clean-junit.xml
+r=ok
+JOBS=$JOBS CLEAN_JUNIT=build-ci/clean-junit.xml bash tests/clean_checkout.sh || { r=FAILED; status=1; }
+[ -f build-ci/clean-junit.xml ] && judge clean-checkout build-ci/clean-junit.xml
+stage_end "clean checkout (unit tests)" "$t0" "$r"
 
 t0=$(date +%s)
 step "sanitizer build (ASan + UBSan)"
@@ -195,6 +250,21 @@ else
     STAGES+=("$(printf '%-34s %7s  %s' "fuzzing" "-" "not run (FUZZ_SECONDS=0)")")
 fi
 
+# Nothing may be left outside the checkout (a test that forgot --confdir wrote a CA key to
+# /mitmproxy-confdir): every new path is named.
+t0=$(date +%s)
+step "paths left outside the checkout"
+LEFT=$(comm -13 <(printf '%s\n' "$OUTSIDE_BEFORE") <(outside_paths | sort -u))
+if [ -n "$LEFT" ]; then # what another program's build had open for a moment is gone by now
+    sleep 5
+    LEFT=$(printf '%s\n' "$LEFT" | while IFS= read -r p; do [ -e "$p" ] && echo "$p"; done)
+fi
+if [ -z "$LEFT" ]; then stage_end "nothing left outside the checkout" "$t0" ok
+else
+    printf '%s\n' "$LEFT" | sed 's/^/left behind: /'
+    status=1; stage_end "nothing left outside the checkout" "$t0" "FAILED: $(printf '%s\n' "$LEFT" | wc -l) new path(s)"
+fi
+
 echo
 echo "=== summary ==="
 printf '%s\n' "${STAGES[@]}"
@@ -204,6 +274,9 @@ if [ ${#SKIP_LINES[@]} -eq 0 ]; then echo "skipped tests: none"
 else echo "skipped tests: ${#SKIP_LINES[@]}"; printf '  %s\n' "${SKIP_LINES[@]}"; fi
 if [ ${#NOT_MADE_LINES[@]} -eq 0 ]; then echo "checks not made: none"
 else echo "checks not made: ${#NOT_MADE_LINES[@]}"; printf '  %s\n' "${NOT_MADE_LINES[@]}"; fi
+if [ ${#FAILED_LINES[@]} -eq 0 ]; then echo "failed tests: none"
+else echo "failed tests: ${#FAILED_LINES[@]}"; printf '  %s\n' "${FAILED_LINES[@]}"; fi
+if [ -n "$LEFT" ]; then echo "left outside the checkout:"; printf '%s\n' "$LEFT" | sed 's/^/  /'; fi
 echo
 if [ "$status" -eq 0 ]; then echo "run-all: every stage passed"; else echo "run-all: FAILED"; fi
 exit "$status"

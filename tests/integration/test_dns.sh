@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DNS responder end to end (DESIGN.md §7).
+# DNS responder end to end (docs/network-log.md, "DNS").
 # Part 1: `airlock run` on loopback, queried with dig and kdig over UDP and TCP (one query per
 #         connection and several on a kept-open connection); checks answers and the log.
 # Part 2: inside a private network + mount namespace (root), airlock listens on 127.0.0.1:53
@@ -57,7 +57,7 @@ allow="$tmp/allowlist.json"
 echo '{"domains": []}' >"$allow"
 "$AIRLOCK" run --proxy-ip "$PROXY_IP" --upstream-dns 127.0.0.1:9 --listen-dns 127.0.0.1:0 \
     --listen-http 127.0.0.1:0 --listen-https 127.0.0.1:0 --allowlist "$allow" \
-    --log "$log" --log-create 2>"$tmp/airlock.err" &
+    --log "$log" --log-create --confdir "$tmp/confdir" 2>"$tmp/airlock.err" &
 pids+=($!)
 port=$(wait_ready "$tmp/airlock.err") || fail "airlock did not become ready"
 [ -n "$port" ] || fail "no DNS port in the ready line: $(grep ready "$tmp/airlock.err")"
@@ -143,7 +143,7 @@ mount --bind "$tmp/nsswitch.conf" /etc/nsswitch.conf || exit 3
 mount --bind "$tmp/hosts" /etc/hosts || exit 3
 "$AIRLOCK" run --proxy-ip "$PROXY_IP" --upstream-dns 127.0.0.1:9 --listen-dns 127.0.0.1:53 \
     --listen-http 127.0.0.1:0 --listen-https 127.0.0.1:0 --allowlist "$tmp/allowlist.json" \
-    --log "$tmp/ns.log" --log-create 2>"$tmp/ns-airlock.err" &
+    --log "$tmp/ns.log" --log-create --confdir "$tmp/ns-confdir" 2>"$tmp/ns-airlock.err" &
 apid=$!
 for ((i = 0; i < 200; i++)); do
     grep -q ready "$tmp/ns-airlock.err" 2>/dev/null && break

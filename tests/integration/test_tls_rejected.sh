@@ -12,7 +12,9 @@ t_start_airlock "$T_DIR/allow.yaml" || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 t_check "a new CA is announced on stderr with the file agents must trust" \
     grep -q "created a new CA in $T_DIR/confdir: agents must trust $CA" "$T_DIR/airlock.err"
-export HOME="$T_DIR/home" GOCACHE="$T_DIR/gocache" GOPATH="$T_DIR/gopath" GOFLAGS=-mod=mod
+# -XX:-UsePerfData: a JVM (javac, keytool, java) would leave /tmp/hsperfdata_<user> behind
+export HOME="$T_DIR/home" GOCACHE="$T_DIR/gocache" GOPATH="$T_DIR/gopath" GOFLAGS=-mod=mod \
+    JAVA_TOOL_OPTIONS=-XX:-UsePerfData
 mkdir -p "$HOME"
 rej() { grep -c "^TLS REJECTED $1 " "$T_DIR/net.log"; }
 

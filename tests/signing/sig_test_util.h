@@ -17,7 +17,8 @@
 #include "signing/sig.h"
 
 #define TU_FN static __attribute__((unused))
-#define VEC_DIR AIRLOCK_SHARED_DIR "/sigv4-vectors"
+/* The AWS SigV4/SigV4A vectors, in the repository (vectors/README.md: source, license). */
+#define VEC_DIR AIRLOCK_TEST_DIR "/signing/vectors"
 #define TU_MAX_HEADERS 64
 
 /* ---------------------------------------------------------------- files */

@@ -1,5 +1,5 @@
-/* The high-level re-signing API on the reference implementation's documented vectors
- * (airut-proxy-behaviour.md section 10.7 and appendix A), with the reference's session-token
+/* The high-level re-signing API on the AWS re-signing cases the reference proxy documents
+ * (surrogate key id in, AWS example credentials out), with the reference's session-token
  * bug fixed: the real token is in place before signing, and every re-signed request must
  * verify with the real credentials. Header form, presigned form, SigV4A, verification. */
 #include "tests/signing/sig_test_resign.h"

@@ -1,7 +1,7 @@
-/* SigV4 vector suites, case by case, read at run time from AIRLOCK_SHARED_DIR/sigv4-vectors:
+/* SigV4 vector suites, case by case, read at run time from tests/signing/vectors (its README):
  *   v4/<case> x {header, query}: canonical request, string to sign and signature byte for byte,
  *     and the re-signed Authorization / query equal to the vector's signed request;
- *   v4-classic: the 31 classic AWS cases (errata 1-3 of the vectors README special-cased);
+ *   v4-classic: the 31 classic AWS cases (errata 1-3 of vectors/README.md special-cased);
  *   v4-extra: double URI encoding (Lambda ARN path, API Gateway @connections path);
  *   s3-docs: S3 single-chunk examples and the presigned GET example (S3 URI rules).
  * Every case re-signs the signed request with the same credentials through the high-level API

@@ -75,7 +75,8 @@ static void test_sig_v4a_key_vectors(void **state)
 static void test_sig_v4a_key_reference_doc(void **state)
 {
     (void)state;
-    /* airut-proxy-behaviour.md W23: the spec-correct key for the project's test credentials */
+    /* the spec-correct key for the AWS example credentials the re-signing tests use (a key
+     * derived any other way signs requests AWS rejects) */
     check_derivation("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
                      "7b949fbb61b2a406410d1be788fae973808162517f81aa6deea4a75926a83eae",
                      "085eb287ba9b2cc7711896efeda87fed3afc231d7578d5ec055baa4f569958c3",
