@@ -101,6 +101,8 @@ static const struct {
     {"custom_tool_call_output", PV_KNOWN},
     {"item_reference", PV_KNOWN},
     {"function", PV_KNOWN},
+    {"custom", PV_KNOWN},
+    {"json_schema", PV_KNOWN},
 };
 
 /* Top-level fields of the Messages, Batches, Responses and Chat Completions bodies. An unknown
@@ -333,6 +335,12 @@ static int pv_url(pv_ctx_t *c, const char *key, const json_t *v, unsigned how)
     return r == PV_URL_OK ? ADDON_NEXT : pv_refuse_url(c, key, r, host);
 }
 
+static int pv_opaque_input(const pv_frame_t *f, const char *key)
+{
+    static const char *const tools[] = {"tool_use", "server_tool_use", "mcp_tool_use", NULL};
+    return f->type != NULL && strcmp(key, "input") == 0 && pv_in(f->type, tools);
+}
+
 static int pv_urlish_key(const char *k)
 {
     size_t n = strlen(k);
@@ -380,8 +388,9 @@ static int pv_scan(pv_stack_t *s, const json_t *v, const char *key, char *buf, s
             s->n--;
             continue;
         }
-        if (s->n == 1 && key == NULL && ck != NULL && strcmp(ck, "type") == 0)
-            continue;
+        if (ck != NULL && ((s->n == 1 && key == NULL && strcmp(ck, "type") == 0) ||
+                           pv_in(ck, pv_opaque) || pv_opaque_input(f, ck)))
+            continue; /* the block's own name; data the provider never fetches from */
         hit = pv_urlish(ck, cv);
         if (hit || json_is_object(cv) || json_is_array(cv))
             rc = pv_push(s, cv, ck, ci, 0);
@@ -504,12 +513,6 @@ static int pv_block(pv_ctx_t *c, pv_frame_t *f)
     if (rc == ADDON_NEXT)
         f->flags |= PV_F_CLEAN;
     return rc;
-}
-
-static int pv_opaque_input(const pv_frame_t *f, const char *key)
-{
-    static const char *const tools[] = {"tool_use", "server_tool_use", "mcp_tool_use", NULL};
-    return f->type != NULL && strcmp(key, "input") == 0 && pv_in(f->type, tools);
 }
 
 /* A Batches requests[i].params: a Messages body of its own (the top frame is requests[i]). */

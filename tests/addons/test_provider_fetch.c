@@ -194,6 +194,17 @@ static const pf_case_t cases[] = {
      "{\"type\":\"string\",\"default\":\"https://evil.test/\"}}}}],\"metadata\":{\"user_id\":"
      "\"https://evil.test/\"}}",
      ADDON_NEXT, NULL, NULL, NULL},
+    {M,
+     "{\"tools\":[{\"type\":\"custom\",\"name\":\"f\",\"input_schema\":{\"properties\":"
+     "{\"url\":{\"type\":\"string\"}}}},{\"type\":\"v2tool\",\"input_schema\":{\"properties\""
+     ":{\"url\":{}}}}],\"output_format\":{\"type\":\"json_schema\",\"schema\":{\"properties\":{"
+     "\"url\":{}}}},\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}}",
+     ADDON_NEXT, NULL, NULL, NULL},
+    {R,
+     "{\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"n\",\"schema\":{\"properties\""
+     ":{\"source_url\":{}}}}},\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\""
+     ":{\"properties\":{\"url\":{}}}}]}",
+     ADDON_NEXT, NULL, NULL, NULL},
     /* duplicate keys anywhere, in the body or deep inside */
     {M, "{\"model\":\"a\",\"model\":\"b\"}", ADDON_ANSWER, DUP, "<duplicate-key \"model\">",
      "duplicate key \"model\" at byte"},
