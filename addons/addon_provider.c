@@ -219,9 +219,9 @@ static pv_rule_t pv_rule(const char *type)
 
 static int pv_push(pv_stack_t *s, const json_t *v, const char *key, size_t idx, unsigned flags)
 {
+    if (s->n >= ADDON_PROVIDER_DEPTH_MAX + 2)
+        return PX_ETOOBIG; /* jansson never builds deeper; a tree made otherwise could */
     if (s->n == s->cap) {
-        if (s->cap >= ADDON_PROVIDER_DEPTH_MAX + 2)
-            return PX_ETOOBIG;
         size_t cap = s->cap == 0 ? 32 : s->cap * 2;
         pv_frame_t *f = realloc(s->f, cap * sizeof(*f));
         if (f == NULL)
