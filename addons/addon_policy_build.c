@@ -69,6 +69,7 @@ void addon__policy_free(addon_policy_t *p)
     }
     free(p->removed);
     addon__policy_budgets_free(p);
+    addon__policy_fetch_pass_free(p);
     free(p->name);
     free(p);
 }

@@ -56,6 +56,8 @@ struct addon_policy {
     size_t removed_cap;
     struct addon_budget *budgets; /* egress budgets (addon_policy_budget.c) */
     size_t nbudgets;
+    char **fetch_pass; /* provider_fetch_pass names (addon_provider_pass.c) */
+    size_t nfetch_pass;
 };
 
 /* A new policy named name (copied), one reference; NULL when out of memory. */
@@ -133,6 +135,13 @@ int addon__policy_budget_add(addon_policy_t *p, int k, const char *host, size_t 
 
 /* Frees p's budgets (addon_policy_budget.c). */
 void addon__policy_budgets_free(addon_policy_t *p);
+
+/* provider_fetch_pass (addon_provider_pass.c): read from YAML node n (borrowed; errors as
+ * "name:line:col: provider_fetch_pass[i]: message"), freed, and written as budgets are. */
+int addon__policy_fetch_pass_yaml(addon_policy_t *p, const struct addon_yaml_node *n, char *err,
+                                  size_t errlen);
+void addon__policy_fetch_pass_free(addon_policy_t *p);
+void addon__policy_fetch_pass_text(const addon_policy_t *p, struct addon_out *o, int yaml);
 
 /* 1 when entry e's host pattern matches host (any case, one trailing dot, brackets allowed). */
 int addon__policy_host_matches(const addon__policy_entry_t *e, addon_str_t host);

@@ -110,7 +110,8 @@ size_t addon_policy_describe(const addon_policy_t *p, char *buf, size_t len)
     out_list(&o, p, ADDON_POLICY_BLOCKS);
     out_list(&o, p, ADDON_POLICY_DOMAINS);
     out_list(&o, p, ADDON_POLICY_URL_PREFIXES);
-    addon__policy_budgets_text(p, &o, 0); /* addon_policy_budget.c */
+    addon__policy_budgets_text(p, &o, 0);    /* addon_policy_budget.c */
+    addon__policy_fetch_pass_text(p, &o, 0); /* addon_provider_pass.c */
     return o.pos;
 }
 
@@ -234,6 +235,7 @@ size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t l
         0)
         addon_out_fmt(&o, "# no allow entries: every request is blocked (no outbound traffic)\n");
     addon__policy_budgets_text(p, &o, 1);
+    addon__policy_fetch_pass_text(p, &o, 1);
     if (p != NULL && p->nremoved > 0) {
         addon_out_fmt(&o, "# removed from the list by block entries:\n");
         for (size_t i = 0; i < p->nremoved; i++) {

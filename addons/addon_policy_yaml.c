@@ -10,8 +10,8 @@
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
-static const char *const policy_top_keys[] = {"domains", "url_prefixes", "block", "budgets",
-                                              NULL};
+static const char *const policy_top_keys[] = {"domains", "url_prefixes",        "block",
+                                              "budgets", "provider_fetch_pass", NULL};
 static const char *const policy_entry_keys[] = {"host",  "path",    "methods",
                                                 "ports", "tls",     "graphql", NULL};
 static const char *const policy_graphql_keys[] = {"queries", "mutations", "subscriptions", NULL};
@@ -377,6 +377,9 @@ static int policy_from_root(addon_policy_t *p, const addon_yaml_node_t *root, ch
         rc = policy_urls(p, urls, err, errlen);
     if (rc == 0 && addon_yaml_get(root, "budgets") != NULL) /* addon_policy_budget.c */
         rc = addon__policy_budgets_yaml(p, addon_yaml_get(root, "budgets"), err, errlen);
+    if (rc == 0 && addon_yaml_get(root, "provider_fetch_pass") != NULL) /* addon_provider_pass.c */
+        rc = addon__policy_fetch_pass_yaml(p, addon_yaml_get(root, "provider_fetch_pass"), err,
+                                           errlen);
     return rc;
 }
 

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "addons/addon_policy.h"
+#include "addons/addon_provider.h"
 #include "base/px_err.h"
 #include "base/px_host.h"
 #include "base/px_path.h"
@@ -465,7 +466,6 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
         return ADDON_NEXT; /* no body, no tools (GET of a batch, DELETE, ...) */
     int ce = addon_req_find(req, "content-encoding", 0);
     const addon_str_t *cev = ce >= 0 ? &req->headers[ce].value : NULL;
-    json_error_t jerr;
     json_t *body = NULL;
     char *mapped = NULL;
     int urc = td_unpair(data, len, &mapped);
@@ -473,17 +473,22 @@ static int on_request_body_filter(const addon_t *self, addon_req_t *req, const c
         return urc;
     int plain = cev == NULL || cev->len == 0 ||
                 (cev->len == 8 && strncasecmp(cev->base, "identity", 8) == 0);
-    if (plain && urc == 0)
-        body = json_loadb(mapped != NULL ? mapped : data, len, JSON_DECODE_ANY | JSON_ALLOW_NUL,
-                          &jerr);
+    int prc = PX_EPARSE;
+    if (plain && urc == 0) /* duplicate keys are refused: upstream might read the other copy */
+        prc = addon_provider_parse(mapped != NULL ? mapped : data, len,
+                                   JSON_DECODE_ANY | JSON_ALLOW_NUL, &body, req, ans);
     int was_mapped = mapped != NULL;
     free(mapped);
+    if (prc == ADDON_ANSWER)
+        return prc;
     if (body == NULL) {
         addon_req_annotate(req, "tool-domains: <invalid-json>");
         return td_block(ans, "tool_config_invalid", "<invalid-json>", td_msg_invalid);
     }
     td_ctx_t c = {.policy = req->config->policy};
     int rc = td_walk(&c, body, ans);
+    if (rc == ADDON_NEXT) /* URLs the provider would fetch: addon_provider.c */
+        rc = addon_provider_check(c.policy, body, ADDON_PROVIDER_ANTHROPIC, req, ans);
     if (rc == ADDON_NEXT && c.changed) {
         size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(td_precision(body));
         if (!was_mapped) {

@@ -9,6 +9,7 @@
 #include "addons/addon_masking.h"
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
+#include "addons/addon_provider.h"
 #include "addons/addon_tooldomains.h"
 #include "base/px_err.h"
 #include "proxy/px_log.h"
@@ -100,7 +101,7 @@ void px_snapshot_unref(px_snapshot_t *s)
 
 const addon_t *const *px_addons(void)
 {
-    static const addon_t *list[6];
+    static const addon_t *list[7];
     if (list[0] == NULL) {
         /* policy first; then the request-body filters (GraphQL operations, then the Anthropic
          * tool-domain trim: each sees the previous one's output); then exactly one credential
@@ -108,9 +109,10 @@ const addon_t *const *px_addons(void)
         list[0] = addon_allowlist();
         list[1] = addon_graphql();
         list[2] = addon_tooldomains();
-        list[3] = addon_aws();
-        list[4] = addon_masking();
-        list[5] = NULL;
+        list[3] = addon_provider(); /* the OpenAI endpoints' provider-fetch check */
+        list[4] = addon_aws();
+        list[5] = addon_masking();
+        list[6] = NULL;
     }
     return list;
 }

@@ -696,7 +696,8 @@ typedef struct error_case {
 static const error_case_t error_cases[] = {
     /* Unknown keys, top level and in an entry. */
     {"domains: [a.com]\ndomain: [b.com]\n", PX_ECONFIG,
-     "al.yaml:2:1: unknown key 'domain' (expected domains, url_prefixes, block or budgets)"},
+     "al.yaml:2:1: unknown key 'domain' (expected domains, url_prefixes, block, budgets or "
+     "provider_fetch_pass)"},
     {"url_prefixes:\n  - host: a.com\n    paths: /x\n", PX_ECONFIG,
      "al.yaml:3:5: url_prefixes[0]: unknown key 'paths' (expected host, path, methods, ports, "
      "tls or graphql)"},
