@@ -1,4 +1,4 @@
-/* The allowlist addon: decides each request head under req->config->policy (DESIGN.md §4)
+/* The allowlist addon: decides each request head under req->config->policy (docs/allowlist.md)
  * and answers 403 for what is blocked. */
 #ifndef ADDON_ALLOWLIST_H
 #define ADDON_ALLOWLIST_H

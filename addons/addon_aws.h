@@ -1,4 +1,4 @@
-/* The AWS re-signing addon (DESIGN.md §9, second bullet): requests signed with a surrogate
+/* The AWS re-signing addon (docs/replacements.md, AWS): requests signed with a surrogate
  * access key id from /replacements.json, toward a host in that entry's scopes, are re-signed
  * with the real credentials (SigV4 and SigV4A; header and presigned forms; aws-chunked bodies
  * as they stream). A request carrying a known surrogate that cannot be re-signed is answered

@@ -1,4 +1,4 @@
-/* The masked-secret addon (DESIGN.md §9, first bullet): for allowed requests that no other
+/* The masked-secret addon (docs/replacements.md): for allowed requests that no other
  * credential mechanism handled, swaps surrogates for real values in scoped headers
  * (addon_secrets_apply) and annotates the access line. */
 #ifndef ADDON_MASKING_H

@@ -1,4 +1,4 @@
-/* The allowlist snapshot (reference counted) and its decisions (DESIGN.md §4). Loading lives in
+/* The allowlist snapshot (reference counted) and its decisions (docs/allowlist.md). Loading is in
  * addon_policy_load.c and the readers of each format, the texts in addon_policy_text.c. */
 #include "addons/addon_policy.h"
 

@@ -1,4 +1,4 @@
-/* The network allowlist (DESIGN.md §4): loading, the per-request decision, and descriptions.
+/* The network allowlist (docs/allowlist.md): loading, the per-request decision, and descriptions.
  *
  * A loaded policy is an immutable snapshot with a reference count: SIGHUP loads a new one and
  * swaps the proxy's pointer, while each request keeps (ref) the snapshot it started with and

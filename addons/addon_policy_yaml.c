@@ -1,4 +1,4 @@
-/* airlock's own allowlist format (YAML or JSON, DESIGN.md §4): `block`, `domains` and
+/* airlock's own allowlist format (YAML or JSON, docs/allowlist.md): `block`, `domains` and
  * `url_prefixes`, read from an addon_yaml document into the policy, every error as
  * "file:line:col: what: message". */
 #include <stdio.h>

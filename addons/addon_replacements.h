@@ -1,4 +1,4 @@
-/* The credential replacement map, /replacements.json (DESIGN.md §9): loading, validation,
+/* The credential replacement map, /replacements.json (docs/replacements.md): loading, validation,
  * accessors and the `airlock check` description.
  *
  * The file (JSON, or YAML read by addon_yaml) is a mapping keyed by the surrogate string the

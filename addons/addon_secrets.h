@@ -1,4 +1,4 @@
-/* The masked-secret pass (DESIGN.md §9): surrogate -> real value in request headers.
+/* The masked-secret pass (docs/replacements.md): surrogate -> real value in request headers.
  *
  * A pure function over one request view and one replacement snapshot, run by the proxy on
  * allowed requests only, when no AWS re-signing handled the request. For each masked entry in

@@ -1,4 +1,4 @@
-/* One network-log line (DESIGN.md §6) read back: a strict parser with caps, no allocation.
+/* One network-log line (docs/network-log.md) read back: a strict parser with caps, no allocation.
  *
  * The proxy escapes every byte of a line that is not printable ASCII as \xNN (px_log.c), so a
  * line is plain ASCII; the views below point into it, still escaped. audit_unescape() turns a

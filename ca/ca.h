@@ -1,4 +1,4 @@
-/* ca: airlock's certificate authority (DESIGN.md section 8).
+/* ca: airlock's certificate authority (docs/ca-trust.md).
  *
  * Loads the mitmproxy-compatible CA from a confdir (or creates one), mints one leaf certificate
  * per host name with a single per-object ECDSA P-256 key, and keeps minted leaves in an LRU

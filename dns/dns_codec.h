@@ -1,4 +1,4 @@
-/* DNS wire codec for the responder (DESIGN.md §7). Pure: no I/O, no allocation, no loop.
+/* DNS wire codec for the responder (docs/network-log.md). Pure: no I/O, no allocation, no loop.
  *
  * Every A query is answered with the proxy IP, every other type with NODATA, other opcodes
  * with NOTIMP and malformed queries with FORMERR when the 12-byte header is readable. A

@@ -1,5 +1,5 @@
 /* The DNS responder on libuv: UDP and TCP (RFC 7766) listeners on one address and port,
- * answering every query through dns_codec. Nothing is ever forwarded (DESIGN.md §7). */
+ * answering every query through dns_codec. Nothing is ever forwarded (docs/network-log.md, DNS). */
 #ifndef DNS_SERVER_H
 #define DNS_SERVER_H
 

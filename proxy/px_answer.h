@@ -1,4 +1,4 @@
-/* Answers airlock makes itself (DESIGN.md §5): 403/502/400/431/413 with JSON bodies. */
+/* Answers airlock makes itself (docs/answers.md): 403/502/400/431/413 with JSON bodies. */
 #ifndef PX_ANSWER_H
 #define PX_ANSWER_H
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* Named limits and defaults (DESIGN.md §3, issue 3 item 7). */
+/* Named limits and defaults (README.md, "Limits"). */
 #define PX_HEAD_MAX (64 * 1024)           /* request or response head bytes */
 #define PX_HEADERS_MAX 100                /* header lines in one head */
 #define PX_TRAILER_MAX (16 * 1024)        /* bytes of a chunked message's trailer section */

@@ -1,5 +1,5 @@
-/* Which upstream destinations airlock refuses (DESIGN.md §3 step 6): every address that is
- * not global unicast. Pure: no I/O. */
+/* Which upstream destinations airlock refuses (README.md, "Destinations airlock refuses"):
+ * every address that is not global unicast. Pure: no I/O. */
 #ifndef PX_DEST_H
 #define PX_DEST_H
 

@@ -1,4 +1,4 @@
-/* The network log (DESIGN.md §6) and stderr diagnostics.
+/* The network log (docs/network-log.md) and stderr diagnostics.
  *
  * Lines are queued by the loop thread and written by one writer thread, each line with one
  * write() on an O_APPEND descriptor, so concurrent writers never interleave and a slow disk

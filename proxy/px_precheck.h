@@ -1,4 +1,4 @@
-/* The pre-checks of a request head (DESIGN.md §3 step 3), as a pure function: framing fields,
+/* The pre-checks of a request head (docs/answers.md), as a pure function: framing fields,
  * Host, CONNECT, absolute form against Host, SNI or CONNECT host against Host, the port. The
  * verdict says what to answer, or how the request routes. Table-tested on its own. */
 #ifndef PX_PRECHECK_H

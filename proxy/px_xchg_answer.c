@@ -1,4 +1,4 @@
-/* The answers an exchange makes itself (DESIGN.md §5): refusals of the pre-checks and the
+/* The answers an exchange makes itself (docs/answers.md): refusals of the pre-checks and the
  * addons, upstream failures, with their JSON bodies and log lines. */
 #include <stdio.h>
 #include <string.h>

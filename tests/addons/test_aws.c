@@ -1,5 +1,5 @@
 /* addon_aws: the AWS re-signing addon through its hooks, against the known answers of the
- * reference catalogue (airut-proxy-behaviour.md §10.7 and its appendix: W1, W10, W13, W19,
+ * reference proxy's documented AWS cases (W1, W10, W13, W19,
  * A.6, W23) plus airlock's own behaviour: the real token signed when the client sent none,
  * presigned layouts read from the wire, SigV4A region-set annotation, the key cache, and the
  * failure answers. */

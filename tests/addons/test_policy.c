@@ -1,4 +1,4 @@
-/* addon_policy (and the addon_yaml loader under it): the decision table of DESIGN.md §4 and
+/* addon_policy (and the addon_yaml loader under it): the decision table of docs/allowlist.md and
  * the reference notes §10.2, loading YAML and JSON, every loader error with its exact
  * file:line:col, and the check/explain texts. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* audit_line: every line kind the proxy writes (DESIGN.md §6 and the px_log_printf /
+/* audit_line: every line kind the proxy writes (docs/network-log.md and the px_log_printf /
  * px_conn_log_line / addon_req_log call sites), the URL forms, the \xNN escapes, and what the
  * strict parser refuses. Table-driven. */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 #!/bin/bash
-# AWS re-signing (DESIGN.md §9, second bullet) through a real airlock. Clients sign with the
+# AWS re-signing (docs/replacements.md, AWS) through a real airlock. Clients sign with the
 # SURROGATE credentials (botocore, awscrt, the AWS CLI); the upstream (aws_verifier.py) checks
 # every signature with the REAL credentials using botocore and awscrt, never airlock's code.
 # Each request is also sent with surrogates straight to the verifier, which must refuse it.
