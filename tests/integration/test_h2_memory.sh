@@ -45,6 +45,20 @@ get_ok() { curl -sS -m 10 --http2 --cacert "$CA" -w '\n%{http_version} %{http_co
 out=$(get_ok https://ok.test/api/echo)
 t_eq "control: curl --http2 is served" "2 200" "$(tail -1 <<< "$out")"
 
+rss0=$(t_rss_kb "$AIRLOCK_PID")
+# a real client at full concurrency with large headers: h2load, 100 streams a connection, each
+# with a 6 KB Cookie and 2 KB more (about 820 KB of fields at once per connection): all served
+if command -v h2load > /dev/null; then
+    cookie=$(head -c 3000 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    trace=$(head -c 1000 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    out=$(timeout 60 h2load -n 2000 -c 2 -m 100 -H "cookie: s=$cookie" -H "x-trace: $trace" \
+        https://ok.test/api/small 2>&1 | grep -E '^(requests|status codes):')
+    t_contains "h2load, 100 streams x 2 connections, 8 KB of fields each: all served" "$out" \
+        "2000 done, 2000 succeeded, 0 failed, 0 errored"
+else
+    t_not_made "h2load with large headers" "h2load (nghttp2-client) is not installed"
+fi
+
 # held N_CONN N_STREAMS WAIT: the attack (h2_attacks.py held-headers: 16 references to the big
 # entry per stream); sets HELD RESETS GOAWAYS RSS_HELD HWM and prints the figures.
 held() {
@@ -70,7 +84,6 @@ rss_bounded() {
 # 63,199 bytes a stream as counted (16 x (6 + 3900 + 32) + the pseudo-fields): 16 streams fit
 # in PX_H2_CONN_HEADS_MAX (1 MiB), the 17th is refused
 NCONN=20
-rss0=$(t_rss_kb "$AIRLOCK_PID")
 
 # ---- 20 connections x 22 streams: 16 held each, 6 refused (under PX_H2_HEADS_REFUSED_MAX) ----
 held $NCONN 22 6
@@ -82,6 +95,9 @@ t_eq "... the 6 others are reset with ENHANCE_YOUR_CALM (11), the connections go
     "11:$((NCONN * 6)) none:$NCONN" "${RESETS:-?} ${GOAWAYS:-?}"
 t_logged "... each reset stream is logged" \
     '^BLOCKED - - -> 431 (request head too large: the connection'"'"'s streams hold too many header bytes; stream reset (ENHANCE_YOUR_CALM))$'
+nrefused() { grep -c "stream reset (ENHANCE_YOUR_CALM))\$" "$T_DIR/net.log"; }
+until_ok '[ "$(nrefused)" -ge $((NCONN * 6)) ]'
+t_eq "... one line each" "$((NCONN * 6))" "$(nrefused)"
 # 20 x 1 MiB of decoded fields, held about three times (the head, its HTTP/1.1 and HTTP/2
 # copies toward the upstream) with the exchanges' own state: about 80 MiB
 rss_bounded "airlock's RSS while 20 x 16 heads are held" "$rss0" "${RSS_HELD:-999999999}" $((128 * 1024))
