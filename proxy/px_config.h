@@ -31,6 +31,14 @@
 #define PX_TRIM_DROP 64                   /* connections gone since the peak = a burst ended */
 #define PX_TLS_SESSIONS_MAX 1024          /* upstream host:port keys with TLS sessions (LRU) */
 #define PX_TLS_TICKETS_PER_KEY 4          /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
+/* Decoded HTTP/2 request header bytes (name + value + 32 a field, as RFC 9113 counts them) held
+ * by streams from their HEADERS frame until they close: HPACK lets ~50 bytes on the wire decode
+ * to a 64 KiB list, which a stream waiting on a slow upstream holds (with its copies toward the
+ * upstream: about 3x). Real clients send a few KiB per request (100 streams at once). */
+#define PX_H2_CONN_HEADS_MAX (1024 * 1024)         /* one connection's streams */
+#define PX_H2_SANDBOX_HEADS_MAX (16 * 1024 * 1024) /* one sandbox's connections (--sandboxes) */
+#define PX_H2_PROCESS_HEADS_MAX (64 * 1024 * 1024) /* every connection */
+#define PX_H2_HEADS_REFUSED_MAX 8 /* streams refused for those bounds before the GOAWAY */
 
 typedef struct px_cidr {
     int family; /* AF_INET or AF_INET6 */

@@ -51,6 +51,7 @@ struct px_engine {
     uv_timer_t trim;            /* returns a finished burst's heap to the OS */
     dns_server_t *dns;
     dns_resolver_t *resolver;
+    size_t h2_heads;              /* decoded HTTP/2 request header bytes held (px_h2_share) */
     struct px_sandbox *sandboxes; /* --sandboxes: every sandbox (px_sandbox.h) */
     size_t nsandboxes;          /* ... not removed */
     px_client_t *clients;       /* every client connection, for the shutdown */

@@ -10,8 +10,78 @@
 #include "base/px_err.h"
 #include "proxy/px_h2_int.h"
 
+/* ---- header bytes held ------------------------------------------------------------------- */
+
+/* Counts n more decoded header bytes held by st: in the session, then in each shared counter.
+ * Returns 0, or -1 when one would pass its bound (nothing counted): st's refusal is set. */
+static int px__heads_charge(px_h2_t *h, px_h2s_t *st, size_t n)
+{
+    if (h->held + n > PX_H2_CONN_HEADS_MAX) {
+        st->bad_status = 431;
+        st->bad_rst = NGHTTP2_ENHANCE_YOUR_CALM;
+        st->bad = "the connection's streams hold too many header bytes; stream reset "
+                  "(ENHANCE_YOUR_CALM)";
+        return -1;
+    }
+    for (size_t i = 0; i < h->nshare; i++) {
+        if (*h->share[i].held + n > h->share[i].max) {
+            st->bad_status = 503;
+            st->bad_rst = NGHTTP2_REFUSED_STREAM;
+            st->bad = h->share[i].reason;
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < h->nshare; i++)
+        *h->share[i].held += n;
+    h->held += n;
+    st->held += n;
+    return 0;
+}
+
+void px__heads_release(px_h2_t *h, px_h2s_t *st)
+{
+    for (size_t i = 0; i < h->nshare; i++)
+        *h->share[i].held -= st->held;
+    h->held -= st->held;
+    st->held = 0;
+}
+
+void px_h2_share(px_h2_t *h, const px_h2_share_t *s, size_t n)
+{
+    px_h2_unshare(h);
+    for (size_t i = 0; i < n && i < PX_H2_SHARES; i++) {
+        h->share[i] = s[i];
+        *s[i].held += h->held; /* nothing yet, normally */
+        h->nshare++;
+    }
+}
+
+void px_h2_unshare(px_h2_t *h)
+{
+    for (size_t i = 0; i < h->nshare; i++)
+        *h->share[i].held -= h->held;
+    h->nshare = 0;
+}
+
+size_t px_h2_heads_held(const px_h2_t *h)
+{
+    return h->held;
+}
+
+/* The head being read is dropped (the codec refuses the stream): nothing of it stays held. */
+static void px__head_drop(px_h2_t *h, px_h2s_t *st)
+{
+    px_msg_free(st->m);
+    st->m = NULL;
+    free(st->cookie);
+    st->cookie = NULL;
+    st->cookie_len = st->cookie_cap = 0;
+    px__heads_release(h, st);
+}
+
 static void px__stream_free(px_h2_t *h, px_h2s_t *st)
 {
+    px__heads_release(h, st);
     if (st->prev != NULL)
         st->prev->next = st->next;
     else
@@ -84,6 +154,9 @@ static int px__head_field(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8
     if (st->hsize > PX_H2_HEADER_LIST_MAX) {
         st->bad_status = 431;
         st->bad = "request header fields too large";
+    }
+    if (st->bad != NULL || px__heads_charge(st->h, st, nl + vl + 32) != 0) {
+        px__head_drop(st->h, st); /* what was kept goes now, not when the block ends */
         return 0;
     }
     if (nl > 0 && n[0] == ':')
@@ -94,6 +167,7 @@ static int px__head_field(px_h2s_t *st, const uint8_t *n, size_t nl, const uint8
     if (m->n >= PX_HEADERS_MAX - 2) { /* room for a Host made from :authority and Cookie */
         st->bad_status = 431;
         st->bad = "too many header fields";
+        px__head_drop(st->h, st);
         return 0;
     }
     long no = px__put(st, n, nl);
@@ -239,17 +313,28 @@ static int px__head_finish(px_h2s_t *st, int end_stream)
     return 0;
 }
 
-/* The codec answers a request it does not hand out; the request's body is dropped. */
+/* The codec answers a request it does not hand out (or resets it, for the header bytes held);
+ * the request's body is dropped. */
 static void px__refuse(px_h2_t *h, px_h2s_t *st)
 {
-    char status[4];
-    snprintf(status, sizeof(status), "%03d", st->bad_status);
-    nghttp2_nv nv = {(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    nghttp2_submit_response(h->ses, st->id, &nv, 1, NULL);
-    st->resp_started = 1;
+    px__head_drop(h, st);
+    if (st->bad_rst != 0) {
+        nghttp2_submit_rst_stream(h->ses, NGHTTP2_FLAG_NONE, st->id, st->bad_rst);
+        st->owner_reset = 1;
+    } else {
+        char status[4];
+        snprintf(status, sizeof(status), "%03d", st->bad_status);
+        nghttp2_nv nv = {(uint8_t *)":status", (uint8_t *)status, 7, 3, NGHTTP2_NV_FLAG_NONE};
+        nghttp2_submit_response(h->ses, st->id, &nv, 1, NULL);
+        st->resp_started = 1;
+    }
     st->owner_done = 1;
     if (h->cbs->on_refused != NULL)
         h->cbs->on_refused(h->owner, st->id, st->bad_status, st->bad);
+    /* a client that goes on opening streams past the bounds is not a real one */
+    if (st->bad_rst != 0 && ++h->heads_refused > PX_H2_HEADS_REFUSED_MAX)
+        px__terminate(h, NGHTTP2_ENHANCE_YOUR_CALM,
+                      "too many streams refused for the header bytes held");
 }
 
 static void px__request(px_h2_t *h, px_h2s_t *st, int end_stream)
@@ -259,16 +344,16 @@ static void px__request(px_h2_t *h, px_h2s_t *st, int end_stream)
         return;
     }
     px_msg_t *m = st->m;
-    int scheme_ok = px_msg_span_ieq(m, st->rq.scheme, "https") ||
-                    px_msg_span_ieq(m, st->rq.scheme, "http") ||
-                    (m->method == HTTP_CONNECT && st->rq.protocol.len == 0);
-    if (st->bad == NULL && (m->method < 0 || !scheme_ok)) {
-        st->bad_status = 400;
-        st->bad = m->method < 0 ? "unknown method" : "unsupported :scheme";
+    if (st->bad == NULL) {
+        int scheme_ok = px_msg_span_ieq(m, st->rq.scheme, "https") ||
+                        px_msg_span_ieq(m, st->rq.scheme, "http") ||
+                        (m->method == HTTP_CONNECT && st->rq.protocol.len == 0);
+        if (m->method < 0 || !scheme_ok) {
+            st->bad_status = 400;
+            st->bad = m->method < 0 ? "unknown method" : "unsupported :scheme";
+        }
     }
     if (st->bad != NULL) {
-        px_msg_free(st->m);
-        st->m = NULL;
         px__refuse(h, st);
         return;
     }
@@ -312,6 +397,10 @@ static int on_h2_frame_recv(nghttp2_session *ses, const nghttp2_frame *f, void *
     else if (end && (cat >= 0 || f->hd.type == NGHTTP2_DATA))
         px__req_end(h, st,
                     cat == NGHTTP2_HCAT_HEADERS && st->trailers != NULL ? st->trailers : NULL);
+    if (cat == NGHTTP2_HCAT_HEADERS) { /* the owner had them for the call: none stay held */
+        free(st->trailers);
+        st->trailers = NULL;
+    }
     return 0;
 }
 

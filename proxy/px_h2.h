@@ -32,6 +32,24 @@
  * (64 KiB) is a connection error (COMPRESSION_ERROR). Also the SETTINGS_MAX_HEADER_LIST_SIZE
  * announced. At most PX_HEADERS_MAX fields fit a head (with Host and Cookie): more, 431 too. */
 #define PX_H2_HEADER_LIST_MAX PX_HEAD_MAX
+/* Decoded request header bytes held by streams (PX_H2_*_HEADS_MAX in px_config.h), counted per
+ * field as the 431 cap counts them, from the field's decoding until the stream closes (or the
+ * owner px_h2_discard()s it): per connection, and in counters shared with other connections
+ * (px_h2_share(): the sandbox's, the process's). A field that would pass a bound refuses its
+ * stream before anything of it is kept: the rest of the block is decoded (HPACK state) and
+ * dropped, and the stream is reset (on_refused says so) with
+ *  - ENHANCE_YOUR_CALM past the connection's own bound: only this client's streams hold it, and
+ *    no real client comes near it;
+ *  - REFUSED_STREAM past a shared bound: other connections may hold it, so the client is told
+ *    that nothing was processed and it may retry (RFC 9113 section 8.7).
+ * A connection with more than PX_H2_HEADS_REFUSED_MAX such refusals keeps trying: GOAWAY
+ * ENHANCE_YOUR_CALM, and its streams end. */
+typedef struct px_h2_share {
+    size_t *held;       /* the counter (kept until px_h2_unshare()) */
+    size_t max;         /* the bound on it */
+    const char *reason; /* static: why a stream is refused, for on_refused */
+} px_h2_share_t;
+#define PX_H2_SHARES 2
 /* HPACK dynamic table, both directions (announced; the encoder's is capped too). */
 #define PX_H2_HPACK_TABLE 4096
 /* CONTINUATION frames after one HEADERS frame: more is a flood, GOAWAY ENHANCE_YOUR_CALM. */
@@ -116,14 +134,26 @@ typedef struct px_h2_cbs {
      * May be NULL. */
     void (*on_drain)(void *owner, int32_t sid);
     /* The codec answered a request itself (431: fields over the caps; 400: a method llhttp
-     * does not know, or a :scheme other than http/https) without handing it out; for the log.
-     * reason is static. May be NULL. */
+     * does not know, or a :scheme other than http/https) without handing it out, or reset it
+     * for the header bytes held (431: the connection's bound, ENHANCE_YOUR_CALM; 503: a shared
+     * one, REFUSED_STREAM); for the log. reason is static. May be NULL. */
     void (*on_refused)(void *owner, int32_t sid, int status, const char *reason);
 } px_h2_cbs_t;
 
 /* A server session: SETTINGS (the limits above, extended CONNECT on) wait in the output. cbs
  * and owner are kept. Returns NULL when out of memory. */
 px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner);
+
+/* Counts the header bytes h's streams hold in s[0..n) too (n <= PX_H2_SHARES; copied, the
+ * counters kept until px_h2_unshare()). Before the first px_h2_feed(). */
+void px_h2_share(px_h2_t *h, const px_h2_share_t *s, size_t n);
+
+/* What h's streams hold goes back to the shared counters and h forgets them: before a counter
+ * goes away (h then counts for itself only). Idempotent; may be called inside a callback. */
+void px_h2_unshare(px_h2_t *h);
+
+/* Decoded header bytes h's streams hold now (its own counter). */
+size_t px_h2_heads_held(const px_h2_t *h);
 
 /* Frees the session and every stream state (no callback fires). Not inside a callback. */
 void px_h2_free(px_h2_t *h);
@@ -172,8 +202,9 @@ int px_h2_end(px_h2_t *h, int32_t sid, const px_fields_t *t);
  * streams are ignored. */
 void px_h2_reset(px_h2_t *h, int32_t sid, uint32_t code);
 
-/* The owner is done with sid's request (its answer may be complete before the request is): the
- * rest of the body is consumed and dropped here, no callback for sid follows, and past
+/* The owner is done with sid's request (its answer may be complete before the request is): its
+ * head no longer counts as held, the rest of the body is consumed and dropped here, no callback
+ * for sid follows, and past
  * PX_H2_DISCARD_MAX the stream is reset with NO_ERROR. A client thus finishes sending a body
  * that was answered early, as many clients expect, without holding the windows. */
 void px_h2_discard(px_h2_t *h, int32_t sid);

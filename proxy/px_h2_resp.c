@@ -140,6 +140,7 @@ void px_h2_discard(px_h2_t *h, int32_t sid)
     if (st == NULL || st->owner_reset || st->discard || h->failed)
         return;
     st->discard = 1;
+    px__heads_release(h, st); /* the owner let go of the head and its copies */
     if (st->unconsumed > 0 && nghttp2_session_consume(h->ses, sid, st->unconsumed) != 0)
         h->failed = PX_ENOMEM;
     st->unconsumed = 0;

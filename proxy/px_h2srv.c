@@ -333,7 +333,10 @@ static void on_h2_refused(void *owner, int32_t sid, int status, const char *reas
     (void)sid;
     px_client_t *c = owner;
     px_log_printf(c->log, "BLOCKED - - -> %d (%s: %s)", status,
-                  status == 431 ? "request head too large" : "malformed request", reason);
+                  status == 431   ? "request head too large"
+                  : status == 503 ? "request refused"
+                                  : "malformed request",
+                  reason);
 }
 
 static const px_h2_cbs_t px__h2_cbs = {
@@ -383,6 +386,15 @@ void px__cl_start_h2(px_client_t *c)
         px__cl_close(c);
         return;
     }
+    /* the header bytes its streams hold count for its sandbox and the process too (until
+     * px__cl_h2_shut: the sandbox may go before the codec) */
+    px_h2_share_t sh[PX_H2_SHARES] = {
+        {&c->eng->h2_heads, PX_H2_PROCESS_HEADS_MAX,
+         "all connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
+        {c->sb != NULL ? &c->sb->h2_heads : NULL, PX_H2_SANDBOX_HEADS_MAX,
+         "the sandbox's connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
+    };
+    px_h2_share(c->h2, sh, c->sb != NULL ? 2 : 1);
     c->mode = PX__H2;
     px__cl_timer(c, c->eng->cfg->client_idle_ms);
     px__cl_h2_pump(c); /* our SETTINGS */
@@ -407,6 +419,8 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
 void px__cl_h2_shut(px_client_t *c, const char *reason)
 {
     px_defer_cancel(&c->eng->loop, &c->h2pump);
+    if (c->h2 != NULL)
+        px_h2_unshare(c->h2);
     while (c->h2s != NULL) {
         px__h2s_t *s = c->h2s;
         px_xchg_t *x = s->x;

@@ -61,6 +61,7 @@ typedef struct px_sandbox {
     size_t nsrc;
     size_t max_conns;          /* 0: only the engine's limit */
     size_t conns;
+    size_t h2_heads;           /* decoded HTTP/2 request header bytes its connections hold */
     px_snapshot_t *snap;       /* its configuration now (a reference) */
     px_log_t *log;
     px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */

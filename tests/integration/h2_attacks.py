@@ -4,6 +4,7 @@ back with c.report() or a summary line."""
 import os
 import socket
 import struct
+import sys
 import time
 
 # an ordinary request; the bypass cases below change one thing in it
@@ -220,6 +221,122 @@ def many_fields(c, n):
     c.report([1, 3])
 
 
+def held_headers(c, nconn, nstreams, refs, pid, secs):
+    """The HPACK amplification held (test_h2_memory.sh): nconn connections (c the first), each
+    opening nstreams GET streams (one frame each) whose header list is refs indexed references
+    to one 3,938-byte dynamic-table entry: about 48 bytes on the wire, 63 KB decoded (just under
+    PX_H2_HEADER_LIST_MAX). The host's upstream never answers, so every stream airlock accepts
+    holds its head for as long as the connection lives. Prints what came back (streams reset,
+    their codes, GOAWAYs) and airlock's VmRSS and VmHWM while everything is held."""
+    addr, port, sni, cafile = sys.argv[1:5]
+    before = status_kb(pid)
+    conns = [c]
+    try:
+        for _ in range(nconn - 1):
+            conns.append(c.__class__(addr, int(port), sni, cafile))
+    except OSError as e:
+        print("connect failed after %d connections: %s" % (len(conns), e))
+    big = ("x-bomb", "A" * 3900)  # 6 + 3900 + 32 = 3938 bytes as HPACK counts an entry
+    for k, cn in enumerate(conns):
+        handshake(cn)
+        out = []
+        for i in range(nstreams):
+            sid = 1 + 2 * i
+            cn.stream(sid)
+            # the changing fields are never indexed: the big entry stays the newest
+            f = [(":method", "GET"), (":scheme", "https"), (":authority", sni, True),
+                 (":path", "/api/hold?c=%d&s=%d" % (k, sid), True)] + [big] * refs
+            out.append(frame(1, 5, sid, cn.enc.encode(f, huffman=False)))
+        try:
+            cn.send(b"".join(out))
+        except OSError:
+            cn.closed = True
+    # airlock decodes, decides and opens upstream streams: let it, reading what comes back
+    end = time.time() + secs
+    while time.time() < end:
+        for cn in conns:
+            if not cn.closed:
+                cn.recv(0.02)
+    after = status_kb(pid)
+    total = held = answered = 0
+    codes, goaways = {}, {}
+    for cn in conns:
+        for st in cn.streams.values():
+            total += 1
+            if st.rst is not None:
+                codes[st.rst] = codes.get(st.rst, 0) + 1
+            elif st.status is not None:
+                answered += 1
+            elif not cn.closed and cn.goaway is None:
+                held += 1
+        g = "none" if cn.goaway is None else str(cn.goaway[0])
+        goaways[g] = goaways.get(g, 0) + 1
+    print("conns=%d streams=%d held=%d answered=%d reset=%s goaway=%s" % (
+        len(conns), total, held, answered,
+        ",".join("%d:%d" % kv for kv in sorted(codes.items())) or "none",
+        ",".join("%s:%d" % kv for kv in sorted(goaways.items()))))
+    print("rss_before=%d rss_held=%d hwm=%d" % (before[0], after[0], after[1]))
+    for cn in conns:
+        try:
+            cn.s.close()
+        except OSError:
+            pass
+
+
+def status_kb(pid):
+    """airlock's VmRSS and VmHWM (KiB)."""
+    rss = hwm = -1
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+            elif line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
+    return rss, hwm
+
+
+def blackhole(addr, port, cert, key):
+    """An HTTP/2 upstream that never answers: TLS with ALPN h2, its SETTINGS (1000 concurrent
+    streams) and an ack, then it reads and drops everything, printing "headers" for each
+    HEADERS frame (so a test counts the requests it holds). Runs until killed."""
+    import asyncio
+    import ssl
+
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    ctx.set_alpn_protocols(["h2"])
+    settings = struct.pack(">HI", 3, 1000)
+
+    async def serve(reader, writer):
+        writer.write(struct.pack(">I", len(settings))[1:] + bytes([4, 0]) + b"\0" * 4 + settings +
+                     b"\0\0\0\x04\x01\0\0\0\0")
+        buf = b""
+        try:
+            d = await reader.readexactly(24)  # the client preface
+            while True:
+                d = await reader.read(65536)
+                if not d:
+                    break
+                buf += d
+                while len(buf) >= 9:
+                    n = struct.unpack(">I", b"\0" + buf[:3])[0]
+                    if len(buf) < 9 + n:
+                        break
+                    if buf[3] == 1:
+                        print("headers")
+                    buf = buf[9 + n:]
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        writer.close()
+
+    async def main():
+        srv = await asyncio.start_server(serve, addr, int(port), ssl=ctx, backlog=1024)
+        async with srv:
+            await srv.serve_forever()
+
+    asyncio.run(main())
+
+
 frame = None
 
 
@@ -245,6 +362,17 @@ def run(c, case, args, raw):
         header_over_cap(c, int(args[0]), int(args[1]))
     elif case == "many-fields":
         many_fields(c, int(args[0]))
+    elif case == "held-headers":
+        held_headers(c, int(args[0]), int(args[1]), int(args[2]), int(args[3]), float(args[4]))
     else:
         print("unknown case " + case)
         raise SystemExit(2)
+
+
+if __name__ == "__main__":
+    # h2_attacks.py blackhole ADDR PORT CERT KEY: the upstream of held_headers
+    if len(sys.argv) == 6 and sys.argv[1] == "blackhole":
+        blackhole(*sys.argv[2:])
+    else:
+        print("usage: h2_attacks.py blackhole ADDR PORT CERT KEY")
+        sys.exit(2)

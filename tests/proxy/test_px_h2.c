@@ -43,6 +43,7 @@ typedef struct srv {
     int answer;  /* answer each request at its end: 200, "ok <sid>" */
     int drains;
     int refused, refused_status;
+    const char *refused_reason;
     int feed_err;
     size_t max_out; /* the largest output handed out at once */
 } srv_t;
@@ -124,6 +125,7 @@ static void on_refused(void *o, int32_t sid, int status, const char *reason)
     srv_t *s = o;
     s->refused++;
     s->refused_status = status;
+    s->refused_reason = reason;
 }
 
 static const px_h2_cbs_t scbs = {on_request, on_data, on_end, on_reset, on_drain, on_refused};
@@ -856,6 +858,7 @@ static void test_px_h2_header_list_too_big(void **state)
     pump(&c, &s);
     assert_int_equal(c.st[sid / 2].status, 431);
     assert_int_equal(s.refused, 2);
+    assert_int_equal(px_h2_heads_held(s.h), 0);
     /* the connection goes on */
     s.answer = 1;
     sid = cli_get(&c, "/fine");
@@ -891,6 +894,7 @@ static void test_px_h2_hpack_bomb(void **state)
     assert_int_equal(px_h2_feed(s.h, (const char *)b, n), 0);
     assert_int_equal(s.nreq, 0);
     assert_int_equal(s.refused_status, 431);
+    assert_int_equal(px_h2_heads_held(s.h), 0); /* nothing of the refused head stays */
     assert_int_equal(drain_goaway(&s), -1);
     srv_free(&s);
 }
@@ -1150,6 +1154,162 @@ static void test_px_h2_bad_preface(void **state)
     srv_free(&s);
 }
 
+/* ---- decoded header bytes held (PX_H2_*_HEADS_MAX) ---- */
+
+/* A GET whose header list decodes to about 63 KB: 16 fields of 3,900 bytes (sent unindexed: the
+ * memory on the server side is what counts, not the wire). */
+static int32_t cli_big(cli_t *c, const char *path)
+{
+    static char big[3901];
+    memset(big, 'A', sizeof(big) - 1);
+    nghttp2_nv nv[20] = {NV(":method", "GET"),
+                         NV(":scheme", "https"),
+                         NV(":authority", "h.test"),
+                         {(uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0}};
+    for (int i = 4; i < 20; i++)
+        nv[i] = (nghttp2_nv){(uint8_t *)"x-big", (uint8_t *)big, 5, sizeof(big) - 1,
+                             NGHTTP2_NV_FLAG_NO_INDEX};
+    return cli_req(c, nv, 20, NULL, 0, 0);
+}
+
+/* What cli_big(path) counts: name + value + 32 a field. */
+static size_t big_size(const char *path)
+{
+    return (7 + 3 + 32) + (7 + 5 + 32) + (10 + 6 + 32) + (5 + strlen(path) + 32) +
+           16 * (5 + 3900 + 32);
+}
+
+/* Past PX_H2_CONN_HEADS_MAX a stream is reset with ENHANCE_YOUR_CALM (and logged as a 431), the
+ * connection goes on; every way a stream ends gives its bytes back. */
+static void test_px_h2_heads_conn_bound(void **state)
+{
+    srv_t s;
+    cli_t c;
+    srv_init(&s);
+    cli_init(&c, 0, 1024 * 1024);
+    const size_t one = big_size("/h");
+    const size_t fit = PX_H2_CONN_HEADS_MAX / one; /* 16 */
+    assert_true(fit >= 2 && fit + 4 < PX_H2_MAX_STREAMS);
+    int32_t sids[40];
+    for (size_t i = 0; i < fit + 4; i++)
+        sids[i] = cli_big(&c, "/h");
+    pump(&c, &s);
+    assert_int_equal(s.nreq, fit);
+    assert_int_equal(px_h2_heads_held(s.h), fit * one);
+    assert_int_equal(s.refused, 4);
+    assert_int_equal(s.refused_status, 431);
+    assert_non_null(strstr(s.refused_reason, "ENHANCE_YOUR_CALM"));
+    for (size_t i = fit; i < fit + 4; i++) {
+        assert_true(c.st[sids[i] / 2].closed);
+        assert_int_equal(c.st[sids[i] / 2].code, NGHTTP2_ENHANCE_YOUR_CALM);
+        assert_int_equal(c.st[sids[i] / 2].status, 0);
+    }
+    assert_false(c.goaway);
+    assert_int_equal(s.feed_err, 0);
+    /* the response ends the stream: its bytes go back, a new stream fits */
+    assert_int_equal(px_h2_respond(s.h, sids[0], 200, NULL, 0, 0), 0);
+    pump(&c, &s);
+    assert_int_equal(px_h2_heads_held(s.h), (fit - 1) * one);
+    sids[fit + 4] = cli_big(&c, "/h");
+    pump(&c, &s);
+    assert_int_equal(s.nreq, fit + 1);
+    assert_int_equal(px_h2_heads_held(s.h), fit * one);
+    /* the client resets one */
+    nghttp2_submit_rst_stream(c.ses, NGHTTP2_FLAG_NONE, sids[1], NGHTTP2_CANCEL);
+    pump(&c, &s);
+    assert_true(sfind(&s, sids[1])->reset);
+    assert_int_equal(px_h2_heads_held(s.h), (fit - 1) * one);
+    /* the owner discards one (its answer still going out): no longer held at once */
+    assert_int_equal(px_h2_respond(s.h, sids[2], 200, NULL, 0, 1), 0);
+    px_h2_discard(s.h, sids[2]);
+    assert_int_equal(px_h2_heads_held(s.h), (fit - 2) * one);
+    /* the owner resets one: given back when the stream closes */
+    px_h2_reset(s.h, sids[3], PX_H2_INTERNAL_ERROR);
+    pump(&c, &s);
+    assert_int_equal(px_h2_heads_held(s.h), (fit - 3) * one);
+    cli_free(&c);
+    srv_free(&s);
+}
+
+/* Counters shared by sessions (a sandbox's, the process's): past one, REFUSED_STREAM with that
+ * counter's reason; unshare and free give back exactly what each session held. */
+static void test_px_h2_heads_shared(void **state)
+{
+    const size_t one = big_size("/h");
+    size_t proc = 0, sb = 0;
+    const px_h2_share_t a_sh[] = {{&proc, 3 * one, "process busy"}};
+    const px_h2_share_t b_sh[] = {{&proc, 3 * one, "process busy"}, {&sb, 2 * one, "sandbox busy"}};
+    srv_t a, b;
+    cli_t ca, cb;
+    srv_init(&a);
+    srv_init(&b);
+    px_h2_share(a.h, a_sh, 1);
+    px_h2_share(b.h, b_sh, 2);
+    cli_init(&ca, 0, 1024 * 1024);
+    cli_init(&cb, 0, 1024 * 1024);
+    /* B: 2 fit its sandbox, the third is refused for the sandbox */
+    cli_big(&cb, "/h");
+    cli_big(&cb, "/h");
+    int32_t r = cli_big(&cb, "/h");
+    pump(&cb, &b);
+    assert_int_equal(b.nreq, 2);
+    assert_int_equal(b.refused_status, 503);
+    assert_string_equal(b.refused_reason, "sandbox busy");
+    assert_int_equal(cb.st[r / 2].code, NGHTTP2_REFUSED_STREAM);
+    assert_int_equal(proc, 2 * one);
+    assert_int_equal(sb, 2 * one);
+    /* A: one fits the process, the second is refused for the process */
+    cli_big(&ca, "/h");
+    r = cli_big(&ca, "/h");
+    pump(&ca, &a);
+    assert_int_equal(a.nreq, 1);
+    assert_string_equal(a.refused_reason, "process busy");
+    assert_int_equal(ca.st[r / 2].code, NGHTTP2_REFUSED_STREAM);
+    assert_int_equal(proc, 3 * one);
+    assert_false(ca.goaway || cb.goaway);
+    /* A lets go of the counter (its connection closing): what it held goes back once */
+    px_h2_unshare(a.h);
+    px_h2_unshare(a.h);
+    assert_int_equal(proc, 2 * one);
+    assert_int_equal(px_h2_heads_held(a.h), one);
+    srv_free(&a);
+    assert_int_equal(proc, 2 * one);
+    /* B freed with its streams open: they give back too */
+    srv_free(&b);
+    assert_int_equal(proc, 0);
+    assert_int_equal(sb, 0);
+    cli_free(&ca);
+    cli_free(&cb);
+}
+
+/* A connection that goes on opening streams past a bound: after PX_H2_HEADS_REFUSED_MAX
+ * refusals, GOAWAY ENHANCE_YOUR_CALM. */
+static void test_px_h2_heads_goaway(void **state)
+{
+    size_t proc = 0;
+    const px_h2_share_t sh[] = {{&proc, 100, "process busy"}}; /* no head fits */
+    srv_t s;
+    cli_t c;
+    srv_init(&s);
+    px_h2_share(s.h, sh, 1);
+    cli_init(&c, 0, 0);
+    int32_t sids[PX_H2_HEADS_REFUSED_MAX + 2];
+    for (int i = 0; i < PX_H2_HEADS_REFUSED_MAX + 2; i++)
+        sids[i] = cli_get(&c, "/x");
+    pump(&c, &s);
+    assert_int_equal(s.nreq, 0);
+    assert_int_equal(s.refused, PX_H2_HEADS_REFUSED_MAX + 1);
+    for (int i = 0; i < PX_H2_HEADS_REFUSED_MAX; i++)
+        assert_int_equal(c.st[sids[i] / 2].code, NGHTTP2_REFUSED_STREAM);
+    assert_true(c.goaway);
+    assert_int_equal(c.goaway_code, NGHTTP2_ENHANCE_YOUR_CALM);
+    assert_int_equal(s.feed_err, PX_EPARSE);
+    assert_non_null(strstr(px_h2_reason(s.h), "too many streams refused"));
+    assert_int_equal(proc, 0);
+    cli_free(&c);
+    srv_free(&s);
+}
+
 /* The owner resets a stream: no callback follows, later calls are refused. */
 static void test_px_h2_owner_reset(void **state)
 {
@@ -1200,6 +1360,9 @@ int main(void)
         cmocka_unit_test(test_px_h2_trailers_too_big),
         cmocka_unit_test(test_px_h2_bad_preface),
         cmocka_unit_test(test_px_h2_owner_reset),
+        cmocka_unit_test(test_px_h2_heads_conn_bound),
+        cmocka_unit_test(test_px_h2_heads_shared),
+        cmocka_unit_test(test_px_h2_heads_goaway),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
