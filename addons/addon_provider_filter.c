@@ -8,9 +8,7 @@
 #include "addons/addon_provider_int.h"
 #include "base/px_err.h"
 #include "base/px_host.h"
-#include "base/px_pct.h"
-
-#define PV_PREFIX_RAW 64 /* raw path bytes decoded to recognise the OpenAI endpoints */
+#include "base/px_path.h"
 
 static int pv_refuse(addon_answer_t *ans, const char *error, const char *detail, const char *msg)
 {
@@ -71,27 +69,16 @@ int addon_provider_parse(const char *data, size_t len, size_t flags, json_t **ou
     return pv_refuse(ans, "request_json_duplicate_key", detail, msg);
 }
 
-/* 1 for api.openai.com and a decoded path /v1/responses or /v1/chat/completions, alone or
- * followed by '/' or '?'. */
+/* 1 for api.openai.com and a path any reading of which (base/px_path) is /v1/responses or
+ * /v1/chat/completions, alone or followed by '/' or a format suffix, in any case. */
 static int pv_openai_applies(const addon_req_t *req)
 {
     char host[260];
     if (px_host_norm(host, sizeof(host), req->host.base, req->host.len) < 0 ||
         strcmp(host, "api.openai.com") != 0)
         return 0;
-    char path[PV_PREFIX_RAW];
-    size_t raw = req->path.len < PV_PREFIX_RAW ? req->path.len : PV_PREFIX_RAW;
-    size_t n = px_pct_unquote(req->path.base, raw, path);
-    static const char *const bases[] = {"/v1/responses", "/v1/chat/completions", NULL};
-    for (size_t i = 0; bases[i] != NULL; i++) {
-        size_t bl = strlen(bases[i]);
-        if (n < bl || memcmp(path, bases[i], bl) != 0)
-            continue;
-        if (n == bl)
-            return raw == req->path.len;
-        return path[bl] == '/' || path[bl] == '?';
-    }
-    return 0;
+    return px_path_under(req->path.base, req->path.len, "/v1/responses") ||
+           px_path_under(req->path.base, req->path.len, "/v1/chat/completions");
 }
 
 static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t *ans)

@@ -32,18 +32,6 @@ typedef struct td_ctx {
     int changed;
 } td_ctx_t;
 
-/* A reading of the path (no query) that is /v1/messages, /v1/messages/... or /v1/messages.*,
- * compared case-insensitively: a feature's path applies when any spelling may reach it. */
-static int td_messages_path(const char *path, size_t len, void *ctx)
-{
-    (void)ctx;
-    static const char base[] = "/v1/messages";
-    size_t bl = sizeof(base) - 1;
-    if (len < bl || strncasecmp(path, base, bl) != 0)
-        return 0;
-    return len == bl || path[bl] == '/' || path[bl] == '.';
-}
-
 /* 1 for api.anthropic.com and a path any reading of which (base/px_path) is /v1/messages... */
 static int td_applies(const addon_req_t *req)
 {
@@ -51,7 +39,7 @@ static int td_applies(const addon_req_t *req)
     if (px_host_norm(host, sizeof(host), req->host.base, req->host.len) < 0 ||
         strcmp(host, "api.anthropic.com") != 0)
         return 0;
-    return px_path_any(req->path.base, req->path.len, td_messages_path, NULL) != 0;
+    return px_path_under(req->path.base, req->path.len, "/v1/messages");
 }
 
 static int td_prefix(const char *type, const char *const *list)

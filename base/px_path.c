@@ -1,6 +1,7 @@
 #include "base/px_path.h"
 
 #include <string.h>
+#include <strings.h>
 
 #include "base/px_pct.h"
 
@@ -83,4 +84,18 @@ int px_path_any(const char *raw, size_t len, int (*pred)(const char *path, size_
             return r;
     }
     return 0;
+}
+
+static int px__under(const char *path, size_t len, void *ctx)
+{
+    const char *base = ctx;
+    size_t bl = strlen(base);
+    if (len < bl || strncasecmp(path, base, bl) != 0)
+        return 0;
+    return len == bl || path[bl] == '/' || path[bl] == '.';
+}
+
+int px_path_under(const char *raw, size_t len, const char *base)
+{
+    return px_path_any(raw, len, px__under, (void *)base);
 }

@@ -38,4 +38,10 @@ static inline int px_path_worth(unsigned changes, unsigned how)
 int px_path_any(const char *raw, size_t len, int (*pred)(const char *path, size_t len, void *ctx),
                 void *ctx);
 
+/* 1 when a reading of the raw path raw[0..len) (px_path_any) is the feature path base (a
+ * NUL-terminated "/v1/messages"), compared in any case, alone or followed by '/' or by '.' (a
+ * format suffix: "/v1/messages.json"). A feature's path applies to every spelling that may
+ * reach it. Borrows both. */
+int px_path_under(const char *raw, size_t len, const char *base);
+
 #endif

@@ -14,6 +14,7 @@
 #include "addons/addon.h"
 #include "addons/addon_ghapp.h"
 #include "addons/addon_tooldomains.h"
+#include "base/px_path.h"
 
 static void req_init(addon_req_t *r, const char *host, const char *path)
 {
@@ -71,6 +72,27 @@ static void test_feature_paths_tool_trim(void **state)
     assert_int_equal(failures, 0);
 }
 
+static void test_feature_paths_under(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path, *base;
+        int applies;
+    } cases[] = {
+        {"/v1/responses", "/v1/responses", 1},
+        {"/v1//responses?x", "/v1/responses", 1},
+        {"/V1/Chat/Completions", "/v1/chat/completions", 1},
+        {"/v1/chat;x/completions", "/v1/chat/completions", 1},
+        {"/v1/responses.json", "/v1/responses", 1},
+        {"/v1/responses/abc", "/v1/responses", 1},
+        {"/v1/responsesx", "/v1/responses", 0},
+        {"/x/v1/responses", "/v1/responses", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(px_path_under(cases[i].path, strlen(cases[i].path), cases[i].base),
+                         cases[i].applies);
+}
+
 static const struct {
     const char *path;
     int applies;
@@ -103,6 +125,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_feature_paths_tool_trim),
         cmocka_unit_test(test_feature_paths_github_graphql),
+        cmocka_unit_test(test_feature_paths_under),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
