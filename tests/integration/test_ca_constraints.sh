@@ -15,7 +15,8 @@ for tool in go javac java node curl openssl nginx dnsmasq; do
 done
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
-export GOCACHE="$T_DIR/gocache" GOPATH="$T_DIR/gopath" GOFLAGS=-mod=mod
+export GOCACHE="$T_DIR/gocache" GOPATH="$T_DIR/gopath" GOFLAGS=-mod=mod \
+    JAVA_TOOL_OPTIONS=-XX:-UsePerfData # no /tmp/hsperfdata_USER left behind
 
 # ---- the CLI --------------------------------------------------------------------------------
 cat > "$T_DIR/allow.yaml" <<'YAML'
