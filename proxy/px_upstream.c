@@ -289,6 +289,10 @@ void px_up_data(px_upreq_t *r, const char *data, size_t len)
 
 void px_up_end(px_upreq_t *r, const px_fields_t *t)
 {
+    /* once: an HTTP/2 request declared empty (content-length 0, ended when it opened) may
+     * still send trailing HEADERS; the request already ended upstream, so they go nowhere */
+    if (r->ended)
+        return;
     r->ended = 1;
     if (r->failed)
         return;

@@ -84,7 +84,8 @@ px_upreq_t *px_up_open_raw(px_upmgr_t *m, const char *host, uint16_t port,
 /* Request body bytes (copied), framed as px_up_open said. */
 void px_up_data(px_upreq_t *r, const char *data, size_t len);
 
-/* The request body ended (trailers t may be NULL; sent on a chunked body only). */
+/* The request body ended (trailers t may be NULL; sent on a chunked body only). Only the first
+ * call counts. */
 void px_up_end(px_upreq_t *r, const px_fields_t *t);
 
 /* Bytes queued toward upstream; 1 when above the mark (PX_WQ_HIGH for an HTTP/1.1 connection,

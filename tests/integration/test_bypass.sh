@@ -193,9 +193,14 @@ for p in '/v1/%2e%2e/admin/smuggled' '/v1/%2E%2E%2Fadmin/smuggled' '/v1/..%2fsmu
          '/v1%2f..%2fsmuggled' '/v1/.%2e/smuggled' '/v1/x/%2e%2e' '/v1/../smuggled' '/v1/x/..' \
          '/v1/%5c..%5csmuggled' '/v1/%5Csmuggled' '/v1/smuggled%00.json' '/v1/x%00/../smuggled' \
          '/smuggled' '/V1/smuggled' '/v1/..;/smuggled' '/v1/%2e%2e;/smuggled' \
-         '/v1/x/..%3b/smuggled' '/v1/..?smuggled' '/v1/./smuggled' '/v1/.;x/smuggled'; do
+         '/v1/x/..%3b/smuggled' '/v1/..?smuggled' '/v1/.;x/../smuggled' '/./v1/../smuggled' \
+         '/v1;x/../smuggled'; do
     chk "api.test $p" "$S403" "$(h80 "GET $p HTTP/1.1\r\nHost: api.test\r\n$CL\r\n")"
 done
+# a '.' segment alone is a reading, not a refusal (apt's flat repositories ask for /./InRelease):
+# /v1/./a reads as /v1/a, inside /v1/* either way
+chk "api.test /v1/./a (a '.' segment: allowed)" "$S200" "$(h80 "GET /v1/./a HTTP/1.1\r\nHost: api.test\r\n$CL\r\n")"
+chk "api.test /./v1/a (as sent it is not under /v1/)" "$S403" "$(h80 "GET /./v1/smuggled HTTP/1.1\r\nHost: api.test\r\n$CL\r\n")"
 chk "allowed.test (domains entry) /%2e%2e/etc/passwd" "$S403" \
     "$(h80 "GET /%2e%2e/smuggled HTTP/1.1\r\nHost: allowed.test\r\n$CL\r\n")"
 chk "raw backslash /v1\\\\..\\\\smuggled" "^HTTP/1.1 (400|403) " \
