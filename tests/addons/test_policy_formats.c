@@ -466,6 +466,13 @@ static const format_error_case_t format_error_cases[] = {
     {DATA_DIR "c.toml", ADDON_POLICY_FORMAT_AGENTBOX,
      "[network]\nallow_file = \"agentbox/bad-hosts.txt\"\n", PX_ECONFIG,
      DATA_DIR "agentbox/bad-hosts.txt:3:1: host pattern contains '/' (put the path in 'path')"},
+    /* YAML reads an unquoted leading '*' as an alias: the message says to quote the pattern */
+    {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "domains:\n  - *.pypi.org\n", PX_EPARSE,
+     "al.yaml:2:6: did not find expected alphabetic or numeric character (while scanning an "
+     "alias at line 2, column 5): quote host patterns that start with `*` (\"*.example.com\")"},
+    {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "url_prefixes:\n  - host: *.github.com\n", PX_EPARSE,
+     "al.yaml:2:12: did not find expected alphabetic or numeric character (while scanning an "
+     "alias at line 2, column 11): quote host patterns that start with `*` (\"*.example.com\")"},
     /* airlock's block list */
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block: a.com\n", PX_ECONFIG,
      "al.yaml:1:8: block: expected a sequence, got a string"},
