@@ -19,12 +19,12 @@
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
-/* The hosts every agentbox session may reach unless a block_hosts glob removes them: the APIs of
- * the coding agents agentbox runs (Claude Code, Codex, Gemini CLI). */
+/* The hosts every agentbox session may reach unless a block_hosts glob removes them: the
+ * default allowlist of agentbox's network spec, in its order (the OpenAI and Anthropic APIs and
+ * the OpenAI sign-in hosts the Codex CLI uses). */
 static const char *const agentbox_defaults[] = {
-    "api.anthropic.com",
-    "api.openai.com",
-    "generativelanguage.googleapis.com",
+    "api.openai.com",  "platform.openai.com", "chatgpt.com",
+    "chat.openai.com", "auth.openai.com",     "api.anthropic.com",
 };
 
 static int ab_error(char *err, size_t errlen, const char *name, addon__ab_pos_t pos, int rc,

@@ -31,6 +31,9 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
         snprintf(m, sizeof(m), "%.*s", req->method.len < 31 ? (int)req->method.len : 31,
                  req->method.base);
         snprintf(ans->message, sizeof(ans->message), ADDON_POLICY_MSG_METHOD_FMT, m);
+    } else if (d.verdict == ADDON_POLICY_BLOCK_PORT) {
+        snprintf(ans->message, sizeof(ans->message), ADDON_POLICY_MSG_PORT_FMT,
+                 (unsigned)req->port);
     } else {
         snprintf(ans->message, sizeof(ans->message), "%s", ADDON_POLICY_MSG_HOST_PATH);
     }

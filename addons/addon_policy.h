@@ -15,7 +15,7 @@
 #define ADDON_POLICY_PATH_MAX (64 * 1024) /* raw path+query bytes; as the proxy's head cap */
 #define ADDON_POLICY_DEFAULT_PATH "/network-allowlist.json"
 
-/* The "message" of the 403 body when the host/path (or port) is not allowed, pre-checks too. */
+/* The "message" of the 403 body when the host/path is not allowed, pre-checks too. */
 #define ADDON_POLICY_MSG_HOST_PATH                                                                 \
     "This host/path is not in the network allowlist. To request access, add the host/path "        \
     "to the network allowlist (network-allowlist.yaml) and ask the user to approve the change."
@@ -25,6 +25,13 @@
     "Method %s is not allowed for this URL. To request access, add the method to the "             \
     "entry's 'methods' list in the network allowlist (network-allowlist.yaml) and ask the "        \
     "user to approve the change."
+
+/* The same when an entry matches host and path (domains: the host) but allows other ports; %u
+ * is the request's port. */
+#define ADDON_POLICY_MSG_PORT_FMT                                                                  \
+    "Port %u is not allowed for this host. To request access, add the port to the 'ports' list "   \
+    "of a url_prefixes entry for this host in the network allowlist (network-allowlist.yaml) "     \
+    "and ask the user to approve the change."
 
 /* The same for a request refused by a `block:` entry; %s names the entry (block[0] (host ...)). */
 #define ADDON_POLICY_MSG_BLOCK_FMT                                                                 \

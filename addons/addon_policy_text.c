@@ -210,6 +210,9 @@ size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t l
     addon_out_fmt(&o, "# effective allowlist of ");
     addon_out_esc(&o, (addon_str_t){name, strlen(name)});
     addon_out_fmt(&o, " (read as %s)\n", addon_policy_format_name(addon_policy_format_of(p)));
+    if (addon_policy_format_of(p) == ADDON_POLICY_FORMAT_AGENTBOX)
+        addon_out_fmt(&o, "# agentbox dry run: the final allowlist, (defaults + allow_hosts + "
+                          "allow_file) - block_hosts\n");
     addon_out_fmt(&o, "# airlock's own format: it loads unchanged with --allowlist. Blocks are "
                       "checked first and win.\n");
     static const addon_policy_kind_t kinds[] = {ADDON_POLICY_BLOCKS, ADDON_POLICY_DOMAINS,

@@ -192,8 +192,8 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
     }
     const char *name = addon_replacements_name(r);
     addon_out_put(&o, name, strlen(name));
-    addon_out_fmt(&o, ": %zu replacements (%zu masked, %zu aws-sigv4", n, nmasked,
-                  n - nmasked - nghapp);
+    addon_out_fmt(&o, ": %zu replacement%s (%zu masked, %zu aws-sigv4", n, n == 1 ? "" : "s",
+                  nmasked, n - nmasked - nghapp);
     if (nghapp > 0)
         addon_out_fmt(&o, ", %zu github-app", nghapp);
     addon_out_fmt(&o, ")%s\n", n == 0 ? " (nothing is masked)" : "");

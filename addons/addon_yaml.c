@@ -97,6 +97,14 @@ static int yaml_parser_failure(addon__yaml_builder_t *b, const yaml_parser_t *ps
     }
     unsigned line = yaml_u(ps->problem_mark.line);
     unsigned col = yaml_u(ps->problem_mark.column);
+    /* An unquoted `*.example.com` is read by YAML as an alias named ".example.com", which
+     * libyaml cannot scan: its message says nothing of host patterns, so say what to do. */
+    if (ps->context != NULL && strcmp(ps->context, "while scanning an alias") == 0)
+        return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col,
+                           "%s (%s at line %u, column %u): quote host patterns that start with "
+                           "`*` (\"*.example.com\")",
+                           problem, ps->context, yaml_u(ps->context_mark.line),
+                           yaml_u(ps->context_mark.column));
     if (ps->context == NULL)
         return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col, "%s", problem);
     return yaml_report(PX_EPARSE, b->err, b->errlen, name, line, col,

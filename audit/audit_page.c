@@ -500,6 +500,8 @@ void audit_report_write_html(audit_report_t *r, FILE *out, const char *title)
     audit__total_row(out, "total-errors", "errors", r->errors, "error");
     audit__total_row(out, "total-masked", "credential swapped", r->masked, NULL);
     audit__total_row(out, "total-dns", "DNS queries", r->dns_lines, NULL);
+    audit__total_row(out, "total-health", "airlock health probes (not counted above)", r->health,
+                     NULL);
     audit__total_row(out, "total-tasks", "TASK START", r->tasks_seen, NULL);
     audit__total_row(out, "total-tls-rejected", "TLS REJECTED", r->tls_rejected, NULL);
     audit__total_row(out, "total-stripped", "STRIPPED", r->stripped, NULL);

@@ -248,8 +248,29 @@ static void audit__access(audit_report_t *r, const audit_line_t *l, const char *
     }
 }
 
+/* `airlock health` (proxy/px_health.c) asks DNS for this name, then sends a GET without Host,
+ * which the pre-checks refuse with exactly this line: neither is the agent's traffic. */
+#define AUDIT__HEALTH_NAME "airlock-health.invalid"
+#define AUDIT__HEALTH_TAIL "malformed request: missing Host header"
+
+/* 1 when l is the HTTP probe of `airlock health`: the Host-less GET, when a health DNS query
+ * came before it (an agent's Host-less GET without one still counts as blocked). */
+static int audit__health_http(audit_report_t *r, const audit_line_t *l)
+{
+    if (r->health_pending == 0 || l->verdict != AUDIT_BLOCKED || l->status != 400 || l->url.ok ||
+        !audit_str_eq(l->method, "GET") || !audit_str_eq(l->tail, AUDIT__HEALTH_TAIL))
+        return 0;
+    r->health_pending--;
+    return 1;
+}
+
 static void audit__dns(audit_report_t *r, const audit_line_t *l)
 {
+    if (audit_str_eq(l->dns_name, AUDIT__HEALTH_NAME)) {
+        r->health++;
+        r->health_pending++;
+        return;
+    }
     r->dns_lines++;
     char name[AUDIT_HOST_MAX * 4 + 1];
     size_t n = l->dns_name.len < sizeof(name) - 1 ? l->dns_name.len : sizeof(name) - 1;
@@ -291,6 +312,8 @@ int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno,
     int kn;
     switch (l.kind) {
     case AUDIT_LINE_ACCESS:
+        if (audit__health_http(r, &l))
+            break;
         audit__access(r, &l, file, lineno, line, len);
         break;
     case AUDIT_LINE_DNS:

@@ -43,8 +43,9 @@ size_t px_answer_build(char *out, size_t cap, int status, const char *json, size
     px_sbuf_printf(&b,
                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                    "%s\r\n",
-                   status, px_answer_reason(status), json_len,
+                   status, px_answer_reason(status), json_len + strlen(PX_ANSWER_EOL),
                    close ? "Connection: close\r\n" : "");
     px_sbuf_add(&b, json, json_len);
+    px_sbuf_adds(&b, PX_ANSWER_EOL);
     return b.overflow ? 0 : b.len;
 }

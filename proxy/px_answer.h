@@ -8,8 +8,12 @@
 
 #define PX_ANSWER_MAX (16 * 1024) /* a whole answer: status line, headers, JSON body */
 
-/* Builds a full HTTP/1.1 response with a JSON body into out (cap PX_ANSWER_MAX). Returns the
- * length, or 0 on overflow. close adds "Connection: close". */
+/* What ends every JSON body airlock sends (counted in its Content-Length): a newline, so that
+ * an answer printed by curl in a terminal does not run into the next prompt or output. */
+#define PX_ANSWER_EOL "\n"
+
+/* Builds a full HTTP/1.1 response with a JSON body (json, then PX_ANSWER_EOL) into out (cap
+ * PX_ANSWER_MAX). Returns the length, or 0 on overflow. close adds "Connection: close". */
 size_t px_answer_build(char *out, size_t cap, int status, const char *json, size_t json_len,
                        int close);
 

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #include "proxy/px_cli.h"
 #include "proxy/px_config.h"
 #include "proxy/px_engine.h"
@@ -70,7 +69,7 @@ static int px__cmd_run(int argc, char **argv)
     char err[512];
     int rc = px_config_parse_run(&cfg, argc, argv, err, sizeof(err));
     if (rc != 0) {
-        fprintf(stderr, "airlock: %s\n", err);
+        fprintf(stderr, "airlock: error: %s\n", err);
         return rc;
     }
     if (cfg.verbose > 0)

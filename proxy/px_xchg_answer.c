@@ -26,16 +26,17 @@ void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
 
 /* ---- answers of our own --------------------------------------------------------------------- */
 
-/* Sends an answer with a JSON body. close: the connection ends after it. */
+/* Sends an answer with a JSON body (then PX_ANSWER_EOL). close: the connection ends after it. */
 void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int close)
 {
     px_resp_t r = {.status = status,
                    .ctype = "application/json",
                    .body = PX_RESP_LENGTH,
-                   .length = len,
+                   .length = len + strlen(PX_ANSWER_EOL),
                    .close = close};
     x->ops->head(x->down, &r);
     x->ops->data(x->down, json, len);
+    x->ops->data(x->down, PX_ANSWER_EOL, strlen(PX_ANSWER_EOL));
     x->ops->end(x->down, NULL);
     x->rs = PX__RS_DONE;
     if (close) {
@@ -49,8 +50,7 @@ void px__x_answer(px_xchg_t *x, int status, const char *json, size_t len, int cl
         px__x_finish(x, x->reuse);
 }
 
-void px__x_answer_error(px_xchg_t *x, int status, const char *error, const char *message,
-                             int close)
+void px__x_answer_error(px_xchg_t *x, int status, const char *error, const char *message, int close)
 {
     char json[1024];
     px_sbuf_t b;
@@ -102,7 +102,7 @@ void px__x_addon_answer(px_xchg_t *x, const addon_answer_t *ans)
         px_sbuf_adds(&b, "}");
     }
     px__x_log(x, ans->verdict != NULL ? ans->verdict : "BLOCKED", ans->status,
-            ans->log_tail[0] ? ans->log_tail : NULL);
+              ans->log_tail[0] ? ans->log_tail : NULL);
     px__x_answer(x, ans->status, json, b.len, px__close_after_refusal(x));
 }
 
@@ -127,8 +127,8 @@ void px__x_refuse(px_xchg_t *x)
         x->pre.url[0] = '\0';
         px__x_log(x, "BLOCKED", p->status, tail);
         px__x_answer_error(x, p->status,
-                         p->status == 431 ? "request_header_fields_too_large" : "bad_request",
-                         p->reason, 1);
+                           p->status == 431 ? "request_header_fields_too_large" : "bad_request",
+                           p->reason, 1);
         return;
     }
     if (p->verdict == PX_PRE_NO_TUNNEL) {
@@ -185,4 +185,3 @@ void px__x_up_failed(px_xchg_t *x, const char *why)
     }
     px__x_answer_error(x, 502, "upstream_error", why, x->rq != PX__RQ_DONE);
 }
-

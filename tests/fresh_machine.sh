@@ -9,7 +9,8 @@
 #
 # The chroot runs in a mount and PID namespace of its own: when the script ends, every
 # process it started and every mount it made is gone with the namespace. It shares the
-# machine's network (apt needs the mirror), so 127.0.0.1:5353/8080/8443 must be free.
+# machine's network (apt needs the mirror), so 127.0.0.1:25353/28080/28443/28444 must be free
+# (the example's default ports).
 #
 # Needs root, debootstrap (.ci/packages/test-fresh) and the package mirror (nothing else).
 #   FRESH_CACHE   dir for the cached rootfs and .debs, keyed by date
@@ -30,7 +31,7 @@ die() { echo "fresh: FAILED: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, namespaces)"
 command -v debootstrap >/dev/null || die "debootstrap not installed (.ci/packages/test-fresh)"
-for port in 5353 8080 8443; do
+for port in 25353 28080 28443 28444; do
     if ss -Hlntu "( sport = :$port )" | grep -q .; then
         die "port $port is taken on this machine; the example binds 127.0.0.1:$port"
     fi
@@ -171,13 +172,13 @@ in_root() {
         /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb /bin/sh -c "$1"
 }
 fail=0
-a=$(in_root 'dig +short +time=5 +tries=2 @127.0.0.1 -p 5353 anything.example A')
-echo "fresh: dig +short @127.0.0.1 -p 5353 anything.example A -> $a"
+a=$(in_root 'dig +short +time=5 +tries=2 @127.0.0.1 -p 25353 anything.example A')
+echo "fresh: dig +short @127.0.0.1 -p 25353 anything.example A -> $a"
 [ "$a" = 127.0.0.1 ] || { echo "fresh: FAIL: dig: expected 127.0.0.1" >&2; fail=1; }
-body=$(in_root "curl -s --max-time 30 -w ' HTTP %{http_code}' http://127.0.0.1:8080/ -H 'Host: evil.example'")
-echo "fresh: curl -H 'Host: evil.example' http://127.0.0.1:8080/ -> $body"
+body=$(in_root "curl -s --max-time 30 -w ' HTTP %{http_code}' http://127.0.0.1:28080/ -H 'Host: evil.example'")
+echo "fresh: curl -H 'Host: evil.example' http://127.0.0.1:28080/ -> $body"
 case "$body" in
-*'{'*'"error"'*'} HTTP 403') ;;
+*'{'*'"error"'*'}'*'HTTP 403') ;;
 *) echo "fresh: FAIL: curl: expected a 403 JSON answer" >&2; fail=1 ;;
 esac
 

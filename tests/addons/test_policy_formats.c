@@ -20,8 +20,12 @@
 #define ERR_MAX 1024
 
 /* agentbox's default hosts, written out in the other formats' versions of a policy. */
-#define AB_DEFAULTS_YAML "api.anthropic.com, api.openai.com, generativelanguage.googleapis.com"
-#define AB_DEFAULTS_LIST "api.anthropic.com\napi.openai.com\ngenerativelanguage.googleapis.com\n"
+#define AB_DEFAULTS_YAML                                                                           \
+    "api.openai.com, platform.openai.com, chatgpt.com, chat.openai.com, auth.openai.com, "         \
+    "api.anthropic.com"
+#define AB_DEFAULTS_LIST                                                                           \
+    "api.openai.com\nplatform.openai.com\nchatgpt.com\nchat.openai.com\nauth.openai.com\n"         \
+    "api.anthropic.com\n"
 
 static const char *const fmt_names[] = {"auto", "native", "domain-list", "agentbox"};
 
@@ -162,7 +166,8 @@ static const equiv_case_t equiv_cases[] = {
       {NULL, 0, 0}}},
     {"block_hosts take entries out, defaults too",
      "block: [\"b.*\", \"api.openai.com\"]\n"
-     "domains: [api.anthropic.com, generativelanguage.googleapis.com, a.example]\n",
+     "domains: [platform.openai.com, chatgpt.com, chat.openai.com, auth.openai.com, "
+     "api.anthropic.com, a.example]\n",
      NULL,
      "[network]\nallow_hosts = [\"a.example\", \"b.example\"]\n"
      "block_hosts = [\"b.*\", \"api.openai.com\"]\n",
@@ -466,6 +471,13 @@ static const format_error_case_t format_error_cases[] = {
     {DATA_DIR "c.toml", ADDON_POLICY_FORMAT_AGENTBOX,
      "[network]\nallow_file = \"agentbox/bad-hosts.txt\"\n", PX_ECONFIG,
      DATA_DIR "agentbox/bad-hosts.txt:3:1: host pattern contains '/' (put the path in 'path')"},
+    /* YAML reads an unquoted leading '*' as an alias: the message says to quote the pattern */
+    {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "domains:\n  - *.pypi.org\n", PX_EPARSE,
+     "al.yaml:2:6: did not find expected alphabetic or numeric character (while scanning an "
+     "alias at line 2, column 5): quote host patterns that start with `*` (\"*.example.com\")"},
+    {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "url_prefixes:\n  - host: *.github.com\n", PX_EPARSE,
+     "al.yaml:2:12: did not find expected alphabetic or numeric character (while scanning an "
+     "alias at line 2, column 11): quote host patterns that start with `*` (\"*.example.com\")"},
     /* airlock's block list */
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block: a.com\n", PX_ECONFIG,
      "al.yaml:1:8: block: expected a sequence, got a string"},
@@ -545,7 +557,9 @@ static void test_policy_formats_agentbox_example(void **state)
     assert_int_equal(addon_policy_format_of(p), ADDON_POLICY_FORMAT_AGENTBOX);
     static const host_want_t want[] = {
         {"api.anthropic.com", 443, 1},                 /* a default, and in allow_hosts */
-        {"generativelanguage.googleapis.com", 443, 1}, /* a default */
+        {"chatgpt.com", 443, 1},                       /* a default */
+        {"auth.openai.com", 443, 1},                   /* a default */
+        {"generativelanguage.googleapis.com", 443, 0}, /* not a default */
         {"api.openai.com", 443, 0},                    /* a default and in allow_file: blocked */
         {"github.com", 443, 1},
         {"api.github.com", 443, 0},
@@ -570,7 +584,7 @@ static void test_policy_formats_agentbox_example(void **state)
     static const char *const lines[] = {
         "  - \"api.anthropic.com\"  # default; " DATA_DIR
         "agentbox/.agentbox/config.toml:7 (allow_hosts)\n",
-        "  - \"generativelanguage.googleapis.com\"  # default\n",
+        "  - \"chatgpt.com\"  # default\n",
         "  - \"github.com\"  # " DATA_DIR "agentbox/.agentbox/config.toml:7 (allow_hosts)\n",
         "  - \".pypi.org\"  # " DATA_DIR "agentbox/.agentbox/extra-hosts.txt:3 (allow_file)\n",
         "  - host: \"sso.internal\"  # " DATA_DIR "agentbox/.agentbox/config.toml:8 "
@@ -589,6 +603,58 @@ static void test_policy_formats_agentbox_example(void **state)
     addon_policy_unref(p);
 }
 
+/* The example `.agentbox/config.toml` of agentbox's network spec, verbatim (its allow_file is
+ * ours: the spec names the file without giving its content): the effective list is the spec's
+ * defaults, plus allow_hosts and allow_file, minus block_hosts. */
+static void test_policy_formats_agentbox_spec_example(void **state)
+{
+    (void)state;
+    addon_policy_t *p = NULL;
+    char err[ERR_MAX];
+    const char *path = DATA_DIR "agentbox-spec/.agentbox/config.toml";
+    int rc = addon_policy_load_file(path, &p, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_int_equal(addon_policy_format_of(p), ADDON_POLICY_FORMAT_AGENTBOX);
+    static const host_want_t want[] = {
+        {"api.openai.com", 443, 1},
+        {"platform.openai.com", 443, 1}, /* defaults */
+        {"chat.openai.com", 443, 1},
+        {"auth.openai.com", 443, 1},
+        {"api.anthropic.com", 443, 1},
+        {"chatgpt.com", 443, 0}, /* a default, removed by block_hosts */
+        {"api.github.com", 443, 1},
+        {"registry.npmjs.org", 443, 1}, /* allow_hosts */
+        {"pypi.org", 443, 1},
+        {"files.pythonhosted.org", 443, 1}, /* allow_file */
+        {"github.com", 443, 0},
+        {"generativelanguage.googleapis.com", 443, 0},
+        {"www.chatgpt.com", 443, 0},
+        {"openai.com", 443, 0},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        if (allowed(p, "GET", want[i].host, "/", want[i].port) != want[i].allowed)
+            fail_msg("%s:%u: want %d", want[i].host, want[i].port, want[i].allowed);
+    }
+    assert_int_equal(addon_policy_count(p, ADDON_POLICY_DOMAINS), 9);
+    assert_int_equal(addon_policy_count(p, ADDON_POLICY_URL_PREFIXES), 0);
+    assert_int_equal(addon_policy_count(p, ADDON_POLICY_BLOCKS), 1);
+    size_t need = addon_policy_print_effective(p, NULL, 0);
+    char *text = malloc(need + 1);
+    assert_non_null(text);
+    addon_policy_print_effective(p, text, need + 1);
+    const char *want_start = "# effective allowlist of " DATA_DIR
+                             "agentbox-spec/.agentbox/config.toml (read as agentbox)\n"
+                             "# agentbox dry run: the final allowlist, (defaults + allow_hosts + "
+                             "allow_file) - block_hosts\n";
+    if (strncmp(text, want_start, strlen(want_start)) != 0)
+        fail_msg("--print-effective starts:\n%s", text);
+    if (strstr(text, "#   chatgpt.com (default) removed by block[0] chatgpt.com") == NULL)
+        fail_msg("no removal of chatgpt.com in:\n%s", text);
+    free(text);
+    addon_policy_unref(p);
+}
+
 static void test_policy_formats_empty_effective(void **state)
 {
     (void)state;
@@ -599,6 +665,8 @@ static void test_policy_formats_empty_effective(void **state)
     addon_policy_print_effective(p, buf, sizeof(buf));
     assert_string_equal(buf,
                         "# effective allowlist of c.toml (read as agentbox)\n"
+                        "# agentbox dry run: the final allowlist, (defaults + allow_hosts + "
+                        "allow_file) - block_hosts\n"
                         "# airlock's own format: it loads unchanged with --allowlist. Blocks are "
                         "checked first and win.\n"
                         "block:\n"
@@ -607,12 +675,18 @@ static void test_policy_formats_empty_effective(void **state)
                         "url_prefixes: []\n"
                         "# no allow entries: every request is blocked (no outbound traffic)\n"
                         "# removed from the list by block entries:\n"
-                        "#   api.anthropic.com (default) removed by block[0] * (c.toml:2 "
-                        "(block_hosts))\n"
                         "#   api.openai.com (default) removed by block[0] * (c.toml:2 "
                         "(block_hosts))\n"
-                        "#   generativelanguage.googleapis.com (default) removed by block[0] * "
-                        "(c.toml:2 (block_hosts))\n");
+                        "#   platform.openai.com (default) removed by block[0] * (c.toml:2 "
+                        "(block_hosts))\n"
+                        "#   chatgpt.com (default) removed by block[0] * (c.toml:2 "
+                        "(block_hosts))\n"
+                        "#   chat.openai.com (default) removed by block[0] * (c.toml:2 "
+                        "(block_hosts))\n"
+                        "#   auth.openai.com (default) removed by block[0] * (c.toml:2 "
+                        "(block_hosts))\n"
+                        "#   api.anthropic.com (default) removed by block[0] * (c.toml:2 "
+                        "(block_hosts))\n");
     addon_policy_unref(p);
 }
 
@@ -621,6 +695,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_policy_formats_equivalence),
         cmocka_unit_test(test_policy_formats_block),
+        cmocka_unit_test(test_policy_formats_agentbox_spec_example),
         cmocka_unit_test(test_policy_formats_detect),
         cmocka_unit_test(test_policy_formats_errors),
         cmocka_unit_test(test_policy_formats_squid_example),

@@ -381,10 +381,35 @@ static void test_audit_dns_flags(void **state)
     assert_int_equal(n, 4);
 }
 
+/* `airlock health` leaves a DNS line and a Host-less GET refused by the pre-checks: probes, not
+ * the agent's traffic. A Host-less GET with no health query before it is still blocked. */
+static void test_audit_report_health_probes(void **state)
+{
+    (void)state;
+    static const char *const lines[] = {
+        "DNS A airlock-health.invalid -> 127.0.0.1",
+        "BLOCKED GET - -> 400 (malformed request: missing Host header)",
+        "allowed GET https://api.github.com/x -> 200",
+        "DNS A airlock-health.invalid -> 127.0.0.1",
+        "BLOCKED GET - -> 400 (malformed request: missing Host header)",
+        "BLOCKED GET - -> 400 (malformed request: missing Host header)",
+        "DNS A api.github.com -> 127.0.0.1",
+        NULL,
+    };
+    char *h = report_html(lines, NULL);
+    assert_non_null(strstr(h, "id=\"total-health\">2<"));
+    assert_non_null(strstr(h, "id=\"total-requests\">2<"));
+    assert_non_null(strstr(h, "id=\"total-blocked\">1<"));
+    assert_non_null(strstr(h, "id=\"total-dns\">1<"));
+    assert_null(strstr(h, "airlock-health.invalid"));
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_audit_report_figures),
+        cmocka_unit_test(test_audit_report_health_probes),
         cmocka_unit_test(test_audit_report_explained_by_current),
         cmocka_unit_test(test_audit_report_timeline),
         cmocka_unit_test(test_audit_report_bounded),

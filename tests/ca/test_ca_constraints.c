@@ -276,8 +276,8 @@ static void test_ca_constraints_from_allowlists(void **state)
         {ADDON_POLICY_FORMAT_AGENTBOX,
          "[network]\nallow_hosts = [\"github.com\", \"*.githubusercontent.com\", "
          "{ host = \"sso.internal\", ports = [8443] }]\nblock_hosts = [\"api.openai.com\"]\n",
-         "DNS:api.anthropic.com, DNS:generativelanguage.googleapis.com, DNS:github.com, "
-         "DNS:githubusercontent.com, DNS:sso.internal"},
+         "DNS:platform.openai.com, DNS:chatgpt.com, DNS:chat.openai.com, DNS:auth.openai.com, "
+         "DNS:api.anthropic.com, DNS:github.com, DNS:githubusercontent.com, DNS:sso.internal"},
         {ADDON_POLICY_FORMAT_NATIVE, "domains:\n  - github.com\n  - \"*\"\n", NULL},
         {ADDON_POLICY_FORMAT_DOMAIN_LIST, "github.com\n192.168.*\n", NULL},
     };
