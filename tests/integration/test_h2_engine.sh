@@ -79,7 +79,7 @@ out=$(c2 -w '%{http_version} %{http_code} %{size_download} %{num_connects}\n' -o
     https://up.test/okbig -o /dev/null https://up.test/x -o /dev/null https://up.test/ok \
     -o /dev/null https://up.test/okbig)
 t_eq "h2: streams on one connection, one blocked" \
-    "2 200 3000000 1 2 403 280 0 2 200 6 0 2 200 3000000 0" "$(echo $out)"
+    "2 200 3000000 1 2 403 281 0 2 200 6 0 2 200 3000000 0" "$(echo $out)"
 
 # 30 MB uploads, known and unknown length: the upstream is slower than the client, so the
 # exchange pauses the stream's body and its window holds the client
