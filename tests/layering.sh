@@ -2,9 +2,11 @@
 # Fails when a source file includes a project header from a folder above it in the module
 # graph (README, "Layout"). Each folder may include its own headers and those of the folders
 # listed for it here; nothing may include proxy/ except proxy/ and the tests.
-# It also holds proxy/ to its shape: no .c over 800 lines, no function over 100.
+# It also holds proxy/ to its shape: no .c over 800 lines, no function over 100; holds the
+# include cycles inside each folder to the known list below (tests/include_graph.py), and
+# fails when docs/layers.md (the drawing of the graph) is out of date.
 set -u
-cd "${1:-$(dirname "$0")/..}"
+cd "${1:-$(dirname "$0")/..}" || exit 2
 declare -A may=(
     [base]="base"
     [signing]="base signing"
@@ -43,4 +45,36 @@ for f in proxy/*.c; do
             " is " NR - start " lines (over 100)"; bad = 1 } start = 0 }
         END { exit bad }' "$f" || bad=1
 done
+
+# Include cycles inside a folder (tests/include_graph.py: a module is x.c with x.h and x_int.h;
+# "uses" is the finer graph, one node per .c, an edge when a file names a function another
+# defines). The cycles below are DEBT, each to be removed by a refactor, not a shape to keep:
+# a cycle not listed, or a listed one that grew, fails; so does a listed one that shrank or is
+# gone, until its line here is shortened or deleted (the list never claims more than there is).
+known_cycles() {
+    cat << 'EOF'
+dns: dns_cache dns_resolve
+addons: addon_ghapp addon_replacements
+proxy: px_client px_engine px_sandbox px_xchg
+ca uses: ca ca_cache ca_leaf ca_nc
+addons uses: addon_policy addon_policy_budget addon_policy_build addon_provider addon_provider_pass addon_provider_url
+proxy uses: px_client px_connect px_engine px_h1srv px_h2srv px_sandbox
+proxy uses: px_ghapp px_xchg px_xchg_answer px_xchg_budget px_xchg_filter px_xchg_leak px_xchg_ws
+proxy uses: px_upconn px_uph2 px_upstream
+EOF
+}
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+graph=tests/include_graph.py
+if known_cycles | "$py" "$graph" --root . --check /dev/stdin; then
+    echo "layering: the include cycles are the known ones ($(known_cycles | grep -c .))"
+else
+    bad=1
+fi
+# The drawing (docs/layers.md) is generated: it may not drift from the tree.
+if ! "$py" "$graph" --root . --text | diff -u docs/layers.md - > /dev/null; then
+    echo "layering: docs/layers.md is out of date; run: python3 $graph --text > docs/layers.md"
+    "$py" "$graph" --root . --text | diff -u docs/layers.md - | head -40
+    bad=1
+fi
 exit "$bad"
