@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 
-MARK = re.compile(r"^<!-- (file|run in|setup|not checked|checked): (.*) -->\s*$")
+MARK = re.compile(r"^\s*<!-- (file|run in|setup|not checked|checked): (.*) -->\s*$")
 FENCE = re.compile(r"^(\s*)```(\S*)\s*$")
 
 # Setup for documents whose owners have not marked their blocks yet: the files their commands

@@ -30,6 +30,8 @@ docs+=(container/README.md container/k8s/README.md)
 rc=$?
 cat "$T_DIR/docs.out"
 t_eq "every shown command output matches (docs_check.py)" 0 "$rc"
+t_check "every shell block of the docs is run, checked elsewhere or marked not checked (why)" \
+    grep -q ' 0 shell blocks not run (unmarked)' "$T_DIR/docs.out"
 n=$(grep -c '^ok - ' "$T_DIR/docs.out")
 if [ "$n" -ge 20 ]; then t_ok "$n commands checked"; else t_fail "only $n commands checked"; fi
 t_check "docs/policy-formats.md's agentbox example is tests/addons/data/agentbox's file" \
@@ -66,6 +68,23 @@ t_check "loopback: the log shows the allowed request" \
 t_check "the health block says healthy" grep -qx healthy "$T_DIR/loopback.out"
 t_check "loopback: airlock stopped" until_ok '! pgrep -f -- "--log net.log --confdir ca" >/dev/null' 10
 t_check "loopback: its upstream stopped" until_ok '! pgrep -f "http.server 18081" >/dev/null' 10
+
+# ---- 2b. docs/sandboxes.md "Trying it on loopback", as pasted ----
+awk '/^### Trying it on loopback/ {f=1} f && /^```sh/ {g=1; next} g && /^```/ {exit} g' \
+    "$SRC/docs/sandboxes.md" | sed "s#/tmp/sbx#$T_DIR/sbx#g" > "$T_DIR/sandboxes.sh"
+(cd "$T_DIR" && timeout 60 bash -e "$T_DIR/sandboxes.sh") > "$T_DIR/sandboxes.out" \
+    2> "$T_DIR/sandboxes.err"
+t_eq "sandboxes.md: the loopback block runs to its end" 0 "$?"
+out=$(cat "$T_DIR/sandboxes.out")
+t_contains "sandboxes.md: conv42's policy answers 403 for evil.example" "$out" \
+    '{"error": "blocked_by_network_allowlist", "host": "evil.example"'
+t_contains "sandboxes.md: 127.0.0.7 is in no sandbox" "$out" "closed: 127.0.0.7 is in no sandbox"
+t_check "sandboxes.md: conv42's own log has the 403" \
+    grep -qx 'BLOCKED GET http://evil.example/ -> 403' "$T_DIR/sbx/dir/conv42/network-sandbox.log"
+t_check "sandboxes.md: the host log has the stray source" \
+    grep -qx 'BLOCKED - - -> closed (source 127.0.0.7 is in no sandbox)' "$T_DIR/sbx/host.log"
+t_check "sandboxes.md: airlock stopped" \
+    until_ok '! pgrep -f -- "--sandboxes dir --log host.log" >/dev/null' 10
 
 # ---- 3. the README's quick start: demo.sh and its banner's commands ----
 export DEMO_DNS_PORT=25400 DEMO_HTTP_PORT=25401 DEMO_HTTPS_PORT=25402 DEMO_UPSTREAM_PORT=25403
