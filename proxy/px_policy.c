@@ -20,9 +20,8 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
     const char *why = startup ? "" : " (reload failed; keeping the previous configuration)";
     addon_policy_t *p = NULL;
     addon_replacements_t *r = NULL;
-    int rc = addon_policy_load_file_as(cfg->allowlist_path,
-                                       (addon_policy_format_t)cfg->allowlist_format, &p, err,
-                                       sizeof(err));
+    int rc = addon_policy_load_file_as(
+        cfg->allowlist_path, (addon_policy_format_t)cfg->allowlist_format, &p, err, sizeof(err));
     if (rc == PX_ENOENT && startup) {
         px_diag(PX_DIAG_ERROR, "allowlist not found: %s; all requests will be blocked",
                 cfg->allowlist_path);
@@ -99,13 +98,27 @@ void px_snapshot_unref(px_snapshot_t *s)
     free(s);
 }
 
+const addon_t *const *px_policy_addons(void)
+{
+    static const addon_t *list[5];
+    if (list[0] == NULL) {
+        /* the allowlist first; then the request-body filters (GraphQL operations, then the
+         * Anthropic tool-domain trim: each sees the previous one's output) */
+        list[0] = addon_allowlist();
+        list[1] = addon_graphql();
+        list[2] = addon_tooldomains();
+        list[3] = addon_provider(); /* the OpenAI endpoints' provider-fetch check */
+        list[4] = NULL;
+    }
+    return list;
+}
+
 const addon_t *const *px_addons(void)
 {
     static const addon_t *list[7];
     if (list[0] == NULL) {
-        /* policy first; then the request-body filters (GraphQL operations, then the Anthropic
-         * tool-domain trim: each sees the previous one's output); then exactly one credential
-         * mechanism: AWS re-signing, else masking */
+        /* the policy addons, then exactly one credential mechanism: AWS re-signing, else
+         * masking (the pipeline's stages run them: proxy/px_stage.h) */
         list[0] = addon_allowlist();
         list[1] = addon_graphql();
         list[2] = addon_tooldomains();

@@ -25,7 +25,10 @@ px_snapshot_t *px_snapshot_ref(px_snapshot_t *s);
 /* Drops a reference; NULL is a no-op. */
 void px_snapshot_unref(px_snapshot_t *s);
 
-/* The addons every request goes through, in order (NULL-terminated). */
+/* The addons every request goes through, in order (NULL-terminated): the policy addons, then
+ * the credential ones (AWS, masking). The body filters run in this order. */
 const addon_t *const *px_addons(void);
+/* The policy addons alone, in order (NULL-terminated): the policy stage runs their heads. */
+const addon_t *const *px_policy_addons(void);
 
 #endif

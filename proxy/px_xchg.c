@@ -15,10 +15,6 @@
 #include "proxy/px_sock.h"
 #include "proxy/px_upstream.h"
 
-static void px__open(px_xchg_t *x);
-static void px__buffered_body(px_xchg_t *x);
-static void px__decide_rest(px_xchg_t *x);
-
 /* ---- the addons' log lines ------------------------------------------------------------------- */
 
 static void on_addon_log(void *data, const char *line, size_t len)
@@ -49,14 +45,15 @@ static void px__arm(px_xchg_t *x)
 
 /* Who the exchange waits for now: the client (a request body still coming and not held back,
  * or a response it does not read), the upstream (an answer, more of it), or both. */
-static void px__waits(px_xchg_t *x)
+void px__x_waits(px_xchg_t *x)
 {
     uint64_t now = uv_now(x->eng->loop.uv);
     const px_config_t *cfg = x->eng->cfg;
     int client = (x->rq == PX__RQ_BODY && !x->body_paused && x->sink != PX__SINK_DISCARD) ||
                  (x->rs == PX__RS_BODY && x->up_paused);
     int upstream = x->up != NULL && x->up_ready && (x->rs == PX__RS_WAIT || x->rs == PX__RS_BODY) &&
-                   !x->up_paused && (x->rq == PX__RQ_DONE || x->body_paused || x->rs == PX__RS_BODY);
+                   !x->up_paused &&
+                   (x->rq == PX__RQ_DONE || x->body_paused || x->rs == PX__RS_BODY);
     x->client_by = client ? now + cfg->client_idle_ms : 0;
     x->upstream_by = upstream ? now + cfg->upstream_first_byte_ms : 0;
     px__arm(x);
@@ -65,7 +62,7 @@ static void px__waits(px_xchg_t *x)
 /* ---- the request ---------------------------------------------------------------------------- */
 
 /* The view handed to the addons: strings point into the request head and the pre-check. */
-static int px__view(px_xchg_t *x)
+int px__x_view(px_xchg_t *x)
 {
     px_msg_t *m = x->req;
     addon_req_t *r = calloc(1, sizeof(*r));
@@ -97,50 +94,7 @@ static int px__view(px_xchg_t *x)
     return 0;
 }
 
-/* Fields that stay on this hop are marked removed before the head goes upstream: the fixed
- * hop-by-hop list and whatever the client's Connection names. Expect stays when the upstream
- * is to answer it; the Upgrade of a WebSocket request is put back by the upstream client. */
-static void px__hop_by_hop(px_xchg_t *x, int keep_expect)
-{
-    px_msg_t *m = x->req;
-    int ci = px_msg_find(m, "connection");
-    const char *cv = ci >= 0 ? m->buf + m->values[ci].off : NULL;
-    size_t cl = ci >= 0 ? m->values[ci].len : 0;
-    addon_req_t *r = x->view;
-    for (size_t i = 0; i < r->nheaders; i++) {
-        addon_header_t *h = &r->headers[i];
-        if (h->removed)
-            continue;
-        if (keep_expect && h->name.len == 6 && strncasecmp(h->name.base, "expect", 6) == 0)
-            continue;
-        if (h->name.len == 2 && strncasecmp(h->name.base, "te", 2) == 0 && h->value.len == 8 &&
-            strncasecmp(h->value.base, "trailers", 8) == 0)
-            continue; /* "TE: trailers": gRPC servers insist on it; HTTP/2 lets it through */
-        if (px_h1_hop_by_hop(h->name.base, h->name.len, cv, cl))
-            h->removed = 1;
-    }
-}
-
-static void px__addons_end(px_xchg_t *x)
-{
-    if (x->view == NULL || x->snap == NULL)
-        return;
-    for (const addon_t *const *a = px_addons(); *a != NULL; a++)
-        if ((*a)->on_request_end != NULL)
-            (*a)->on_request_end(*a, x->view);
-}
-
-/* The addon's output toward upstream. */
-static int px__sink_up(void *data, const char *buf, size_t len)
-{
-    px_xchg_t *x = data;
-    if (x->up == NULL)
-        return PX_ESTATE;
-    px_up_data(x->up, buf, len);
-    return 0;
-}
-
-static int px__grow(char **buf, size_t *cap, size_t need)
+int px__x_grow(char **buf, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
@@ -155,156 +109,6 @@ static int px__grow(char **buf, size_t *cap, size_t need)
     return 0;
 }
 
-static int px__sink_buffer(void *data, const char *buf, size_t len)
-{
-    px_xchg_t *x = data;
-    if (px__grow(&x->outbody, &x->outcap, x->outlen + len) != 0)
-        return PX_ENOMEM;
-    memcpy(x->outbody + x->outlen, buf, len);
-    x->outlen += len;
-    return 0;
-}
-
-/* Runs the head hooks from a on. Once a body filter asked for the body, the credential stage
- * (the first later addon without a filter hook) waits in x->resume until the filters passed:
- * no real credential is put in a request a filter refuses. The GitHub App stage (px_ghapp.c)
- * may wait there too, for a token. 1 when the exchange answered, 2 when it waits. */
-static int px__heads(px_xchg_t *x, const addon_t *const *a)
-{
-    addon_req_t *r = x->view;
-    for (; *a != NULL; a++) {
-        if (r->filter_cap > 0 && !x->filtered && (*a)->on_request_body_filter == NULL) {
-            x->resume = a;
-            return 0;
-        }
-        int gh = px__x_ghapp_stage(x, a);
-        if (gh != 0) {
-            x->resume = a;
-            return gh;
-        }
-        if ((*a)->on_request_head == NULL)
-            continue;
-        addon_answer_t ans;
-        memset(&ans, 0, sizeof(ans));
-        int rc = (*a)->on_request_head(*a, r, &ans);
-        if (rc == ADDON_ANSWER) {
-            px__x_addon_answer(x, &ans);
-            return 1;
-        }
-        if (rc < 0) {
-            px__x_log(x, "ERROR", -1, "internal error in an addon");
-            px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request",
-                               1);
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* ADDON_BODY_BUFFER: the whole body is here; the addon makes the body and may still change the
- * head (or answer), then the request goes upstream. */
-static void px__buffered_end(px_xchg_t *x)
-{
-    addon_req_t *r = x->view;
-    addon_answer_t ans;
-    memset(&ans, 0, sizeof(ans));
-    if (r->filter_cap > 0 && !x->filtered) {
-        if (px__x_filters(x, 0, &ans) == ADDON_ANSWER) {
-            px__x_addon_answer(x, &ans);
-            return;
-        }
-        x->filtered = 1;
-        if (x->resume != NULL && px__heads(x, x->resume))
-            return; /* the credential stage, now */
-    }
-    px__buffered_body(x);
-}
-
-/* The filters passed and the credential stage ran: the credential addon makes the body. */
-static void px__buffered_body(px_xchg_t *x)
-{
-    addon_req_t *r = x->view;
-    addon_answer_t ans;
-    const addon_t *a = r->state_owner;
-    memset(&ans, 0, sizeof(ans));
-    x->outlen = 0;
-    addon_sink_t sink = {px__sink_buffer, x};
-    int rc = 0;
-    if (a != NULL && a->on_request_body != NULL && x->bodylen > 0)
-        rc = a->on_request_body(a, r, x->bodybuf, x->bodylen, &sink);
-    else if (x->bodylen > 0)
-        rc = px__sink_buffer(x, x->bodybuf, x->bodylen);
-    if (rc >= 0 && a != NULL && a->on_request_body_end != NULL)
-        rc = a->on_request_body_end(a, r, &sink, &ans);
-    free(x->bodybuf);
-    x->bodybuf = NULL;
-    x->bodylen = x->bodycap = 0;
-    if (rc == ADDON_ANSWER) {
-        px__x_addon_answer(x, &ans);
-        return;
-    }
-    if (rc < 0) {
-        px__x_filter_failed(x, rc);
-        return;
-    }
-    px__open(x);
-}
-
-/* Runs the addons on the head: policy, then one credential mechanism. */
-static void px__decide(px_xchg_t *x)
-{
-    if (px__view(x) != 0) {
-        px__x_finish(x, -1);
-        return;
-    }
-    if (px__x_leak_head(x))
-        return; /* before any addon: the policy, and the credentials that put real values in */
-    if (px__heads(x, px_addons()))
-        return;
-    px__decide_rest(x);
-}
-
-/* The head hooks passed: the budgets, then the body is gathered or the request goes up. */
-static void px__decide_rest(px_xchg_t *x)
-{
-    addon_req_t *r = x->view;
-    if (px__x_budget_head(x))
-        return; /* over an egress budget: 429 (px_xchg_budget.c) */
-    if (r->body_mode == ADDON_BODY_BUFFER || r->filter_cap > 0) {
-        /* a body filter, or a credential addon whose head depends on the body: a streaming
-         * credential addon then gets the gathered body in one piece */
-        x->gather = 1;
-        x->gather_cap = r->body_mode == ADDON_BODY_BUFFER ? r->body_cap : 0;
-        if (r->filter_cap > x->gather_cap)
-            x->gather_cap = r->filter_cap;
-        if (x->rq == PX__RQ_DONE) {
-            px__buffered_end(x);
-            return;
-        }
-        /* the head depends on the body: gather it first */
-        x->sink = PX__SINK_BUFFER;
-        if (x->expect) {
-            px_resp_t c = {.status = 100};
-            x->ops->head(x->down, &c);
-            x->sent_100 = 1;
-        }
-        px__waits(x);
-        return;
-    }
-    x->filter = r->body_mode == ADDON_BODY_STREAM && x->rq == PX__RQ_BODY;
-    px__open(x);
-}
-
-void px__x_continue(px_xchg_t *x)
-{
-    if (px__heads(x, x->resume))
-        return;
-    if (x->filtered)
-        px__buffered_body(x);
-    else
-        px__decide_rest(x);
-}
-
 static void on_up_ready(void *owner);
 static void on_up_head(void *owner, px_msg_t *m);
 static void on_up_data(void *owner, const char *data, size_t len);
@@ -312,7 +116,7 @@ static void on_up_end(void *owner, const px_fields_t *t);
 static void on_up_error(void *owner, const char *why);
 static void on_up_drain(void *owner);
 
-static const px_up_cbs_t px__up_cbs = {
+const px_up_cbs_t px__x_up_cbs = {
     .on_ready = on_up_ready,
     .on_head = on_up_head,
     .on_data = on_up_data,
@@ -320,64 +124,6 @@ static const px_up_cbs_t px__up_cbs = {
     .on_error = on_up_error,
     .on_drain = on_up_drain,
 };
-
-/* Sends the request upstream: the head now, the body as it comes (or the buffered one). */
-static void px__open(px_xchg_t *x)
-{
-    addon_req_t *r = x->view;
-    int buffered = x->sink == PX__SINK_BUFFER || x->gather;
-    px__hop_by_hop(x, x->expect && !buffered);
-    px__x_ws_prepare(x);
-    px_up_body_t body = PX_UP_BODY_NONE;
-    if (buffered) {
-        /* the body was rewritten before the head: say its new length */
-        for (size_t i = 0; i < r->nheaders; i++) {
-            addon_header_t *h = &r->headers[i];
-            if ((h->name.len == 14 && strncasecmp(h->name.base, "content-length", 14) == 0) ||
-                (h->name.len == 17 && strncasecmp(h->name.base, "transfer-encoding", 17) == 0))
-                h->removed = 1;
-        }
-        if (x->outlen > 0 || (x->req->flags & (PX_MSG_CHUNKED | PX_MSG_LENGTH))) {
-            char len[24];
-            int n = snprintf(len, sizeof(len), "%zu", x->outlen);
-            if (addon_req_add_header(r, "Content-Length", 14, len, (size_t)n) != 0) {
-                px__x_finish(x, -1);
-                return;
-            }
-            body = PX_UP_BODY_LENGTH;
-        }
-    } else if (x->req->flags & PX_MSG_CHUNKED) {
-        body = PX_UP_BODY_CHUNKED;
-        /* an HTTP/2 body of unknown length: HTTP/1.1 says so with chunked framing (an h2
-         * upstream drops the field again) */
-        if (x->req->major == 2 &&
-            addon_req_add_header(r, "Transfer-Encoding", 17, "chunked", 7) != 0) {
-            px__x_finish(x, -1);
-            return;
-        }
-    } else if ((x->req->flags & PX_MSG_LENGTH) && x->req->length > 0) {
-        body = PX_UP_BODY_LENGTH;
-    }
-    x->up = px_up_open(x->upmgr, x->pre.norm_host, x->pre.port, x->tls, r, body,
-                       x->req->method == HTTP_HEAD, &px__up_cbs, x);
-    if (x->up == NULL) {
-        px__x_finish(x, -1);
-        return;
-    }
-    x->rs = PX__RS_WAIT;
-    x->sink = PX__SINK_UP;
-    if (buffered) {
-        if (x->outlen > 0)
-            px_up_data(x->up, x->outbody, x->outlen);
-        px_up_end(x->up, NULL);
-        free(x->outbody);
-        x->outbody = NULL;
-        x->outlen = x->outcap = 0;
-    } else if (x->rq == PX__RQ_DONE) {
-        px_up_end(x->up, NULL);
-    }
-    px__waits(x);
-}
 
 px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t *m,
                          const px_pre_t *pre)
@@ -412,36 +158,21 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
         int ui = px_msg_find(m, "upgrade");
         x->upgrade = ui >= 0 && px_msg_span_ieq(m, m->values[ui], "websocket");
     }
-    if (pre->verdict != PX_PRE_OK) {
-        if (!px__x_leak_pre(x)) /* a value in it is refused as a leak first (not logged) */
-            px__x_refuse(x);
-        return x;
-    }
-    px__decide(x);
+    x->stage_cur = -1;
+    px_stage_run(x); /* the pipeline (px_stage.c), from the pre-check on */
     return x;
 }
 
-/* ---- the request body -------------------------------------------------------------------------- */
+/* ---- the request body --------------------------------------------------------------------------
+ */
 
 void px_xchg_body(px_xchg_t *x, const char *data, size_t len)
 {
-    if (x->finished || len == 0)
-        return;
-    if (x->leak_on && x->sink != PX__SINK_DISCARD) {
-        x->expect = 0;
-        px__x_leak_body(x, data, len);
-        return;
-    }
-    px__x_body_out(x, data, len);
+    px_stage_body(x, data, len); /* the secret guard, the sent-bytes budget, then px__x_sink */
 }
 
-void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
+void px__x_sink(px_xchg_t *x, const char *data, size_t len)
 {
-    if (x->finished || len == 0)
-        return;
-    x->expect = 0;
-    if (x->sink != PX__SINK_DISCARD && px__x_budget_sent(x, data, len))
-        return; /* the sent-bytes budget stopped the upload (px_xchg_budget.c) */
     switch (x->sink) {
     case PX__SINK_DISCARD:
         x->discarded += len;
@@ -449,26 +180,26 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
             px__x_finish(x, 0);
         return;
     case PX__SINK_BUFFER:
-        if (x->bodylen + len > x->gather_cap) {
+        if (x->gath.len + len > x->gath.cap) {
             px__x_over_cap(x, len);
             return;
         }
-        if (px__grow(&x->bodybuf, &x->bodycap, x->bodylen + len) != 0) {
+        if (px__x_grow(&x->gath.body, &x->gath.bodycap, x->gath.len + len) != 0) {
             px__x_finish(x, -1);
             return;
         }
-        memcpy(x->bodybuf + x->bodylen, data, len);
-        x->bodylen += len;
+        memcpy(x->gath.body + x->gath.len, data, len);
+        x->gath.len += len;
         break;
     case PX__SINK_UP:
         if (x->up == NULL)
             return;
         if (x->filter) {
             const addon_t *a = x->view->state_owner;
-            addon_sink_t sink = {px__sink_up, x};
+            addon_sink_t sink = {px__x_sink_up, x};
             int rc = a != NULL && a->on_request_body != NULL
                          ? a->on_request_body(a, x->view, data, len, &sink)
-                         : px__sink_up(x, data, len);
+                         : px__x_sink_up(x, data, len);
             if (rc < 0) {
                 px__x_filter_failed(x, rc);
                 return;
@@ -482,15 +213,15 @@ void px__x_body_out(px_xchg_t *x, const char *data, size_t len)
         }
         break;
     }
-    px__waits(x);
+    px__x_waits(x);
 }
 
 void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
 {
     if (x->finished)
         return;
-    if (px__x_leak_end(x, t))
-        return; /* the trailers carried a value, or the held tail failed (px_xchg_leak.c) */
+    if (px_stage_body_end(x, t))
+        return; /* the trailers carried a value, or the held tail failed (px_stage_leak.c) */
     x->rq = PX__RQ_DONE;
     x->expect = 0;
     switch (x->sink) {
@@ -499,7 +230,7 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
             px__x_finish(x, x->reuse);
         return;
     case PX__SINK_BUFFER:
-        px__buffered_end(x);
+        px_stage_resume(x); /* the stage that gathers the body goes on (px_stage_filters.c) */
         return;
     case PX__SINK_UP:
         if (x->up == NULL)
@@ -508,7 +239,7 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
             const addon_t *a = x->view->state_owner;
             addon_answer_t ans;
             memset(&ans, 0, sizeof(ans));
-            addon_sink_t sink = {px__sink_up, x};
+            addon_sink_t sink = {px__x_sink_up, x};
             int rc = a != NULL && a->on_request_body_end != NULL
                          ? a->on_request_body_end(a, x->view, &sink, &ans)
                          : 0;
@@ -526,7 +257,7 @@ void px_xchg_body_end(px_xchg_t *x, const px_fields_t *t)
         px__x_finish(x, x->reuse);
         return;
     }
-    px__waits(x);
+    px__x_waits(x);
 }
 
 void px_xchg_body_error(px_xchg_t *x, const char *reason)
@@ -549,13 +280,14 @@ void px_xchg_body_error(px_xchg_t *x, const char *reason)
     px__x_finish(x, -1);
 }
 
-/* ---- the response ------------------------------------------------------------------------------ */
+/* ---- the response ------------------------------------------------------------------------------
+ */
 
 static void on_up_ready(void *owner)
 {
     px_xchg_t *x = owner;
     x->up_ready = 1; /* connect and TLS had their own timeouts; now the answer's starts */
-    px__waits(x);
+    px__x_waits(x);
 }
 
 static void on_up_head(void *owner, px_msg_t *m)
@@ -569,12 +301,14 @@ static void on_up_head(void *owner, px_msg_t *m)
             return;
         }
         if (!(status == 100 && x->sent_100)) {
-            px_resp_t r = {.status = status, .fields = m, .reason = m->buf + m->target.off,
+            px_resp_t r = {.status = status,
+                           .fields = m,
+                           .reason = m->buf + m->target.off,
                            .reason_len = m->target.len};
             x->ops->head(x->down, &r);
         }
         px_msg_free(m);
-        px__waits(x);
+        px__x_waits(x);
         return;
     }
     if (status == 101) {
@@ -583,8 +317,11 @@ static void on_up_head(void *owner, px_msg_t *m)
             px__x_up_failed(x, "invalid response from upstream: 101 without an upgrade");
             return;
         }
-        px_resp_t r = {.status = 101, .fields = m, .reason = m->buf + m->target.off,
-                       .reason_len = m->target.len, .upgrade = 1};
+        px_resp_t r = {.status = 101,
+                       .fields = m,
+                       .reason = m->buf + m->target.off,
+                       .reason_len = m->target.len,
+                       .upgrade = 1};
         x->ops->head(x->down, &r);
         px_msg_free(m);
         x->status = 101;
@@ -605,10 +342,10 @@ static void on_up_head(void *owner, px_msg_t *m)
     }
     x->status = status;
     x->rs = PX__RS_BODY;
-    for (const addon_t *const *a = px_addons(); *a != NULL; a++)
-        if ((*a)->on_response_head != NULL)
-            (*a)->on_response_head(*a, x->view, status);
-    px_resp_t r = {.status = status, .fields = m, .reason = m->buf + m->target.off,
+    px_stage_response_head(x, status);
+    px_resp_t r = {.status = status,
+                   .fields = m,
+                   .reason = m->buf + m->target.off,
                    .reason_len = m->target.len};
     if (m->flags & PX_MSG_NO_BODY) {
         r.body = PX_RESP_NONE;
@@ -630,20 +367,20 @@ static void on_up_head(void *owner, px_msg_t *m)
     r.close = !x->reuse;
     x->ops->head(x->down, &r);
     px_msg_free(m);
-    px__waits(x);
+    px__x_waits(x);
 }
 
 static void on_up_data(void *owner, const char *data, size_t len)
 {
     px_xchg_t *x = owner;
-    if (px__x_budget_received(x, data, len))
-        return; /* the received-bytes budget cut the response (px_xchg_budget.c) */
+    if (px_stage_response_data(x, data, len))
+        return; /* a response stage cut it (the received-bytes budget, px_stage_budget.c) */
     x->ops->data(x->down, data, len);
     if (!x->up_paused && x->ops->full(x->down)) {
         x->up_paused = 1;
         px_up_pause(x->up, 1);
     }
-    px__waits(x);
+    px__x_waits(x);
 }
 
 static void on_up_end(void *owner, const px_fields_t *t)
@@ -657,7 +394,7 @@ static void on_up_end(void *owner, const px_fields_t *t)
         return;
     }
     /* the upstream answered before the request body ended: the body goes on flowing to it */
-    px__waits(x);
+    px__x_waits(x);
 }
 
 static void on_up_error(void *owner, const char *why)
@@ -673,7 +410,7 @@ static void on_up_drain(void *owner)
     if (x->body_paused) {
         x->body_paused = 0;
         x->ops->pause_body(x->down, 0);
-        px__waits(x);
+        px__x_waits(x);
     }
 }
 
@@ -684,10 +421,11 @@ void px_xchg_drain(px_xchg_t *x)
     x->up_paused = 0;
     if (x->up != NULL)
         px_up_pause(x->up, 0);
-    px__waits(x);
+    px__x_waits(x);
 }
 
-/* ---- the end ------------------------------------------------------------------------------------ */
+/* ---- the end ------------------------------------------------------------------------------------
+ */
 
 static void on_timer_closed(uv_handle_t *h)
 {
@@ -705,9 +443,7 @@ static void px__release(px_xchg_t *x)
             px_up_abort(x->up);
         x->up = NULL;
     }
-    px__x_ghapp_end(x);
-    px__addons_end(x);
-    px__x_budget_end(x);
+    px_stage_end(x); /* each stage lets go of its state */
     if (x->view != NULL) {
         addon_req_reset(x->view);
         free(x->view);
@@ -717,11 +453,9 @@ static void px__release(px_xchg_t *x)
     x->snap = NULL;
     px_msg_free(x->req);
     x->req = NULL;
-    free(x->bodybuf);
-    free(x->outbody);
-    free(x->held);
-    x->held = NULL;
-    x->bodybuf = x->outbody = NULL;
+    free(x->gath.body);
+    free(x->gath.out);
+    x->gath.body = x->gath.out = NULL;
     uv_timer_stop(&x->timer);
     uv_close((uv_handle_t *)&x->timer, on_timer_closed);
 }
@@ -768,16 +502,15 @@ static void on_xchg_timer(uv_timer_t *t)
     uint64_t now = uv_now(x->eng->loop.uv);
     if (x->client_by != 0 && now >= x->client_by) {
         px__x_log(x, "ERROR", -1,
-                x->rs == PX__RS_BODY && x->up_paused ? "Client stopped reading the response"
-                                                     : "Client stalled during the request body");
+                  x->rs == PX__RS_BODY && x->up_paused ? "Client stopped reading the response"
+                                                       : "Client stalled during the request body");
         px__x_finish(x, -1);
         return;
     }
     if (x->upstream_by != 0 && now >= x->upstream_by) {
         px__x_up_failed(x, x->rs == PX__RS_BODY ? "Upstream stalled during the response"
-                                              : "Upstream did not answer in time");
+                                                : "Upstream did not answer in time");
         return;
     }
     px__arm(x);
 }
-

@@ -1,5 +1,5 @@
-/* The egress budgets of an exchange (docs/budgets.md): once the allowlist allowed a request,
- * the conversation's budgets that match its host admit it or answer 429
+/* The budget stage of an exchange (px_stage.h; docs/budgets.md): once the allowlist allowed a
+ * request, the conversation's budgets that match its host admit it or answer 429
  * egress_budget_exceeded; then its request body is counted as it goes upstream and its
  * response body as it comes back. A body that crosses a budget stops there: nothing past the
  * budget goes on (the piece that crosses is cut at the budget), the upstream request is aborted
@@ -21,7 +21,6 @@ struct px__xbud {
     addon_budget_req_t *req; /* the sent/received budgets this request counts for */
     uint64_t sent;           /* this request's body bytes handed upstream */
     uint64_t received;       /* its response body bytes relayed */
-    int passing;             /* the piece that fits is being handed on: not counted again */
 };
 
 /* Answers 429 egress_budget_exceeded for o. */
@@ -32,19 +31,20 @@ static void px__bud_answer(px_xchg_t *x, const addon_budget_over_t *o, uint64_t 
     px__x_answer(x, 429, json, n, close);
 }
 
-int px__x_budget_head(px_xchg_t *x)
+/* The request head was allowed: admits it under the egress budgets, or answers 429. */
+static int on_head(px_xchg_t *x)
 {
     size_t n;
     addon_policy_budgets(x->snap->cfg.policy, &n);
     if (n == 0)
-        return 0;
+        return PX_STAGE_CONTINUE;
     if ((*x->budgets_at) == NULL)
         (*x->budgets_at) = addon_budget_table_new();
     struct px__xbud *xb = calloc(1, sizeof(*xb));
     if ((*x->budgets_at) == NULL || xb == NULL) {
         free(xb);
         px__x_finish(x, -1);
-        return 1;
+        return PX_STAGE_REFUSE;
     }
     x->budget = xb;
     const px_msg_t *m = x->req;
@@ -57,14 +57,14 @@ int px__x_budget_head(px_xchg_t *x)
     if (rc < 0) {
         px__x_log(x, "ERROR", -1, "internal error in an addon");
         px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request", 1);
-        return 1;
+        return PX_STAGE_REFUSE;
     }
     if (rc == 0) {
         if (xb->req == NULL) { /* no byte budget for this host: nothing to count after this */
             free(xb);
             x->budget = NULL;
         }
-        return 0;
+        return PX_STAGE_CONTINUE;
     }
     char desc[ADDON_BUDGET_DESC_MAX], tail[ADDON_BUDGET_DESC_MAX + 64];
     addon_budget_describe(&o, desc, sizeof(desc));
@@ -76,7 +76,7 @@ int px__x_budget_head(px_xchg_t *x)
     px__x_log(x, "BLOCKED", 429, tail);
     /* as any refusal: the connection goes on unless the client waits for a 100 */
     px__bud_answer(x, &o, declared, x->expect && x->rq == PX__RQ_BODY);
-    return 1;
+    return PX_STAGE_REFUSE;
 }
 
 /* The request body crossed a sent-bytes budget: what fit went on; the rest never will. */
@@ -101,39 +101,41 @@ static void px__bud_stop_upload(px_xchg_t *x, const addon_budget_over_t *o)
     px__bud_answer(x, o, 0, 1); /* the rest of the body is not read: the connection closes */
 }
 
-int px__x_budget_sent(px_xchg_t *x, const char *data, size_t len)
+/* A piece of request body going on: counted; when it crosses a sent-bytes budget what fits
+ * goes on, the exchange is stopped (REFUSE). */
+static int on_body(px_xchg_t *x, const char *data, size_t len)
 {
     struct px__xbud *xb = x->budget;
-    if (xb == NULL || xb->passing)
-        return 0;
+    if (xb == NULL || x->sink == PX__SINK_DISCARD)
+        return PX_STAGE_CONTINUE;
     uint64_t fit = 0;
     addon_budget_over_t o;
     if (!addon_budget_count(xb->req, ADDON_BUDGET_SENT, len, &fit, &o)) {
         xb->sent += len;
-        return 0;
+        return PX_STAGE_CONTINUE;
     }
     if (fit > 0) {
-        xb->passing = 1;
-        px__x_body_out(x, data, (size_t)fit);
-        xb->passing = 0;
+        px_stage_pass(x, &px_stage_budget, data, (size_t)fit);
         xb->sent += fit;
         if (x->finished)
-            return 1;
+            return PX_STAGE_REFUSE;
     }
     px__bud_stop_upload(x, &o);
-    return 1;
+    return PX_STAGE_REFUSE;
 }
 
-int px__x_budget_received(px_xchg_t *x, const char *data, size_t len)
+/* A piece of response body: when it crosses a received-bytes budget what fits is relayed and
+ * the response cut (REFUSE). */
+static int on_response_data(px_xchg_t *x, const char *data, size_t len)
 {
     struct px__xbud *xb = x->budget;
     if (xb == NULL)
-        return 0;
+        return PX_STAGE_CONTINUE;
     uint64_t fit = 0;
     addon_budget_over_t o;
     if (!addon_budget_count(xb->req, ADDON_BUDGET_RECEIVED, len, &fit, &o)) {
         xb->received += len;
-        return 0;
+        return PX_STAGE_CONTINUE;
     }
     if (fit > 0)
         x->ops->data(x->down, data, (size_t)fit);
@@ -148,10 +150,10 @@ int px__x_budget_received(px_xchg_t *x, const char *data, size_t len)
              (unsigned long long)xb->received);
     px__x_log(x, "BLOCKED", x->status, tail);
     px__x_finish(x, 0); /* HTTP/1: the connection closes short of the length; HTTP/2: reset */
-    return 1;
+    return PX_STAGE_REFUSE;
 }
 
-void px__x_budget_end(px_xchg_t *x)
+static void on_end(px_xchg_t *x)
 {
     if (x->budget == NULL)
         return;
@@ -168,3 +170,9 @@ struct addon_budget_req *px__x_budget_take(px_xchg_t *x)
     x->budget->req = NULL;
     return r;
 }
+
+const px_stage_t px_stage_budget = {.name = "budget",
+                                    .on_head = on_head,
+                                    .on_body = on_body,
+                                    .on_response_data = on_response_data,
+                                    .on_end = on_end};

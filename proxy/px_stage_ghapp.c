@@ -1,8 +1,8 @@
-/* The GitHub App stage of an exchange (reference §4.5): a request carrying an in-scope
- * github-app surrogate gets the entry's installation token, from the entry's cache or from a
- * token request to {base_url}/app/installations/{id}/access_tokens made here with the upstream
- * client. One token request per entry at a time: exchanges that need the token while it is
- * under way wait on it (a list), and all resume when it ends. The exchange's request body is
+/* The GitHub App stage of an exchange (px_stage.h; reference §4.5), a credential stage: a request
+ * carrying an in-scope github-app surrogate gets the entry's installation token, from the entry's
+ * cache or from a token request to {base_url}/app/installations/{id}/access_tokens made here with
+ * the upstream client. One token request per entry at a time: exchanges that need the token while
+ * it is under way wait on it (a list), and all resume when it ends. The exchange's request body is
  * paused meanwhile. After a token request the same job fetches the installation's
  * repositories page by page (GraphQL repository scoping): requests to .../graphql have their
  * body gathered first, then checked against them before the token goes in (addon_ghscope.h).
@@ -18,7 +18,6 @@
 #include "addons/addon_ghapp.h"
 #include "addons/addon_ghrepos.h"
 #include "addons/addon_ghscope.h"
-#include "addons/addon_masking.h"
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
 #include "proxy/px_engine.h"
@@ -65,23 +64,23 @@ static void on_mint_closed(uv_handle_t *h)
 
 static void on_waiter_resume(px_defer_t *d)
 {
-    px_xchg_t *x = px_container_of(d, px_xchg_t, gh_resume);
+    px_xchg_t *x = px_container_of(d, px_xchg_t, gh.resume);
     if (x->finished)
         return;
-    if (x->gh_paused) {
-        x->gh_paused = 0;
+    if (x->gh.paused) {
+        x->gh.paused = 0;
         x->body_paused = 0;
         x->ops->pause_body(x->down, 0);
     }
-    px__x_continue(x);
+    px_stage_resume(x); /* the stage runs again: the token goes in */
 }
 
 /* The repositories could not be fetched: the reference's loud line, once per network log. */
 static void px__repos_failed(px__ghmint_t *mt, const char *why)
 {
-    for (px_xchg_t *x = mt->waiters; x != NULL; x = x->gh_next) {
+    for (px_xchg_t *x = mt->waiters; x != NULL; x = x->gh.next) {
         int seen = 0;
-        for (px_xchg_t *y = mt->waiters; y != x && !seen; y = y->gh_next)
+        for (px_xchg_t *y = mt->waiters; y != x && !seen; y = y->gh.next)
             seen = y->log == x->log;
         if (!seen)
             addon_req_log(x->view, "GitHub App repo node ID resolution failed: %s", why);
@@ -110,12 +109,12 @@ static void px__mint_done(px__ghmint_t *mt, const char *why)
     px_xchg_t *x = mt->waiters;
     mt->waiters = NULL;
     while (x != NULL) {
-        px_xchg_t *next = x->gh_next;
-        x->gh_next = NULL;
-        x->gh_mint = NULL;
-        x->gh_outcome = why != NULL ? PX__GH_FAILED : mt->minted ? PX__GH_REFRESHED : PX__GH_CACHED;
-        snprintf(x->gh_why, sizeof(x->gh_why), "%s", why != NULL ? why : "");
-        px_defer(&x->eng->loop, &x->gh_resume, on_waiter_resume);
+        px_xchg_t *next = x->gh.next;
+        x->gh.next = NULL;
+        x->gh.mint = NULL;
+        x->gh.outcome = why != NULL ? PX__GH_FAILED : mt->minted ? PX__GH_REFRESHED : PX__GH_CACHED;
+        snprintf(x->gh.why, sizeof(x->gh.why), "%s", why != NULL ? why : "");
+        px_defer(&x->eng->loop, &x->gh.resume, on_waiter_resume);
         x = next;
     }
     uv_timer_stop(&mt->timer);
@@ -404,11 +403,11 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, 
         mt->repl = addon_replacements_ref(repl);
         addon_ghapp_set_pending(g, mt);
     }
-    x->gh_mint = mt;
-    x->gh_next = mt->waiters;
+    x->gh.mint = mt;
+    x->gh.next = mt->waiters;
     mt->waiters = x;
     if (x->rq == PX__RQ_BODY && !x->body_paused) {
-        x->gh_paused = 1;
+        x->gh.paused = 1;
         x->body_paused = 1;
         x->ops->pause_body(x->down, 1);
     }
@@ -426,17 +425,17 @@ static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, 
     memset(&ans, 0, sizeof(ans));
     size_t tl = 0;
     const char *tok = addon_ghapp_cache_token(g, &tl);
-    if (x->gh_outcome == PX__GH_FAILED || tl == 0) {
-        addon_ghapp_refresh_failed(r, &ans, x->gh_why[0] ? x->gh_why : "no token");
+    if (x->gh.outcome == PX__GH_FAILED || tl == 0) {
+        addon_ghapp_refresh_failed(r, &ans, x->gh.why[0] ? x->gh.why : "no token");
         px__x_addon_answer(x, &ans);
         return 1;
     }
     if (scoped &&
-        addon_ghapp_graphql_scope(r, addon_ghapp_repos(g), x->bodybuf, x->bodylen, &ans) != 0) {
+        addon_ghapp_graphql_scope(r, addon_ghapp_repos(g), x->gath.body, x->gath.len, &ans) != 0) {
         px__x_addon_answer(x, &ans);
         return 1;
     }
-    int flags = (x->gh_outcome == PX__GH_REFRESHED ? ADDON_GHAPP_REFRESHED : 0) |
+    int flags = (x->gh.outcome == PX__GH_REFRESHED ? ADDON_GHAPP_REFRESHED : 0) |
                 (scoped ? ADDON_GHAPP_SCOPED : 0);
     int rc = addon_ghapp_apply(r, repl, i, tok, tl, flags);
     if (rc == 0)
@@ -448,39 +447,42 @@ static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, 
 }
 
 /* A GraphQL request with the App's surrogate: the body is gathered whole (up to the GraphQL
- * cap) as for a body filter, and the stage runs again once the filters passed it (px_xchg.c
- * holds the credential stage until then). The exchange goes on from the loop. Returns 2. */
+ * cap) as for a body filter, and the stage runs again once the filters passed it (the pipeline
+ * passes over the credential stages until then). The exchange goes on from the loop. */
 static int px__gather(px_xchg_t *x)
 {
     addon_req_t *r = x->view;
     if (r->filter_cap < ADDON_GHSCOPE_BODY_CAP)
         r->filter_cap = ADDON_GHSCOPE_BODY_CAP;
     if (x->rq == PX__RQ_BODY && !x->body_paused) {
-        x->gh_paused = 1;
+        x->gh.paused = 1;
         x->body_paused = 1;
         x->ops->pause_body(x->down, 1);
     }
-    px_defer(&x->eng->loop, &x->gh_resume, on_waiter_resume);
-    return 2;
+    px_defer(&x->eng->loop, &x->gh.resume, on_waiter_resume);
+    return PX_STAGE_WAIT;
 }
 
-int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a)
+/* When the request carries an in-scope github-app surrogate, the installation token goes in
+ * (CONTINUE), the exchange answers (REFUSE: a refresh failure, plain http), or it waits for the
+ * token (WAIT; px_stage_resume() runs it again). Otherwise foreign credentials are stripped as
+ * the entry says. */
+static int on_head(px_xchg_t *x)
 {
     addon_req_t *r = x->view;
-    if (*a != addon_masking() || r->credentials_done || r->config == NULL ||
-        r->config->replacements == NULL)
-        return 0;
+    if (r->credentials_done || r->config == NULL || r->config->replacements == NULL)
+        return PX_STAGE_CONTINUE;
     addon_replacements_t *repl = r->config->replacements;
     int i = addon_ghapp_match(repl, r);
     if (i < 0) {
         addon_ghapp_strip_foreign(r, repl);
-        return 0;
+        return PX_STAGE_CONTINUE;
     }
     addon_answer_t gq;
     memset(&gq, 0, sizeof(gq));
     if (addon_ghapp_graphql_query(r, &gq)) {
         px__x_addon_answer(x, &gq);
-        return 1;
+        return PX_STAGE_REFUSE;
     }
     if (!r->tls) {
         addon_answer_t ans = {.status = 403,
@@ -493,52 +495,62 @@ int px__x_ghapp_stage(px_xchg_t *x, const addon_t *const *a)
                  "this host.");
         snprintf(ans.log_tail, sizeof(ans.log_tail), " (credential needs https)");
         px__x_addon_answer(x, &ans);
-        return 1;
+        return PX_STAGE_REFUSE;
     }
     int scoped = addon_ghapp_graphql_path(r);
-    if (scoped && !x->filtered)
+    if (scoped && !x->gath.filtered)
         return px__gather(x); /* the scope is read from the body: gather it first */
     addon_ghapp_t *g = addon_replacements_ghapp(repl, (size_t)i);
-    if (x->gh_outcome == 0) {
+    if (x->gh.outcome == 0) {
         int valid = addon_ghapp_cache_valid(g, (int64_t)time(NULL));
         if (valid && !(scoped && addon_ghapp_repos(g) == NULL)) {
-            x->gh_outcome = PX__GH_CACHED;
+            x->gh.outcome = PX__GH_CACHED;
         } else if (px__wait(x, g, repl, valid) == 0) {
-            return 2;
+            return PX_STAGE_WAIT;
         } else if (valid) {
-            x->gh_outcome = PX__GH_CACHED; /* the repositories stay unknown: refused below */
+            x->gh.outcome = PX__GH_CACHED; /* the repositories stay unknown: refused below */
         } else {
-            x->gh_outcome = PX__GH_FAILED;
-            snprintf(x->gh_why, sizeof(x->gh_why), "the token request could not start");
+            x->gh.outcome = PX__GH_FAILED;
+            snprintf(x->gh.why, sizeof(x->gh.why), "the token request could not start");
         }
     }
-    return px__inject(x, repl, (size_t)i, g, scoped);
+    return px__inject(x, repl, (size_t)i, g, scoped) ? PX_STAGE_REFUSE : PX_STAGE_CONTINUE;
 }
 
-int px__x_ghapp_over_cap(px_xchg_t *x, addon_answer_t *ans)
+/* The body gathered for a GraphQL request carrying a github-app surrogate went over the
+ * GraphQL cap: 1 and ans filled (403 graphql_repo_scope_blocked), else 0. */
+static int on_body_over(px_xchg_t *x, addon_answer_t *ans)
 {
     addon_req_t *r = x->view;
-    if (r->credentials_done || r->config == NULL || r->config->replacements == NULL ||
-        !addon_ghapp_graphql_path(r) || addon_ghapp_match(r->config->replacements, r) < 0)
+    if (r->filter_cap == 0 || r->credentials_done || r->config == NULL ||
+        r->config->replacements == NULL || !addon_ghapp_graphql_path(r) ||
+        addon_ghapp_match(r->config->replacements, r) < 0)
         return 0;
     memset(ans, 0, sizeof(*ans));
-    return addon_ghapp_graphql_scope(r, NULL, NULL, x->bodylen, ans);
+    return addon_ghapp_graphql_scope(r, NULL, NULL, x->gath.len, ans);
 }
 
-void px__x_ghapp_end(px_xchg_t *x)
+/* The exchange is released: it stops waiting for a token. */
+static void on_end(px_xchg_t *x)
 {
-    px_defer_cancel(&x->eng->loop, &x->gh_resume);
-    px__ghmint_t *mt = x->gh_mint;
+    px_defer_cancel(&x->eng->loop, &x->gh.resume);
+    px__ghmint_t *mt = x->gh.mint;
     if (mt == NULL)
         return;
-    for (px_xchg_t **p = &mt->waiters; *p != NULL; p = &(*p)->gh_next) {
+    for (px_xchg_t **p = &mt->waiters; *p != NULL; p = &(*p)->gh.next) {
         if (*p == x) {
-            *p = x->gh_next;
+            *p = x->gh.next;
             break;
         }
     }
-    x->gh_mint = NULL;
-    x->gh_next = NULL;
+    x->gh.mint = NULL;
+    x->gh.next = NULL;
     if (mt->waiters == NULL && x->eng->stopping)
         px__mint_done(mt, "airlock is shutting down"); /* nobody waits: the loop may end */
 }
+
+const px_stage_t px_stage_ghapp = {.name = "ghapp",
+                                   .flags = PX_STAGE_AFTER_FILTERS,
+                                   .on_head = on_head,
+                                   .on_body_over = on_body_over,
+                                   .on_end = on_end};

@@ -1,6 +1,6 @@
-/* The secret guard of an exchange: the real value of a credential airlock holds (a masked
- * secret, an AWS key or session token) or a canary the operator planted, found anywhere in a
- * request (its target, a field, its body, in any encoding addons/addon_leak knows), refuses
+/* The secret guard stage of an exchange (px_stage.h): the real value of a credential airlock holds
+ * (a masked secret, an AWS key or session token) or a canary the operator planted, found anywhere
+ * in a request (its target, a field, its body, in any encoding addons/addon_leak knows), refuses
  * the request before that value leaves: never sent upstream, whatever the host. The match is
  * named in the answer and the log by the entry's name, never by its value. */
 #include <stdio.h>
@@ -107,6 +107,8 @@ static char *px__pct_decode(const char *s, size_t len, size_t *out_len)
     return d;
 }
 
+static int on_head(px_xchg_t *x);
+
 int px__x_leak_pre(px_xchg_t *x)
 {
     /* their log lines and answers show the Host, the SNI, the CONNECT target as sent */
@@ -115,19 +117,21 @@ int px__x_leak_pre(px_xchg_t *x)
     if (x->snap_from == NULL || x->snap_from->leak == NULL)
         return 0;
     x->snap = px_snapshot_ref(x->snap_from); /* let go with the exchange */
-    return px__x_leak_head(x);
+    return on_head(x) != PX_STAGE_CONTINUE;
 }
 
-int px__x_leak_head(px_xchg_t *x)
+/* Scans the request target and fields for a secret or a canary, before any addon: the policy,
+ * and the credentials that put real values in. */
+static int on_head(px_xchg_t *x)
 {
     const addon_leak_t *m = x->snap != NULL ? x->snap->leak : NULL;
     if (m == NULL)
-        return 0;
+        return PX_STAGE_CONTINUE;
     addon_leak_match_t mt;
     const px_msg_t *r = x->req;
     if (addon_leak_scan(m, r->buf + r->target.off, r->target.len, &mt)) {
         px__leak_refuse(x, &mt, "url", NULL, 0);
-        return 1;
+        return PX_STAGE_REFUSE;
     }
     size_t dlen = 0;
     char *dec = px__pct_decode(r->buf + r->target.off, r->target.len, &dlen);
@@ -135,39 +139,50 @@ int px__x_leak_head(px_xchg_t *x)
     free(dec);
     if (hit) {
         px__leak_refuse(x, &mt, "url", NULL, 0);
-        return 1;
+        return PX_STAGE_REFUSE;
     }
     if (px__leak_fields(x, m, r->buf, r->names, r->values, r->n, 0))
-        return 1;
+        return PX_STAGE_REFUSE;
     if (x->rq == PX__RQ_BODY) {
-        x->leak_on = 1;
-        addon_leak_state_init(&x->leak_st);
+        x->leak.on = 1;
+        addon_leak_state_init(&x->leak.st);
     }
-    return 0;
+    return PX_STAGE_CONTINUE;
 }
 
-void px__x_leak_body(px_xchg_t *x, const char *data, size_t len)
+static void px__leak_body(px_xchg_t *x, const char *data, size_t len);
+
+/* A piece of the body through the guard: scanned, then all but the held tail handed on. */
+static int on_body(px_xchg_t *x, const char *data, size_t len)
+{
+    if (!x->leak.on || x->sink == PX__SINK_DISCARD)
+        return PX_STAGE_CONTINUE;
+    px__leak_body(x, data, len);
+    return PX_STAGE_REFUSE; /* taken: what it lets go was handed on */
+}
+
+static void px__leak_body(px_xchg_t *x, const char *data, size_t len)
 {
     const addon_leak_t *m = x->snap->leak;
     addon_leak_match_t mt;
-    if (addon_leak_feed(m, &x->leak_st, data, len, &mt)) {
+    if (addon_leak_feed(m, &x->leak.st, data, len, &mt)) {
         px__leak_refuse(x, &mt, "body", NULL, 0);
         return;
     }
     /* A value split across pieces: its start is still held, never sent, when its end arrives.
      * Only the bytes that may still begin a value are held (usually none). */
-    size_t keep = addon_leak_pending(m, &x->leak_st);
-    if (keep == 0 && x->held_len == 0) {
-        px__x_body_out(x, data, len);
+    size_t keep = addon_leak_pending(m, &x->leak.st);
+    if (keep == 0 && x->leak.held_len == 0) {
+        px_stage_pass(x, &px_stage_leak, data, len);
         return;
     }
-    size_t total = x->held_len + len;
+    size_t total = x->leak.held_len + len;
     size_t out = total > keep ? total - keep : 0;
-    size_t from_held = out < x->held_len ? out : x->held_len;
+    size_t from_held = out < x->leak.held_len ? out : x->leak.held_len;
     size_t from_data = out - from_held;
-    if (x->held == NULL) {
-        x->held = malloc(addon_leak_max_pattern_len(m)); /* keep is always less */
-        if (x->held == NULL) {
+    if (x->leak.held == NULL) {
+        x->leak.held = malloc(addon_leak_max_pattern_len(m)); /* keep is always less */
+        if (x->leak.held == NULL) {
             px__x_finish(x, -1);
             return;
         }
@@ -181,46 +196,61 @@ void px__x_leak_body(px_xchg_t *x, const char *data, size_t len)
             px__x_finish(x, -1);
             return;
         }
-        memcpy(send, x->held, from_held);
+        memcpy(send, x->leak.held, from_held);
     }
-    memmove(x->held, x->held + from_held, x->held_len - from_held);
-    x->held_len -= from_held;
-    memcpy(x->held + x->held_len, data + from_data, len - from_data);
-    x->held_len += len - from_data;
+    memmove(x->leak.held, x->leak.held + from_held, x->leak.held_len - from_held);
+    x->leak.held_len -= from_held;
+    memcpy(x->leak.held + x->leak.held_len, data + from_data, len - from_data);
+    x->leak.held_len += len - from_data;
     if (send != NULL) {
-        px__x_body_out(x, send, from_held);
+        px_stage_pass(x, &px_stage_leak, send, from_held);
         if (send != small)
             free(send);
         if (x->finished)
             return;
     }
     if (from_data > 0)
-        px__x_body_out(x, data, from_data);
+        px_stage_pass(x, &px_stage_leak, data, from_data);
 }
 
 /* The body ended: the held tail goes on. */
 static void px__leak_flush(px_xchg_t *x)
 {
-    if (x->held_len == 0 || x->sink == PX__SINK_DISCARD)
+    if (x->leak.held_len == 0 || x->sink == PX__SINK_DISCARD)
         return;
-    char *held = x->held;
-    size_t n = x->held_len;
-    x->held = NULL;
-    x->held_len = 0;
-    px__x_body_out(x, held, n);
+    char *held = x->leak.held;
+    size_t n = x->leak.held_len;
+    x->leak.held = NULL;
+    x->leak.held_len = 0;
+    px_stage_pass(x, &px_stage_leak, held, n);
     free(held);
 }
 
-int px__x_leak_end(px_xchg_t *x, const px_fields_t *t)
+/* The request ended with trailer fields t (borrowed; NULL: none): they are scanned as the head's
+ * fields are (a match aborts the upstream request, nothing of t or the held tail leaves), then
+ * the held tail goes on. REFUSE when the exchange ended (refused, or failed). */
+static int on_body_end(px_xchg_t *x, const px_fields_t *t)
 {
     const addon_leak_t *m = x->snap != NULL ? x->snap->leak : NULL;
     /* the head went upstream long ago: a match aborts that request before the held bytes or
      * any trailer field are handed on (a request already answered takes nothing more) */
     if (m != NULL && t != NULL && x->sink != PX__SINK_DISCARD &&
         px__leak_fields(x, m, t->buf, t->names, t->values, t->n, 1))
-        return 1;
-    if (!x->leak_on)
-        return 0;
+        return PX_STAGE_REFUSE;
+    if (!x->leak.on)
+        return PX_STAGE_CONTINUE;
     px__leak_flush(x);
-    return x->finished;
+    return x->finished ? PX_STAGE_REFUSE : PX_STAGE_CONTINUE;
 }
+
+static void on_end(px_xchg_t *x)
+{
+    free(x->leak.held);
+    x->leak.held = NULL;
+}
+
+const px_stage_t px_stage_leak = {.name = "leak",
+                                  .on_head = on_head,
+                                  .on_body = on_body,
+                                  .on_body_end = on_body_end,
+                                  .on_end = on_end};

@@ -1,0 +1,90 @@
+/* The request pipeline of an exchange: named stages with one contract, run in the order of one
+ * table (px_stage.c). Only the exchange (px_xchg*.c) and the stages (px_stage_*.c) include this.
+ *
+ * The stages, in table order:
+ *   precheck     a request the pre-checks refused is answered (after the secret guard's scan of
+ *                it); an accepted one gets the view the addons read    px_stage_precheck.c
+ *   leak         the secret guard: target, fields, then the body and trailers   px_stage_leak.c
+ *   policy       the policy addons' heads: allowlist, GraphQL operations, tool domains, the
+ *                provider-fetch check (each body filter asks for the body here) px_stage_policy.c
+ *   aws          AWS re-signing (after the filters)                    px_stage_credentials.c
+ *   ghapp        the GitHub App token (after the filters; may WAIT)    px_stage_ghapp.c
+ *   masking      credential masking (after the filters)                px_stage_credentials.c
+ *   budget       the egress budgets: the request at its head, the bytes sent and received
+ *                                                                      px_stage_budget.c
+ *   filters      the body is gathered (a body filter, or a credential addon that signs it,
+ *                asked) and the body filters run on it                 px_stage_filters.c
+ *   upstream     the request goes upstream (a gathered body as the credential addon made it)
+ *                                                                      px_stage_upstream.c
+ * Then the response: each stage's on_response_head/on_response_data in table order (today the
+ * received-bytes budget), and the exchange's one log line.
+ *
+ * The contract. on_head runs once the stages before it passed the head, and returns
+ *   PX_STAGE_CONTINUE  the stage passed the request: the next stage runs;
+ *   PX_STAGE_REFUSE    the stage answered the request (a refusal) or ended the exchange: the
+ *                      pipeline stops there;
+ *   PX_STAGE_WAIT      the stage waits for something (a token request, the whole body): it
+ *                      calls px_stage_resume() later, from the loop, and its on_head runs again.
+ * A stage marked PX_STAGE_AFTER_FILTERS puts a real credential in: while a body filter holds the
+ * body (filter_cap set, the filters not passed yet) it is passed over, and it runs once the
+ * filters passed the gathered body. This is why the budgets admit a filtered request before its
+ * body is gathered (its bytes are counted as they come) and every other request after its
+ * credentials: the cursor is always the first stage, in table order, that has not passed.
+ * A stage never calls another stage: the exchange runs the table and keeps the cursor.
+ *
+ * The body: each request body piece goes through the stages' on_body in table order, then to
+ * the exchange's sink (upstream, the gathering buffer, or nowhere). on_body returns CONTINUE
+ * (hand the piece on as it is), or REFUSE (the stage took it: it hands on what it lets go with
+ * px_stage_pass(), or it ended the exchange). on_body_end (trailers t) runs when the body ended:
+ * CONTINUE, or REFUSE when the exchange ended. on_body_over: the gathered body went over its cap;
+ * 1 with ans filled when the stage refuses it its own way (the stage that gathers it asks first).
+ * on_response_head/on_response_data: the upstream's answer (REFUSE: the stage cut it). on_end:
+ * the exchange is released; the stage lets go of its per-request state. */
+#ifndef PX_STAGE_H
+#define PX_STAGE_H
+
+#include <stddef.h>
+
+#include "addons/addon.h"
+#include "proxy/px_xchg.h"
+
+enum { PX_STAGE_CONTINUE = 0, PX_STAGE_REFUSE = 1, PX_STAGE_WAIT = 2 };
+
+#define PX_STAGE_AFTER_FILTERS 0x1 /* runs only once the body filters passed the body */
+
+typedef struct px_stage {
+    const char *name;
+    unsigned flags;
+    int (*on_head)(px_xchg_t *x);
+    int (*on_body)(px_xchg_t *x, const char *data, size_t len);
+    int (*on_body_end)(px_xchg_t *x, const px_fields_t *t);
+    int (*on_body_over)(px_xchg_t *x, addon_answer_t *ans);
+    void (*on_response_head)(px_xchg_t *x, int status);
+    int (*on_response_data)(px_xchg_t *x, const char *data, size_t len);
+    void (*on_end)(px_xchg_t *x);
+} px_stage_t;
+
+extern const px_stage_t px_stage_precheck, px_stage_leak, px_stage_policy, px_stage_aws,
+    px_stage_ghapp, px_stage_masking, px_stage_budget, px_stage_filters, px_stage_upstream;
+
+/* The table, in order, and its length (for the tests). */
+const px_stage_t *const *px_stages(size_t *n);
+
+/* Runs the head stages from the cursor (the first one that has not passed). */
+void px_stage_run(px_xchg_t *x);
+/* A stage that returned PX_STAGE_WAIT goes on: its on_head runs again, then the rest. */
+void px_stage_resume(px_xchg_t *x);
+/* A request body piece through the body hooks, then to the sink. */
+void px_stage_body(px_xchg_t *x, const char *data, size_t len);
+/* Stage s lets go of a piece it held: it goes through the body hooks after s, then the sink. */
+void px_stage_pass(px_xchg_t *x, const px_stage_t *s, const char *data, size_t len);
+/* The body ended (trailers t, borrowed): 1 when a stage ended the exchange. */
+int px_stage_body_end(px_xchg_t *x, const px_fields_t *t);
+/* The gathered body went over its cap: 1 with ans filled when a stage refuses it its way. */
+int px_stage_body_over(px_xchg_t *x, addon_answer_t *ans);
+void px_stage_response_head(px_xchg_t *x, int status);
+/* 1 when a stage cut the response. */
+int px_stage_response_data(px_xchg_t *x, const char *data, size_t len);
+void px_stage_end(px_xchg_t *x);
+
+#endif

@@ -1,0 +1,50 @@
+/* The credential stages (px_stage.h) that run one addon each: AWS re-signing (addon_aws) and
+ * credential masking (addon_masking); the GitHub App stage, between them, is
+ * px_stage_ghapp.c. One mechanism per request: the first that matches sets credentials_done.
+ * They wait for the body filters (PX_STAGE_AFTER_FILTERS): no real credential goes into a
+ * request a filter refuses. */
+#include "addons/addon_aws.h"
+#include "addons/addon_masking.h"
+#include "proxy/px_xchg_int.h"
+
+static int aws_head(px_xchg_t *x)
+{
+    return px__x_addon_head(x, addon_aws());
+}
+
+static void aws_response_head(px_xchg_t *x, int status)
+{
+    px__x_addon_response_head(x, addon_aws(), status);
+}
+
+static void aws_end(px_xchg_t *x)
+{
+    px__x_addon_end(x, addon_aws());
+}
+
+static int masking_head(px_xchg_t *x)
+{
+    return px__x_addon_head(x, addon_masking());
+}
+
+static void masking_response_head(px_xchg_t *x, int status)
+{
+    px__x_addon_response_head(x, addon_masking(), status);
+}
+
+static void masking_end(px_xchg_t *x)
+{
+    px__x_addon_end(x, addon_masking());
+}
+
+const px_stage_t px_stage_aws = {.name = "aws",
+                                 .flags = PX_STAGE_AFTER_FILTERS,
+                                 .on_head = aws_head,
+                                 .on_response_head = aws_response_head,
+                                 .on_end = aws_end};
+
+const px_stage_t px_stage_masking = {.name = "masking",
+                                     .flags = PX_STAGE_AFTER_FILTERS,
+                                     .on_head = masking_head,
+                                     .on_response_head = masking_response_head,
+                                     .on_end = masking_end};
