@@ -2,7 +2,7 @@
  * own fields, the RS256 app JWT, the token-exchange body and answer, the per-entry token cache,
  * and the request side (which entry a request's `ghs_` surrogate names, the replacement, the
  * stripping of foreign credentials). Everything here is synchronous and pure but the cache,
- * which the proxy (proxy/px_ghapp.c) fills after an exchange with the GitHub API.
+ * which the proxy (proxy/px_stage_ghapp.c) fills after an exchange with the GitHub API.
  *
  * An entry: {"type": "github-app", "app_id": str|int, "private_key": PEM RSA,
  * "installation_id": int|digits, "base_url"?: "https://api.github.com", "scopes": [...],

@@ -17,7 +17,7 @@
 # TLS=1 sends the upload over HTTPS (TLS from curl to airlock and from airlock to the sink, as
 # an agent's upload to an allowed API goes). PIN=0 leaves every process unpinned. PERF=1 also samples airlock with perf during each
 # guarded upload and prints the share of its CPU time spent in the guard's own functions (the
-# scanner, addon_leak_*, and the hold-back, px__x_leak_*): a figure that does not move with
+# scanner, addon_leak_*, and the hold-back in proxy/px_stage_leak.c, px__leak_*): a figure that does not move with
 # the machine's load the way CPU per GiB does.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -5,7 +5,7 @@
  * asks, and feeds it in pieces. Checks: the request ends at most once and no body byte comes
  * after its end; trailers handed out stay inside their caps and spans; and trailers handed out
  * are exactly the fields written (same order, same bytes), so that the guard's scan of them
- * (addon_leak over every name and value, as proxy/px_xchg_leak.c runs it) finds a planted
+ * (addon_leak over every name and value, as proxy/px_stage_leak.c runs it) finds a planted
  * secret or canary exactly when the fields sent carry it: what the codec hands on is what the
  * guard read.
  *
