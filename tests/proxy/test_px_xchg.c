@@ -1,0 +1,997 @@
+/* The exchange (proxy/px_xchg.h) in process, table-driven: no root, no network, no real
+ * upstream. A request head is parsed from text and pre-checked as a client connection would;
+ * the exchange runs on a real libuv loop with a policy snapshot loaded from YAML/JSON text and a
+ * network log in a temp file; the upstream is tests/proxy/fake_upstream.c (link-time
+ * substitution of px_upstream.h) and the client side is a recording px_down_ops_t. Each case is
+ * a script of client and upstream events, then what each side must have seen and the log line.
+ *
+ * Only the public API is used (px_xchg.h, px_upstream.h, px_log.h, px_policy.h, px_engine.h):
+ * the stages inside the exchange may move without breaking these. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "addons/addon_budget.h"
+#include "proxy/px_engine.h"
+#include "proxy/px_h1.h"
+#include "proxy/px_log.h"
+#include "proxy/px_policy.h"
+#include "proxy/px_precheck.h"
+#include "proxy/px_upstream.h"
+#include "proxy/px_xchg.h"
+
+#include "fake_upstream.c"
+
+/* ---- the client side: what the client would receive -------------------------------------- */
+
+typedef struct fake_down {
+    char interim[64]; /* "100 " per interim head */
+    size_t interim_len;
+    int heads; /* final heads */
+    int status;
+    px_resp_body_t body_mode;
+    uint64_t length;
+    int close;
+    char ctype[64];
+    char fields[2048]; /* "Name: value\n" of the final head's fields */
+    size_t fields_len;
+    char body[65536];
+    size_t body_len;
+    int ends;
+    char trailers[512];
+    size_t trailers_len;
+    int full;        /* what full() answers */
+    char pauses[32]; /* "1" / "0" per pause_body call */
+    size_t pauses_len;
+    int finished; /* finished() calls */
+    int reuse;
+    int gone; /* finished or aborted: no call may come after */
+} fake_down_t;
+
+static void down_add(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void down_add(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0 && *len + (size_t)n < cap)
+        *len += (size_t)n;
+}
+
+static void on_down_head(void *down, const px_resp_t *r)
+{
+    fake_down_t *d = down;
+    assert_false(d->gone);
+    if (r->status >= 100 && r->status < 200 && r->status != 101) {
+        down_add(d->interim, sizeof(d->interim), &d->interim_len, "%d ", r->status);
+        return;
+    }
+    assert_int_equal(d->heads, 0); /* one final head */
+    d->heads++;
+    d->status = r->status;
+    d->body_mode = r->body;
+    d->length = r->length;
+    d->close = r->close;
+    snprintf(d->ctype, sizeof(d->ctype), "%s", r->ctype != NULL ? r->ctype : "");
+    const px_msg_t *m = r->fields;
+    for (size_t i = 0; m != NULL && i < m->n; i++)
+        down_add(d->fields, sizeof(d->fields), &d->fields_len, "%.*s: %.*s\n", (int)m->names[i].len,
+                 m->buf + m->names[i].off, (int)m->values[i].len, m->buf + m->values[i].off);
+}
+
+static void on_down_data(void *down, const char *data, size_t len)
+{
+    fake_down_t *d = down;
+    assert_false(d->gone);
+    assert_int_equal(d->heads, 1);
+    assert_true(d->body_len + len <= sizeof(d->body));
+    memcpy(d->body + d->body_len, data, len);
+    d->body_len += len;
+}
+
+static void on_down_end(void *down, const px_fields_t *t)
+{
+    fake_down_t *d = down;
+    assert_false(d->gone);
+    assert_int_equal(d->heads, 1);
+    d->ends++;
+    for (size_t i = 0; t != NULL && i < t->n; i++)
+        down_add(d->trailers, sizeof(d->trailers), &d->trailers_len, "%.*s: %.*s\n",
+                 (int)t->names[i].len, t->buf + t->names[i].off, (int)t->values[i].len,
+                 t->buf + t->values[i].off);
+}
+
+static int on_down_full(void *down)
+{
+    fake_down_t *d = down;
+    return d->full;
+}
+
+static void on_down_pause(void *down, int pause)
+{
+    fake_down_t *d = down;
+    assert_false(d->gone);
+    down_add(d->pauses, sizeof(d->pauses), &d->pauses_len, "%d", pause);
+}
+
+static void on_down_tunnel(void *down, px_tunnel_t *t)
+{
+    (void)down, (void)t;
+    fail_msg("no case upgrades");
+}
+
+static void on_down_finished(void *down, int reuse)
+{
+    fake_down_t *d = down;
+    assert_false(d->gone);
+    d->finished++;
+    d->reuse = reuse;
+    d->gone = 1;
+}
+
+static const px_down_ops_t down_ops = {
+    .head = on_down_head,
+    .data = on_down_data,
+    .end = on_down_end,
+    .full = on_down_full,
+    .pause_body = on_down_pause,
+    .tunnel = on_down_tunnel,
+    .finished = on_down_finished,
+};
+
+/* ---- the fixture: a loop, an engine, a snapshot, a log ----------------------------------------
+ */
+
+#define POLICY_DEFAULT                                                                             \
+    "domains:\n"                                                                                   \
+    "  - allowed.example\n"                                                                        \
+    "url_prefixes:\n"                                                                              \
+    "  - host: api.github.com\n"                                                                   \
+    "    path: /graphql\n"                                                                         \
+    "    methods: [POST]\n"                                                                        \
+    "    graphql:\n"                                                                               \
+    "      queries: [\"*\"]\n"
+
+#define REAL_SECRET "REAL-secret-value-0123456789"
+#define SURROGATE "surrogate-token-0123456789abcdef"
+#define CANARY "CANARY-7f3a9b2c4d5e6f70a1"
+
+/* A masked credential for allowed.example (Authorization) and a canary. */
+#define REPL_DEFAULT                                                                               \
+    "{\"" SURROGATE "\": {\"value\": \"" REAL_SECRET "\", \"scopes\": [\"allowed.example\"],"      \
+    " \"headers\": [\"Authorization\"]},"                                                          \
+    " \"canaries\": [{\"name\": \"planted-marker\", \"value\": \"" CANARY "\"}]}"
+
+typedef struct fx {
+    uv_loop_t uv;
+    px_engine_t eng;
+    px_config_t cfg;
+    char dir[64];
+    char al_path[128], repl_path[128], log_path[128];
+    px_snapshot_t *snap;
+    struct addon_budget_table *budgets;
+    px_xchg_t *x;
+    fake_down_t down;
+    char logbuf[8192];
+} fx_t;
+
+static fx_t *fx;
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+static void fx_setup(const char *policy, const char *repl)
+{
+    fx = calloc(1, sizeof(*fx));
+    assert_non_null(fx);
+    fake_up_reset();
+    snprintf(fx->dir, sizeof(fx->dir), "/tmp/test_px_xchg.XXXXXX");
+    assert_non_null(mkdtemp(fx->dir));
+    snprintf(fx->al_path, sizeof(fx->al_path), "%s/allowlist.yaml", fx->dir);
+    snprintf(fx->repl_path, sizeof(fx->repl_path), "%s/replacements.json", fx->dir);
+    snprintf(fx->log_path, sizeof(fx->log_path), "%s/network.log", fx->dir);
+    write_file(fx->al_path, policy != NULL ? policy : POLICY_DEFAULT);
+    if (repl != NULL)
+        write_file(fx->repl_path, repl);
+    px_config_defaults(&fx->cfg);
+    fx->cfg.allowlist_path = fx->al_path;
+    fx->cfg.allowlist_format = 0;
+    fx->cfg.replacements_path = fx->repl_path;
+    fx->cfg.log_path = fx->log_path;
+    assert_int_equal(px_snapshot_load(&fx->cfg, 1, &fx->snap), 0);
+    assert_int_equal(uv_loop_init(&fx->uv), 0);
+    assert_int_equal(px_loop_init(&fx->eng.loop, &fx->uv), 0);
+    fx->eng.cfg = &fx->cfg;
+    char err[256];
+    assert_int_equal(px_log_open(fx->log_path, 1, &fx->eng.log, err, sizeof(err)), 0);
+    fx->eng.snap = fx->snap;
+}
+
+/* A few loop turns: the deferred calls (finished) and the timers' close callbacks run. */
+static void fx_run(void)
+{
+    for (int i = 0; i < 4; i++)
+        uv_run(&fx->uv, UV_RUN_NOWAIT);
+}
+
+/* The log as written, read back. */
+static const char *fx_log(void)
+{
+    px_log_flush(fx->eng.log);
+    FILE *f = fopen(fx->log_path, "r");
+    assert_non_null(f);
+    size_t n = fread(fx->logbuf, 1, sizeof(fx->logbuf) - 1, f);
+    fclose(f);
+    fx->logbuf[n] = '\0';
+    return fx->logbuf;
+}
+
+static void fx_teardown(void)
+{
+    if (fx->x != NULL && !fx->down.gone) {
+        px_xchg_abort(fx->x, NULL); /* the client connection closing */
+        fx->down.gone = 1;
+    }
+    fx_run();
+    assert_false(fake_up.live); /* the exchange let go of its upstream request */
+    px_log_close(fx->eng.log);
+    px_loop_close(&fx->eng.loop);
+    uv_run(&fx->uv, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&fx->uv), 0); /* every handle closed: the exchange is freed */
+    px_snapshot_unref(fx->snap);
+    if (fx->budgets != NULL)
+        addon_budget_table_free(fx->budgets);
+    unlink(fx->al_path);
+    unlink(fx->repl_path);
+    unlink(fx->log_path);
+    rmdir(fx->dir);
+    free(fx);
+    fx = NULL;
+}
+
+/* ---- parsing heads and trailers from text ---------------------------------------------------- */
+
+static px_msg_t *parsed;
+
+static int on_parsed_head(void *owner, px_msg_t *m)
+{
+    (void)owner;
+    parsed = m;
+    return 1; /* stop: the body is the script's */
+}
+
+static int on_parsed_data(void *owner, const char *data, size_t len)
+{
+    (void)owner, (void)data, (void)len;
+    return 0;
+}
+
+static int on_parsed_end(void *owner, const px_fields_t *t)
+{
+    (void)owner, (void)t;
+    return 0;
+}
+
+static const px_h1_cbs_t parse_cbs = {on_parsed_head, on_parsed_data, on_parsed_end};
+
+/* Parses a request (is_request) or response head from text; no_body: the response answers a
+ * HEAD. */
+static px_msg_t *parse_head(const char *text, int is_request, int no_body)
+{
+    px_h1_t p;
+    px_h1_init(&p, is_request, &parse_cbs, NULL);
+    if (no_body)
+        px_h1_expect_no_body(&p);
+    parsed = NULL;
+    size_t used = 0;
+    assert_int_equal(px_h1_feed(&p, text, strlen(text), &used), 0);
+    px_h1_free(&p);
+    assert_non_null(parsed);
+    return parsed;
+}
+
+/* Trailer fields from "Name: value\n..." text. */
+static void make_fields(px_fields_t *t, const char *text)
+{
+    memset(t, 0, sizeof(*t));
+    const char *s = text;
+    while (*s != '\0' && t->n < PX_TRAILERS_MAX) {
+        const char *nl = strchr(s, '\n');
+        size_t ll = nl != NULL ? (size_t)(nl - s) : strlen(s);
+        const char *colon = memchr(s, ':', ll);
+        assert_non_null(colon);
+        size_t nlen = (size_t)(colon - s);
+        const char *v = colon + 1;
+        while (*v == ' ')
+            v++;
+        size_t vlen = ll - (size_t)(v - s);
+        t->names[t->n] = (px_span_t){(uint32_t)t->len, (uint32_t)nlen};
+        memcpy(t->buf + t->len, s, nlen);
+        t->len += nlen;
+        t->values[t->n] = (px_span_t){(uint32_t)t->len, (uint32_t)vlen};
+        memcpy(t->buf + t->len, v, vlen);
+        t->len += vlen;
+        t->n++;
+        s += ll + (nl != NULL);
+    }
+}
+
+/* ---- the script ------------------------------------------------------------------------------ */
+
+typedef enum op {
+    END_OF_SCRIPT = 0,
+    C_BODY,          /* the client sends body bytes s */
+    C_END,           /* the client's body ends (trailers s, may be NULL) */
+    C_DRAIN,         /* the client's queue drained */
+    C_FULL,          /* the client's queue is full (n) */
+    C_ABORT,         /* the client went away (reason s) */
+    C_BROKEN,        /* the client's body framing broke (reason s) */
+    U_READY,         /* the upstream connected and sent the head */
+    U_HEAD,          /* the upstream answers head s */
+    U_DATA,          /* response body bytes s */
+    U_END,           /* the response ends (trailers s, may be NULL) */
+    U_ERROR,         /* the upstream failed (why s) */
+    U_FULL,          /* the upstream's queue is full (n) */
+    U_DRAIN,         /* ... and drained */
+    CHECK_PAUSES,    /* the client's body was paused/resumed as s says so far */
+    CHECK_UP_PAUSED, /* the response is paused (n) */
+} op_t;
+
+typedef struct step {
+    op_t op;
+    const char *s;
+    int n;
+} step_t;
+
+static void step_run(const step_t *st)
+{
+    px_fields_t t;
+    if (st->op >= C_BODY && st->op <= C_BROKEN && st->op != C_FULL)
+        assert_false(fx->down.gone); /* the exchange is freed: the client calls it no more */
+    switch (st->op) {
+    case C_BODY:
+        px_xchg_body(fx->x, st->s, strlen(st->s));
+        break;
+    case C_END:
+        if (st->s != NULL)
+            make_fields(&t, st->s);
+        px_xchg_body_end(fx->x, st->s != NULL ? &t : NULL);
+        break;
+    case C_DRAIN:
+        fx->down.full = 0;
+        px_xchg_drain(fx->x);
+        break;
+    case C_FULL:
+        fx->down.full = st->n;
+        break;
+    case C_BROKEN:
+        px_xchg_body_error(fx->x, st->s);
+        break;
+    case C_ABORT:
+        px_xchg_abort(fx->x, st->s);
+        fx->down.gone = 1;
+        break;
+    case U_READY:
+        fake_up_live(&fake_up);
+        if (fake_up.cbs->on_ready != NULL)
+            fake_up.cbs->on_ready(fake_up.owner);
+        break;
+    case U_HEAD:
+        fake_up_live(&fake_up);
+        fake_up.cbs->on_head(fake_up.owner, parse_head(st->s, 0, fake_up.is_head));
+        break;
+    case U_DATA:
+        fake_up_live(&fake_up);
+        fake_up.cbs->on_data(fake_up.owner, st->s, strlen(st->s));
+        break;
+    case U_END:
+        fake_up_live(&fake_up);
+        if (st->s != NULL)
+            make_fields(&t, st->s);
+        fake_up.cbs->on_end(fake_up.owner, st->s != NULL ? &t : NULL);
+        break;
+    case U_ERROR:
+        fake_up_error(st->s);
+        break;
+    case U_FULL:
+        fake_up.full = st->n;
+        break;
+    case U_DRAIN:
+        fake_up_live(&fake_up);
+        fake_up.full = 0;
+        fake_up.cbs->on_drain(fake_up.owner);
+        break;
+    case CHECK_PAUSES:
+        assert_string_equal(fx->down.pauses, st->s);
+        break;
+    case CHECK_UP_PAUSED:
+        assert_int_equal(fake_up.paused, st->n);
+        break;
+    case END_OF_SCRIPT:
+        break;
+    }
+}
+
+/* ---- the cases ------------------------------------------------------------------------------- */
+
+enum { FIN_NONE = 0, FIN_REUSE, FIN_CLOSE, FIN_NOW }; /* finished(1), (0), (-1) */
+
+typedef struct xcase {
+    const char *name;
+    const char *policy; /* NULL: POLICY_DEFAULT */
+    const char *repl;   /* NULL: none */
+    int tls;            /* came over TLS (SNI = the Host) */
+    const char *req;    /* the request head */
+    step_t steps[16];
+    /* the upstream */
+    int opened;
+    const char *up_head; /* lines that must be in its head, in this order */
+    const char *up_not;  /* ... and lines that must not be (each a prefix) */
+    int up_body_mode;
+    const char *up_body;
+    int up_ended;
+    const char *up_trailers;
+    int up_aborted, up_done;
+    /* the client */
+    const char *interim;
+    int status;
+    int body_mode;
+    int close;
+    const char *down_body;   /* exact (NULL: not checked) */
+    const char *down_json;   /* airlock's own answer: a JSON body holding this */
+    const char *down_fields; /* lines that must be in the final head */
+    const char *down_trailers;
+    const char *pauses;
+    int cut; /* the response was cut: no end */
+    int fin;
+    /* the log, whole (one line per exchange) */
+    const char *log;
+} xcase_t;
+
+/* Each line of want is a line of have, in order. */
+static void assert_lines_in(const char *have, const char *want, const char *what)
+{
+    const char *from = have;
+    const char *w = want;
+    while (w != NULL && *w != '\0') {
+        const char *nl = strchr(w, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - w) : strlen(w);
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s\n", (int)len, w);
+        const char *at = strstr(from, line);
+        if (at == NULL || (at != have && at[-1] != '\n'))
+            fail_msg("%s: no line '%.*s' (in order) in:\n%s", what, (int)len, w, have);
+        from = at + strlen(line);
+        w += len + (nl != NULL);
+    }
+}
+
+static void assert_no_line(const char *have, const char *nots, const char *what)
+{
+    const char *w = nots;
+    while (w != NULL && *w != '\0') {
+        const char *nl = strchr(w, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - w) : strlen(w);
+        for (const char *l = have; *l != '\0';) {
+            if (strncasecmp(l, w, len) == 0)
+                fail_msg("%s: a line starts with '%.*s':\n%s", what, (int)len, w, have);
+            const char *e = strchr(l, '\n');
+            l = e != NULL ? e + 1 : l + strlen(l);
+        }
+        w += len + (nl != NULL);
+    }
+}
+
+static void case_check(const xcase_t *c)
+{
+    const fake_down_t *d = &fx->down;
+    assert_int_equal(fake_up.opened, c->opened);
+    if (c->opened) {
+        assert_lines_in(fake_up.head, c->up_head, "upstream head");
+        assert_no_line(fake_up.head, c->up_not, "upstream head");
+        assert_int_equal(fake_up.body_mode, c->up_body_mode);
+        assert_int_equal(fake_up.body_len, strlen(c->up_body != NULL ? c->up_body : ""));
+        assert_memory_equal(fake_up.body, c->up_body != NULL ? c->up_body : "", fake_up.body_len);
+        assert_int_equal(fake_up.data_after_end, 0);
+    }
+    assert_int_equal(fake_up.ended, c->up_ended);
+    assert_string_equal(fake_up.trailers, c->up_trailers != NULL ? c->up_trailers : "");
+    assert_int_equal(fake_up.aborted, c->up_aborted);
+    assert_int_equal(fake_up.done, c->up_done);
+    assert_string_equal(d->interim, c->interim != NULL ? c->interim : "");
+    assert_int_equal(d->status, c->status);
+    if (c->status != 0) {
+        assert_int_equal(d->body_mode, c->body_mode);
+        assert_int_equal(d->close, c->close);
+        if (c->body_mode == PX_RESP_LENGTH && c->fin == FIN_REUSE)
+            assert_int_equal(d->length, d->body_len); /* what was said is what came */
+    }
+    if (c->down_body != NULL) {
+        assert_int_equal(d->body_len, strlen(c->down_body));
+        assert_memory_equal(d->body, c->down_body, d->body_len);
+    }
+    if (c->down_json != NULL) {
+        assert_string_equal(d->ctype, "application/json");
+        assert_true(d->body_len > 0 && d->body[0] == '{' && d->body[d->body_len - 1] == '\n');
+        assert_non_null(strstr(d->body, c->down_json));
+    }
+    assert_lines_in(d->fields, c->down_fields, "client head");
+    assert_string_equal(d->trailers, c->down_trailers != NULL ? c->down_trailers : "");
+    assert_string_equal(d->pauses, c->pauses != NULL ? c->pauses : "");
+    static const int reuse_of[] = {[FIN_REUSE] = 1, [FIN_CLOSE] = 0, [FIN_NOW] = -1};
+    assert_int_equal(d->finished, c->fin != FIN_NONE);
+    if (c->fin != FIN_NONE)
+        assert_int_equal(d->reuse, reuse_of[c->fin]);
+    if (c->fin != FIN_NONE && c->status != 0)
+        assert_int_equal(d->ends, !c->cut);
+    assert_string_equal(fx_log(), c->log);
+    assert_null(strstr(fx->logbuf, REAL_SECRET)); /* never a secret in the log */
+    assert_null(strstr(fx->logbuf, CANARY));
+}
+
+static void case_run(const xcase_t *c)
+{
+    fx_setup(c->policy, c->repl);
+    px_msg_t *m = parse_head(c->req, 1, 0);
+    char sni[256] = "";
+    px_pre_ctx_t ctx = {
+        .kind = c->tls ? PX_LISTEN_HTTPS : PX_LISTEN_HTTP, .tls = c->tls, .sni = sni, .tunnel = ""};
+    if (c->tls) {
+        int hi = px_msg_find(m, "host");
+        assert_true(hi >= 0);
+        snprintf(sni, sizeof(sni), "%.*s", (int)m->values[hi].len, m->buf + m->values[hi].off);
+    }
+    px_pre_t pre;
+    px_precheck(m, &ctx, &pre);
+    px_xchg_from_t from = {.ops = &down_ops,
+                           .down = &fx->down,
+                           .pre = ctx,
+                           .log = fx->eng.log,
+                           .snap = fx->snap,
+                           .up = (px_upmgr_t *)&fake_up, /* never read: the fake ignores it */
+                           .budgets = &fx->budgets};
+    fx->x = px_xchg_start(&fx->eng, &from, m, &pre);
+    assert_non_null(fx->x);
+    fx_run();
+    for (const step_t *st = c->steps; st->op != END_OF_SCRIPT; st++) {
+        step_run(st);
+        fx_run();
+    }
+    case_check(c);
+    fx_teardown();
+}
+
+#define GET_ALLOWED "GET /x?q=1 HTTP/1.1\r\nHost: allowed.example\r\nUser-Agent: t\r\n\r\n"
+#define OK_5 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Up: yes\r\n\r\n"
+#define POST_9 "POST /up HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 9\r\n\r\n"
+#define POST_CHUNKED                                                                               \
+    "POST /up HTTP/1.1\r\nHost: allowed.example\r\nTransfer-Encoding: chunked\r\n"                 \
+    "TE: trailers\r\n\r\n"
+#define GQL_MUTATION                                                                               \
+    "{\"query\": \"mutation { deleteRepository(input: {}) { clientMutationId } }\"}"
+#define GQL_QUERY "{\"query\": \"query { viewer { login } }\"}"
+#define GQL_POST(len, extra)                                                                       \
+    "POST /graphql HTTP/1.1\r\nHost: api.github.com\r\nContent-Type: application/json\r\n"         \
+    "Content-Length: " #len "\r\n" extra "\r\n"
+
+static const xcase_t cases[] = {
+    {.name = "allowed GET: head upstream, response to the client, one log line",
+     .req = "GET /x?q=1 HTTP/1.1\r\nHost: allowed.example\r\nUser-Agent: t\r\n"
+            "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: timeout=5\r\n"
+            "TE: trailers\r\n\r\n",
+     .steps = {{U_READY}, {U_HEAD, OK_5}, {U_DATA, "hel"}, {U_DATA, "lo"}, {U_END}},
+     .opened = 1,
+     .up_head = "GET /x?q=1\nHost: allowed.example\nUser-Agent: t\nTE: trailers",
+     .up_not = "Connection\nX-Hop\nKeep-Alive",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "hello",
+     .down_fields = "X-Up: yes",
+     .fin = FIN_REUSE,
+     .log = "allowed GET http://allowed.example/x?q=1 -> 200\n"},
+    {.name = "blocked host: 403 JSON, the upstream never opened",
+     .req = "GET /secret HTTP/1.1\r\nHost: denied.example\r\n\r\n",
+     .down_json = "\"error\": \"blocked_by_network_allowlist\"",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "BLOCKED GET http://denied.example/secret -> 403\n"},
+    {.name = "body streamed in order; upstream full pauses the client body, drain resumes",
+     .req = POST_9,
+     .steps = {{U_READY},
+               {C_BODY, "abc"},
+               {U_FULL, .n = 1},
+               {C_BODY, "def"},
+               {CHECK_PAUSES, "1"},
+               {U_DRAIN},
+               {CHECK_PAUSES, "10"},
+               {C_BODY, "ghi"},
+               {C_END},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /up\nContent-Length: 9",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = "abcdefghi",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .pauses = "10",
+     .fin = FIN_REUSE,
+     .log = "allowed POST http://allowed.example/up -> 200\n"},
+    {.name = "the real value of a secret in a header: 403 leak, never sent",
+     .repl = REPL_DEFAULT,
+     .req = "GET / HTTP/1.1\r\nHost: allowed.example\r\nX-Api: Bearer " REAL_SECRET "\r\n\r\n",
+     .down_json = "\"error\": \"blocked_secret_leak\", \"kind\": \"secret\"",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "BLOCKED GET http://allowed.example/ -> 403 (leak: secret entry[0].value, raw, in "
+            "header 'X-Api')\n"},
+    {.name = "a canary in a trailer aborts the upstream request: no trailer, no end sent",
+     .repl = REPL_DEFAULT,
+     .req = POST_CHUNKED,
+     .steps = {{U_READY}, {C_BODY, "part1"}, {C_END, "X-Checksum: " CANARY}},
+     .opened = 1,
+     .up_head = "POST /up\nTransfer-Encoding: chunked\nTE: trailers",
+     .up_body_mode = PX_UP_BODY_CHUNKED,
+     .up_body = "part1",
+     .up_aborted = 1,
+     .down_json = "\"where\": \"trailer\", \"trailer\": \"X-Checksum\"",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .fin = FIN_CLOSE,
+     .log = "BLOCKED POST http://allowed.example/up -> 403 (leak: canary planted-marker, raw, in "
+            "trailer 'X-Checksum'; the upstream request was aborted)\n"},
+    {.name = "clean trailers go upstream with the end",
+     .repl = REPL_DEFAULT,
+     .req = POST_CHUNKED,
+     .steps = {{U_READY},
+               {C_BODY, "part1"},
+               {C_BODY, "part2"},
+               {C_END, "X-Checksum: abc"},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_CHUNKED,
+     .up_body = "part1part2",
+     .up_ended = 1,
+     .up_trailers = "X-Checksum: abc\n",
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed POST http://allowed.example/up -> 200\n"},
+    {.name = "upstream error before the head: 502 and an ERROR line",
+     .req = GET_ALLOWED,
+     .steps = {{U_ERROR, "Connection failed: connection refused"}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .status = 502,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "{\"error\": \"upstream_error\", \"message\": \"Connection failed: connection "
+                  "refused\"}\n",
+     .fin = FIN_REUSE,
+     .log = "ERROR GET http://allowed.example/x?q=1 -> Connection failed: connection refused\n"},
+    {.name = "upstream error after the head: the response is cut, the connection too",
+     .req = GET_ALLOWED,
+     .steps = {{U_READY}, {U_HEAD, OK_5}, {U_DATA, "he"}, {U_ERROR, "Connection reset"}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "he",
+     .cut = 1,
+     .fin = FIN_CLOSE,
+     .log = "ERROR GET http://allowed.example/x?q=1 -> Connection reset\n"},
+    {.name = "early answer from an upstream that closes: the rest of the body is unwanted",
+     .req = POST_9,
+     .steps = {{U_READY},
+               {C_BODY, "abc"},
+               {U_HEAD, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 3\r\n"
+                        "Connection: close\r\n\r\n"},
+               {U_DATA, "big"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = "abc",
+     .up_aborted = 1,
+     .status = 413,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .down_body = "big",
+     .fin = FIN_CLOSE,
+     .log = "allowed POST http://allowed.example/up -> 413\n"},
+    {.name = "early answer on keep-alive: the body goes on flowing, then the connection is reused",
+     .req = POST_9,
+     .steps = {{U_READY},
+               {C_BODY, "abc"},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END},
+               {C_BODY, "defghi"},
+               {C_END}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = "abcdefghi",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed POST http://allowed.example/up -> 200\n"},
+    {.name = "GraphQL mutation refused: the body gathered, the upstream never opened",
+     .tls = 1,
+     .req = GQL_POST(73, ""),
+     .steps = {{C_BODY, "{\"query\": \"mutation { deleteRepos"},
+               {C_BODY, "itory(input: {}) { clientMutationId } }\"}"},
+               {C_END}},
+     .down_json = "mutation",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "BLOCKED POST https://api.github.com/graphql -> 403 [graphql-op: "
+            "mutation/deleteRepository]\n"},
+    {.name = "GraphQL query allowed: the gathered body goes up whole with its length",
+     .tls = 1,
+     .req = GQL_POST(39, ""),
+     .steps = {{C_BODY, "{\"query\": \"query { vi"},
+               {C_BODY, "ewer { login } }\"}"},
+               {C_END},
+               {U_READY},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /graphql\nContent-Length: 39",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = GQL_QUERY,
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed POST https://api.github.com/graphql -> 200 [graphql-op: query/viewer]\n"},
+    {.name = "GraphQL with 100-continue: airlock answers 100 itself, Expect stays here",
+     .tls = 1,
+     .req = GQL_POST(39, "Expect: 100-continue\r\n"),
+     .steps = {{C_BODY, GQL_QUERY},
+               {C_END},
+               {U_READY},
+               {U_HEAD, "HTTP/1.1 100 Continue\r\n\r\n"},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /graphql",
+     .up_not = "Expect",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = GQL_QUERY,
+     .up_ended = 1,
+     .up_done = 1,
+     .interim = "100 ",
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed POST https://api.github.com/graphql -> 200 [graphql-op: query/viewer]\n"},
+    {.name = "masking: the surrogate in Authorization becomes the real value upstream",
+     .repl = REPL_DEFAULT,
+     .tls = 1,
+     .req =
+         "GET /x HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Bearer " SURROGATE "\r\n\r\n",
+     .steps = {{U_READY}, {U_HEAD, OK_5}, {U_DATA, "12345"}, {U_END}},
+     .opened = 1,
+     .up_head = "GET /x\nAuthorization: Bearer " REAL_SECRET,
+     .up_not = "Authorization: Bearer " SURROGATE,
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed GET https://allowed.example/x -> 200 [masked: 1]\n"},
+    {.name = "masking over plain http: refused, the real value never crosses in clear",
+     .repl = REPL_DEFAULT,
+     .req =
+         "GET /x HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Bearer " SURROGATE "\r\n\r\n",
+     .down_json = "credentials_require_https",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "BLOCKED GET http://allowed.example/x -> 403 (credential needs https)\n"},
+    {.name = "chunked response with trailers reaches the client chunked",
+     .req = GET_ALLOWED,
+     .steps = {{U_READY},
+               {U_HEAD, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"},
+               {U_DATA, "ab"},
+               {U_DATA, "cd"},
+               {U_END, "X-Sum: 4"}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_CHUNKED,
+     .down_body = "abcd",
+     .down_trailers = "X-Sum: 4\n",
+     .fin = FIN_REUSE,
+     .log = "allowed GET http://allowed.example/x?q=1 -> 200\n"},
+    {.name = "a response delimited by the close: the client connection closes after it",
+     .req = GET_ALLOWED,
+     .steps = {{U_READY}, {U_HEAD, "HTTP/1.1 200 OK\r\n\r\n"}, {U_DATA, "abcd"}, {U_END}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_UNTIL_CLOSE,
+     .close = 1,
+     .down_body = "abcd",
+     .fin = FIN_CLOSE,
+     .log = "allowed GET http://allowed.example/x?q=1 -> 200\n"},
+    {.name = "HEAD: the upstream is told, the answer has no body whatever its length says",
+     .req = "HEAD /x HTTP/1.1\r\nHost: allowed.example\r\n\r\n",
+     .steps = {{U_READY}, {U_HEAD, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"}, {U_END}},
+     .opened = 1,
+     .up_head = "HEAD /x",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_NONE,
+     .down_body = "",
+     .down_fields = "Content-Length: 100",
+     .fin = FIN_REUSE,
+     .log = "allowed HEAD http://allowed.example/x -> 200\n"},
+    {.name = "100-continue streamed: Expect goes upstream, its 100 reaches the client",
+     .req = "POST /up HTTP/1.1\r\nHost: allowed.example\r\nContent-Length: 4\r\n"
+            "Expect: 100-continue\r\n\r\n",
+     .steps = {{U_READY},
+               {U_HEAD, "HTTP/1.1 100 Continue\r\n\r\n"},
+               {C_BODY, "data"},
+               {C_END},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /up\nContent-Length: 4\nExpect: 100-continue",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = "data",
+     .up_ended = 1,
+     .up_done = 1,
+     .interim = "100 ",
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed POST http://allowed.example/up -> 200\n"},
+    {.name = "100-continue refused: 403 and the connection closes (the body may or may not come)",
+     .req = "POST /up HTTP/1.1\r\nHost: denied.example\r\nContent-Length: 4\r\n"
+            "Expect: 100-continue\r\n\r\n",
+     .down_json = "blocked_by_network_allowlist",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .fin = FIN_CLOSE,
+     .log = "BLOCKED POST http://denied.example/up -> 403\n"},
+    {.name = "keep-alive: HTTP/1.0 without keep-alive is not reused",
+     .req = "GET /x HTTP/1.0\r\nHost: allowed.example\r\n\r\n",
+     .steps = {{U_READY}, {U_HEAD, OK_5}, {U_DATA, "12345"}, {U_END}},
+     .opened = 1,
+     .up_head = "GET /x",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .down_body = "12345",
+     .fin = FIN_CLOSE,
+     .log = "allowed GET http://allowed.example/x -> 200\n"},
+    {.name = "keep-alive: Connection: close is not reused, and not sent upstream",
+     .req = "GET /x HTTP/1.1\r\nHost: allowed.example\r\nConnection: close\r\n\r\n",
+     .steps = {{U_READY}, {U_HEAD, OK_5}, {U_DATA, "12345"}, {U_END}},
+     .opened = 1,
+     .up_head = "GET /x",
+     .up_not = "Connection",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .down_body = "12345",
+     .fin = FIN_CLOSE,
+     .log = "allowed GET http://allowed.example/x -> 200\n"},
+    {.name = "a slow client: the response is paused upstream, drain resumes it",
+     .req = GET_ALLOWED,
+     .steps = {{U_READY},
+               {U_HEAD, OK_5},
+               {C_FULL, .n = 1},
+               {U_DATA, "123"},
+               {CHECK_UP_PAUSED, .n = 1},
+               {C_DRAIN},
+               {CHECK_UP_PAUSED, .n = 0},
+               {U_DATA, "45"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed GET http://allowed.example/x?q=1 -> 200\n"},
+    {.name = "the client goes away mid-response: upstream aborted, no finished call",
+     .req = GET_ALLOWED,
+     .steps = {{U_READY}, {U_HEAD, OK_5}, {U_DATA, "12"}, {C_ABORT, "Client disconnected."}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_aborted = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12",
+     .log = "ERROR GET http://allowed.example/x?q=1 -> Client disconnected.\n"},
+    {.name = "a malformed request body before the answer: upstream aborted, 400, close",
+     .req = POST_CHUNKED,
+     .steps = {{U_READY}, {C_BODY, "abc"}, {C_BROKEN, "bad chunk"}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_CHUNKED,
+     .up_body = "abc",
+     .up_aborted = 1,
+     .down_json = "\"error\": \"bad_request\"",
+     .status = 400,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .fin = FIN_CLOSE,
+     .log = "ERROR POST http://allowed.example/up -> malformed request body: bad chunk\n"},
+};
+
+static void test_px_xchg_case(void **state)
+{
+    const xcase_t *c = *state;
+    case_run(c);
+}
+
+#define NCASES (sizeof(cases) / sizeof(cases[0]))
+
+int main(void)
+{
+    struct CMUnitTest tests[NCASES];
+    for (size_t i = 0; i < NCASES; i++)
+        tests[i] = (struct CMUnitTest){.name = cases[i].name,
+                                       .test_func = test_px_xchg_case,
+                                       .initial_state = (void *)&cases[i]};
+    return cmocka_run_group_tests_name("test_px_xchg", tests, NULL, NULL);
+}
