@@ -62,6 +62,7 @@ typedef enum op {
     C_FULL,          /* the client's queue is full (n) */
     C_ABORT,         /* the client went away (reason s) */
     C_BROKEN,        /* the client's body framing broke (reason s) */
+    WAIT,            /* n ms pass (the exchange's timers may fire) */
     U_READY,         /* the upstream connected and sent the head */
     U_HEAD,          /* the upstream answers head s */
     U_DATA,          /* response body bytes s */
@@ -102,6 +103,10 @@ static void step_run(const step_t *st)
         break;
     case C_BROKEN:
         px_xchg_body_error(fx->x, st->s);
+        break;
+    case WAIT:
+        usleep((useconds_t)st->n * 1000);
+        uv_update_time(&fx->uv);
         break;
     case C_ABORT:
         px_xchg_abort(fx->x, st->s);
@@ -154,10 +159,12 @@ enum { FIN_NONE = 0, FIN_REUSE, FIN_CLOSE, FIN_NOW }; /* finished(1), (0), (-1) 
 
 typedef struct xcase {
     const char *name;
-    const char *policy; /* NULL: POLICY_DEFAULT */
-    const char *repl;   /* NULL: none */
-    int tls;            /* came over TLS (SNI = the Host) */
-    const char *req;    /* the request head */
+    const char *policy;              /* NULL: POLICY_DEFAULT */
+    const char *repl;                /* NULL: none */
+    int tls;                         /* came over TLS (SNI = the Host) */
+    const char *sni;                 /* ... unless this SNI is given */
+    uint64_t client_ms, upstream_ms; /* the idle timeouts (0: the defaults) */
+    const char *req;                 /* the request head */
     step_t steps[16];
     /* the upstream */
     int opened;
@@ -268,11 +275,17 @@ static void case_check(const xcase_t *c)
 static void case_run(const xcase_t *c)
 {
     fx_setup(c->policy != NULL ? c->policy : POLICY_DEFAULT, c->repl);
+    if (c->client_ms != 0)
+        fx->cfg.client_idle_ms = c->client_ms;
+    if (c->upstream_ms != 0)
+        fx->cfg.upstream_first_byte_ms = c->upstream_ms;
     px_msg_t *m = parse_head(c->req, 1, 0);
     char sni[256] = "";
     px_pre_ctx_t ctx = {
         .kind = c->tls ? PX_LISTEN_HTTPS : PX_LISTEN_HTTP, .tls = c->tls, .sni = sni, .tunnel = ""};
-    if (c->tls) {
+    if (c->sni != NULL) {
+        snprintf(sni, sizeof(sni), "%s", c->sni);
+    } else if (c->tls) {
         int hi = px_msg_find(m, "host");
         assert_true(hi >= 0);
         snprintf(sni, sizeof(sni), "%.*s", (int)m->values[hi].len, m->buf + m->values[hi].off);
@@ -697,6 +710,94 @@ static const xcase_t cases[] = {
      .close = 1,
      .fin = FIN_CLOSE,
      .log = "ERROR POST http://allowed.example/up -> malformed request body: bad chunk\n"},
+    {.name = "the upstream does not answer in time: 502, the request aborted upstream",
+     .req = GET_ALLOWED,
+     .upstream_ms = 5,
+     .steps = {{U_READY}, {WAIT, .n = 20}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_aborted = 1,
+     .down_json = "Upstream did not answer in time",
+     .status = 502,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "ERROR GET http://allowed.example/x?q=1 -> Upstream did not answer in time\n"},
+    {.name = "no answer timer before on_ready: connect and TLS have their own",
+     .req = GET_ALLOWED,
+     .upstream_ms = 5,
+     .steps = {{WAIT, .n = 20}, {U_READY}, {U_HEAD, OK_5}, {U_DATA, "12345"}, {U_END}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_done = 1,
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed GET http://allowed.example/x?q=1 -> 200\n"},
+    {.name = "a client that stalls in its body: ERROR line, the upstream aborted, closed now",
+     .req = POST_9,
+     .client_ms = 5,
+     .steps = {{U_READY}, {C_BODY, "abc"}, {WAIT, .n = 20}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = "abc",
+     .up_aborted = 1,
+     .fin = FIN_NOW,
+     .log = "ERROR POST http://allowed.example/up -> Client stalled during the request body\n"},
+    {.name = "a client paused by upstream backpressure is not timed out as stalled",
+     .req = POST_9,
+     .client_ms = 5,
+     .upstream_ms = 100000,
+     .steps = {{U_READY},
+               {U_FULL, .n = 1},
+               {C_BODY, "abc"},
+               {WAIT, .n = 20},
+               {U_DRAIN},
+               {C_BODY, "defghi"},
+               {C_END},
+               {U_HEAD, OK_5},
+               {U_DATA, "12345"},
+               {U_END}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = "abcdefghi",
+     .up_ended = 1,
+     .up_done = 1,
+     .pauses = "10",
+     .status = 200,
+     .body_mode = PX_RESP_LENGTH,
+     .down_body = "12345",
+     .fin = FIN_REUSE,
+     .log = "allowed POST http://allowed.example/up -> 200\n"},
+    {.name = "Host disagrees with the SNI: 403 host mismatch, never opened",
+     .tls = 1,
+     .sni = "other.example",
+     .req = GET_ALLOWED,
+     .down_json = "\"sni\": \"other.example\"",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "BLOCKED GET https://allowed.example/x?q=1 -> 403 (host mismatch: "
+            "header=allowed.example, sni=other.example)\n"},
+    {.name = "a 101 to a request that asked no upgrade: 502, the upstream aborted",
+     .req = GET_ALLOWED,
+     .steps = {{U_READY},
+               {U_HEAD, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\n\r\n"}},
+     .opened = 1,
+     .up_head = "GET /x?q=1",
+     .up_ended = 1,
+     .up_aborted = 1,
+     .down_json = "101 without an upgrade",
+     .status = 502,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "ERROR GET http://allowed.example/x?q=1 -> invalid response from upstream: 101 "
+            "without an upgrade\n"},
 };
 
 static void test_px_xchg_case(void **state)
