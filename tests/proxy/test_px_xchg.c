@@ -798,6 +798,30 @@ static const xcase_t cases[] = {
      .fin = FIN_REUSE,
      .log = "ERROR GET http://allowed.example/x?q=1 -> invalid response from upstream: 101 "
             "without an upgrade\n"},
+    {.name = "a refused request's body is read and dropped, then the connection is reused",
+     .req = "POST /up HTTP/1.1\r\nHost: denied.example\r\nContent-Length: 9\r\n\r\n",
+     .steps = {{C_BODY, "abc"}, {C_BODY, "defghi"}, {C_END}},
+     .down_json = "blocked_by_network_allowlist",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .fin = FIN_REUSE,
+     .log = "BLOCKED POST http://denied.example/up -> 403\n"},
+    {.name = "a canary split across body pieces: its start is held back, never sent",
+     .repl = REPL_DEFAULT,
+     .req = POST_CHUNKED,
+     .steps = {{U_READY}, {C_BODY, "abc CANARY-7f3a"}, {C_BODY, "9b2c4d5e6f70a1 xyz"}},
+     .opened = 1,
+     .up_head = "POST /up",
+     .up_body_mode = PX_UP_BODY_CHUNKED,
+     .up_body = "abc ",
+     .up_aborted = 1,
+     .down_json = "\"where\": \"body\"",
+     .status = 403,
+     .body_mode = PX_RESP_LENGTH,
+     .close = 1,
+     .fin = FIN_CLOSE,
+     .log = "BLOCKED POST http://allowed.example/up -> 403 (leak: canary planted-marker, raw, in "
+            "body; the upstream request was aborted)\n"},
 };
 
 static void test_px_xchg_case(void **state)
