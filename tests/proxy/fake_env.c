@@ -162,3 +162,39 @@ static void make_fields(px_fields_t *t, const char *text)
         s += ll + (nl != NULL);
     }
 }
+
+/* ---- checking recorded text ------------------------------------------------------------------ */
+
+/* Each line of want is a line of have, in order. */
+static void assert_lines_in(const char *have, const char *want, const char *what)
+{
+    const char *from = have;
+    const char *w = want;
+    while (w != NULL && *w != '\0') {
+        const char *nl = strchr(w, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - w) : strlen(w);
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s\n", (int)len, w);
+        const char *at = strstr(from, line);
+        if (at == NULL || (at != have && at[-1] != '\n'))
+            fail_msg("%s: no line '%.*s' (in order) in:\n%s", what, (int)len, w, have);
+        from = at + strlen(line);
+        w += len + (nl != NULL);
+    }
+}
+
+static void assert_no_line(const char *have, const char *nots, const char *what)
+{
+    const char *w = nots;
+    while (w != NULL && *w != '\0') {
+        const char *nl = strchr(w, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - w) : strlen(w);
+        for (const char *l = have; *l != '\0';) {
+            if (strncasecmp(l, w, len) == 0)
+                fail_msg("%s: a line starts with '%.*s':\n%s", what, (int)len, w, have);
+            const char *e = strchr(l, '\n');
+            l = e != NULL ? e + 1 : l + strlen(l);
+        }
+        w += len + (nl != NULL);
+    }
+}
