@@ -169,20 +169,20 @@ static void test_px_dest_forbidden_table(void **state)
         const char *want; /* NULL: may be dialed */
     } cases[] = {
         {"8.8.8.8", 443, NULL},
-        {"127.0.0.2", 80, NULL},              /* loopback, re-opened */
-        {"127.0.0.3", 80, "loopback"},        /* loopback, not re-opened */
-        {"127.0.0.1", 9999, NULL},            /* re-opened, no listener there */
-        {"127.0.0.1", 8080, "own listener"},  /* re-opened, but airlock listens there */
-        {"127.0.0.1", 8443, "own listener"},  /* the wildcard listener takes loopback too */
-        {"127.0.0.1", 3128, "own listener"},  /* "::" takes IPv4 (dual stack) */
-        {"8.8.4.4", 443, "own address"},      /* global, but this machine's */
-        {"8.8.4.4", 8443, "own"},             /* and a wildcard listener's port */
-        {"1.2.3.4", 80, "own address"},       /* the proxy IP */
-        {"10.1.9.9", 80, NULL},               /* private, re-opened */
-        {"10.1.2.3", 8443, "own listener"},   /* re-opened, own, and a listener's port */
+        {"127.0.0.2", 80, NULL},             /* loopback, re-opened */
+        {"127.0.0.3", 80, "loopback"},       /* loopback, not re-opened */
+        {"127.0.0.1", 9999, NULL},           /* re-opened, no listener there */
+        {"127.0.0.1", 8080, "own listener"}, /* re-opened, but airlock listens there */
+        {"127.0.0.1", 8443, "own listener"}, /* the wildcard listener takes loopback too */
+        {"127.0.0.1", 3128, "own listener"}, /* "::" takes IPv4 (dual stack) */
+        {"8.8.4.4", 443, "own address"},     /* global, but this machine's */
+        {"8.8.4.4", 8443, "own"},            /* and a wildcard listener's port */
+        {"1.2.3.4", 80, "own address"},      /* the proxy IP */
+        {"10.1.9.9", 80, NULL},              /* private, re-opened */
+        {"10.1.2.3", 8443, "own listener"},  /* re-opened, own, and a listener's port */
         {"10.2.0.1", 80, "private"},
         {"::1", 80, "loopback"},
-        {"::1", 3128, "loopback"},           /* refused by its class first */
+        {"::1", 3128, "loopback"}, /* refused by its class first */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct sockaddr_storage ss;
@@ -191,8 +191,8 @@ static void test_px_dest_forbidden_table(void **state)
         if (cases[i].want == NULL && rc != 0)
             fail_msg("%s:%u refused (%s), want allowed", cases[i].addr, cases[i].port, why);
         if (cases[i].want != NULL && (rc != 1 || strstr(why, cases[i].want) == NULL))
-            fail_msg("%s:%u: [%s], want [%s]", cases[i].addr, cases[i].port,
-                     rc ? why : "allowed", cases[i].want);
+            fail_msg("%s:%u: [%s], want [%s]", cases[i].addr, cases[i].port, rc ? why : "allowed",
+                     cases[i].want);
     }
 }
 

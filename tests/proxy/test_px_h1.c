@@ -86,8 +86,8 @@ static const px_h1_cbs_t trace_cbs = {on_head, on_data, on_end};
 
 /* Feeds in as the pieces between cuts (a copy each), running every message: the next
  * message starts once one ends. Then the close (responses). */
-static void run(int request, int head, const char *in, size_t len, const size_t *cuts,
-                size_t ncuts, int finish, trace_t *t)
+static void run(int request, int head, const char *in, size_t len, const size_t *cuts, size_t ncuts,
+                int finish, trace_t *t)
 {
     memset(t, 0, sizeof(*t));
     px_h1_t p;
@@ -163,8 +163,9 @@ static const h1_case_t cases[] = {
      "POST /u HTTP/1.1" CRLF "Host: x" CRLF "Content-Length: 5" CRLF CRLF "hello",
      "H3 /u n=2;D5;E;"},
     {"chunked body with trailers", 1, 0, 0,
-     "POST /u HTTP/1.1" CRLF "Host: x" CRLF "Transfer-Encoding: chunked" CRLF CRLF "3" CRLF "abc" CRLF
-     "2;ext=1" CRLF "de" CRLF "0" CRLF "X-A: 1" CRLF "Server-Timing: db;dur=53" CRLF CRLF,
+     "POST /u HTTP/1.1" CRLF "Host: x" CRLF "Transfer-Encoding: chunked" CRLF CRLF "3" CRLF
+     "abc" CRLF "2;ext=1" CRLF "de" CRLF "0" CRLF "X-A: 1" CRLF
+     "Server-Timing: db;dur=53" CRLF CRLF,
      "H3 /u n=2 chunked;D5;TX-A=1,TServer-Timing=db;dur=53,E;"},
     {"trailers, then a pipelined request", 1, 0, 0,
      "POST /u HTTP/1.1" CRLF "Host: x" CRLF "Transfer-Encoding: chunked" CRLF CRLF "0" CRLF
@@ -175,8 +176,8 @@ static const h1_case_t cases[] = {
     {"bare LF refused", 1, 0, 0, "GET / HTTP/1.1\nHost: x" CRLF CRLF, "X"},
     {"obs-fold refused", 1, 0, 0, "GET / HTTP/1.1" CRLF "Host: x" CRLF " y" CRLF CRLF, "X"},
     {"CL and TE refused", 1, 0, 0,
-     "POST / HTTP/1.1" CRLF "Host: x" CRLF "Content-Length: 3" CRLF "Transfer-Encoding: chunked"
-     CRLF CRLF "0" CRLF CRLF,
+     "POST / HTTP/1.1" CRLF "Host: x" CRLF "Content-Length: 3" CRLF
+     "Transfer-Encoding: chunked" CRLF CRLF "0" CRLF CRLF,
      "X"},
     {"bad chunk size refused", 1, 0, 0,
      "POST / HTTP/1.1" CRLF "Host: x" CRLF "Transfer-Encoding: chunked" CRLF CRLF "zz" CRLF,
@@ -201,14 +202,15 @@ static const h1_case_t cases[] = {
      "HTTP/1.1 100 Continue" CRLF CRLF "HTTP/1.1 200 OK" CRLF "Content-Length: 500" CRLF CRLF,
      "H100 n=0 nobody;H200 n=1 nobody;E;"},
     {"204 and 304 have no body", 0, 0, 0,
-     "HTTP/1.1 204 No Content" CRLF "Content-Length: 9" CRLF CRLF "HTTP/1.1 304 Not Modified" CRLF CRLF,
+     "HTTP/1.1 204 No Content" CRLF "Content-Length: 9" CRLF CRLF
+     "HTTP/1.1 304 Not Modified" CRLF CRLF,
      "H204 n=1 nobody;E;H304 n=0 nobody;E;"},
     {"until the close", 0, 0, 1, "HTTP/1.1 200 OK" CRLF CRLF "all of it", "H200 n=0 close;D9;E;"},
     {"cut short", 0, 0, 1, "HTTP/1.1 200 OK" CRLF "Content-Length: 10" CRLF CRLF "abc",
      "H200 n=1;D3;F;"},
     {"101 upgrade", 0, 0, 0,
-     "HTTP/1.1 101 Switching Protocols" CRLF "Upgrade: websocket" CRLF "Connection: Upgrade" CRLF
-     CRLF "\x81\x05hello",
+     "HTTP/1.1 101 Switching Protocols" CRLF "Upgrade: websocket" CRLF
+     "Connection: Upgrade" CRLF CRLF "\x81\x05hello",
      "H101 n=2 nobody;E;X"}, /* the rest is the new protocol: not HTTP */
     {"status of two digits refused", 0, 0, 0, "HTTP/1.1 20 OK" CRLF CRLF, "X"},
 };
@@ -285,8 +287,8 @@ static void test_px_h1_caps(void **state)
     cuts[1] = o;
     run(1, 0, fields, o, cuts, 2, 0, &t);
     assert_non_null(strstr(t.s, "Xtrailer section too large;"));
-    o = (size_t)snprintf(big, 128,
-                         "POST / HTTP/1.1" CRLF "Transfer-Encoding: chunked" CRLF CRLF "0" CRLF "T: ");
+    o = (size_t)snprintf(
+        big, 128, "POST / HTTP/1.1" CRLF "Transfer-Encoding: chunked" CRLF CRLF "0" CRLF "T: ");
     memset(big + o, 'b', PX_TRAILER_MAX);
     memcpy(big + o + PX_TRAILER_MAX, CRLF CRLF, 5);
     cuts[1] = o + PX_TRAILER_MAX + 4;

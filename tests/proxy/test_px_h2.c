@@ -768,7 +768,7 @@ static void test_px_h2_early_response(void **state)
     pump(&c, &s);
     assert_true(c.st[sid / 2].closed);
     assert_int_equal(c.st[sid / 2].code, NGHTTP2_NO_ERROR);
-    assert_false(s.req[0].reset); /* no callback after the discard */
+    assert_false(s.req[0].reset);              /* no callback after the discard */
     assert_true(s.req[0].blen < sizeof(body)); /* the rest never reached the owner */
     cli_free(&c);
     srv_free(&s);

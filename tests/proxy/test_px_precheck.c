@@ -86,14 +86,14 @@ static const pre_case_t pre_cases[] = {
     /* mismatches */
     {R("GET http://evil.test/ HTTP/1.1", "Host: a.test\r\n"), PROXY, "", "", 0, PX_PRE_MISMATCH,
      "url=evil.test", "http://a.test/"},
-    {R("GET http://a.test:8080/ HTTP/1.1", "Host: a.test\r\n"), PROXY, "", "", 0,
-     PX_PRE_MISMATCH, "url=a.test", ""},
+    {R("GET http://a.test:8080/ HTTP/1.1", "Host: a.test\r\n"), PROXY, "", "", 0, PX_PRE_MISMATCH,
+     "url=a.test", ""},
     {R("GET / HTTP/1.1", "Host: evil.test\r\n"), HTTPS, "a.test", "", 0, PX_PRE_MISMATCH,
      "sni=a.test", "https://evil.test/"},
     {R("GET / HTTP/1.1", "Host: A.TEST.:443\r\n"), HTTPS, "a.test", "", 0, PX_PRE_OK,
      "a.test:443 /", ""},
-    {R("GET / HTTP/1.1", "Host: evil.test\r\n"), HTTPS, "api.test", "api.test", 0,
-     PX_PRE_MISMATCH, "connect=api.test", ""},
+    {R("GET / HTTP/1.1", "Host: evil.test\r\n"), HTTPS, "api.test", "api.test", 0, PX_PRE_MISMATCH,
+     "connect=api.test", ""},
     {R("GET / HTTP/1.1", "Host: api.test:9999\r\n"), HTTPS, "api.test", "api.test", 0,
      PX_PRE_MISMATCH, "connect=api.test", ""},
 };
@@ -135,9 +135,10 @@ static void test_px_precheck_table(void **state)
         if (m == NULL)
             fail_msg("case %zu: the head does not parse: %s", i, c->head);
         px_pre_ctx_t ctx = {
-            .kind = c->where == HTTPS ? PX_LISTEN_HTTPS : c->where == PROXY ? PX_LISTEN_PROXY
-                                                    : c->where == TRANSP  ? PX_LISTEN_TRANSPARENT
-                                                                          : PX_LISTEN_HTTP,
+            .kind = c->where == HTTPS    ? PX_LISTEN_HTTPS
+                    : c->where == PROXY  ? PX_LISTEN_PROXY
+                    : c->where == TRANSP ? PX_LISTEN_TRANSPARENT
+                                         : PX_LISTEN_HTTP,
             .tls = c->where == HTTPS,
             .sni = c->sni,
             .tunnel = c->tunnel,

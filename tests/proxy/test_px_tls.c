@@ -604,7 +604,7 @@ static void test_px_tls_groups_ecdhe_only(void **state)
         {"ffdhe8192:P-256", TLS1_3_VERSION, 1}, /* HelloRetryRequest to P-256 */
         {"X448:X25519", TLS1_3_VERSION, 1},
         {"X25519:P-256", TLS1_2_VERSION, 1}, /* TLS 1.2: P-256 also names the leaf's curve */
-        {"ffdhe2048", TLS1_2_VERSION, 0}, /* no DHE suite is ever picked: no parameters */
+        {"ffdhe2048", TLS1_2_VERSION, 0},    /* no DHE suite is ever picked: no parameters */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         SSL_CTX *srv = server_ctx(f->good, TLS1_3_VERSION);

@@ -1,0 +1,180 @@
+/* A fake upstream client for the exchange's unit tests (#included by tests/proxy/test_px_xchg.c).
+ *
+ * It defines the functions of proxy/px_upstream.h the exchange calls (px_xchg*.c, px_ghapp.c),
+ * so the linker takes them from here and never pulls px_upstream.o (nor px_upconn.o, px_uph2.o)
+ * out of libairlock_proxy.a. It records what the exchange sends (the head as the addons left
+ * it, the body bytes, the end and its trailers, pause/abort/done) and hands the test the
+ * px_up_cbs_t callbacks to answer through.
+ *
+ * One request at a time: px_up_open() while another is open fails the test. After
+ * px_up_abort(), px_up_done() or px_up_tunnel() the request is gone: any later call on it fails
+ * the test (a use after free in the real client). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "addons/addon.h"
+#include "proxy/px_upstream.h"
+
+#define FAKE_UP_HEAD_MAX 8192
+#define FAKE_UP_BODY_MAX (256 * 1024)
+
+struct px_upreq {
+    int live;   /* opened and not yet aborted, done or tunnelled */
+    int opened; /* px_up_open calls (each case opens at most once) */
+    char host[256];
+    uint16_t port;
+    int tls;
+    px_up_body_t body_mode;
+    int is_head;
+    /* "METHOD target\nName: value\n..." for the fields not marked removed */
+    char head[FAKE_UP_HEAD_MAX];
+    size_t head_len;
+    char body[FAKE_UP_BODY_MAX];
+    size_t body_len;
+    int data_calls;
+    int data_after_end;  /* bytes handed on after px_up_end (a bug in the exchange) */
+    int ended;           /* px_up_end calls */
+    char trailers[1024]; /* "name: value\n" of px_up_end's trailers */
+    int aborted, done, tunnelled;
+    int full;   /* what px_up_full answers */
+    int paused; /* last px_up_pause */
+    int pause_calls;
+    const px_up_cbs_t *cbs;
+    void *owner;
+};
+
+static struct px_upreq fake_up;
+
+static void fake_up_reset(void)
+{
+    memset(&fake_up, 0, sizeof(fake_up));
+}
+
+static void fake_up_add(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fake_up_add(char *buf, size_t cap, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0 && *len + (size_t)n < cap)
+        *len += (size_t)n;
+}
+
+static void fake_up_live(const px_upreq_t *r)
+{
+    assert_ptr_equal(r, &fake_up);
+    assert_true(r->live); /* a call on a request the exchange let go of */
+}
+
+px_upreq_t *px_up_open(px_upmgr_t *m, const char *host, uint16_t port, int tls,
+                       const addon_req_t *req, px_up_body_t body, int is_head,
+                       const px_up_cbs_t *cbs, void *owner)
+{
+    (void)m;
+    assert_false(fake_up.live);
+    fake_up.opened++;
+    fake_up.live = 1;
+    snprintf(fake_up.host, sizeof(fake_up.host), "%s", host);
+    fake_up.port = port;
+    fake_up.tls = tls;
+    fake_up.body_mode = body;
+    fake_up.is_head = is_head;
+    fake_up.cbs = cbs;
+    fake_up.owner = owner;
+    fake_up_add(fake_up.head, sizeof(fake_up.head), &fake_up.head_len, "%.*s %.*s\n",
+                (int)req->method.len, req->method.base, (int)req->target.len, req->target.base);
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const addon_header_t *h = &req->headers[i];
+        if (h->removed)
+            continue;
+        fake_up_add(fake_up.head, sizeof(fake_up.head), &fake_up.head_len, "%.*s: %.*s\n",
+                    (int)h->name.len, h->name.base, (int)h->value.len, h->value.base);
+    }
+    return &fake_up;
+}
+
+px_upreq_t *px_up_open_raw(px_upmgr_t *m, const char *host, uint16_t port, const px_up_cbs_t *cbs,
+                           void *owner)
+{
+    (void)m, (void)host, (void)port, (void)cbs, (void)owner;
+    fail_msg("px_up_open_raw: no exchange opens a raw connection");
+    return NULL;
+}
+
+void px_up_data(px_upreq_t *r, const char *data, size_t len)
+{
+    fake_up_live(r);
+    if (r->ended)
+        r->data_after_end++;
+    assert_true(r->body_len + len <= sizeof(r->body));
+    memcpy(r->body + r->body_len, data, len);
+    r->body_len += len;
+    r->data_calls++;
+}
+
+void px_up_end(px_upreq_t *r, const px_fields_t *t)
+{
+    fake_up_live(r);
+    r->ended++;
+    if (r->ended > 1 || t == NULL)
+        return;
+    size_t len = 0;
+    for (size_t i = 0; i < t->n; i++)
+        fake_up_add(r->trailers, sizeof(r->trailers), &len, "%.*s: %.*s\n", (int)t->names[i].len,
+                    t->buf + t->names[i].off, (int)t->values[i].len, t->buf + t->values[i].off);
+}
+
+size_t px_up_queued(const px_upreq_t *r)
+{
+    fake_up_live(r);
+    return r->full ? 1u << 20 : 0;
+}
+
+int px_up_full(const px_upreq_t *r)
+{
+    fake_up_live(r);
+    return r->full;
+}
+
+void px_up_pause(px_upreq_t *r, int pause)
+{
+    fake_up_live(r);
+    r->paused = pause;
+    r->pause_calls++;
+}
+
+void px_up_tunnel(px_upreq_t *r, px_tunnel_t *t, int side)
+{
+    (void)t, (void)side;
+    fake_up_live(r);
+    r->tunnelled = 1;
+    r->live = 0;
+}
+
+void px_up_done(px_upreq_t *r)
+{
+    fake_up_live(r);
+    r->done = 1;
+    r->live = 0;
+}
+
+void px_up_abort(px_upreq_t *r)
+{
+    fake_up_live(r);
+    r->aborted = 1;
+    r->live = 0;
+}
+
+/* The upstream's side: the test answers through the callbacks the exchange gave. on_error
+ * lets go of the request (the real client frees it before the callback). */
+static void fake_up_error(const char *why)
+{
+    fake_up_live(&fake_up);
+    fake_up.live = 0;
+    fake_up.cbs->on_error(fake_up.owner, why);
+}
