@@ -17,7 +17,7 @@
 # (requests per airlock/nginx run), MITM_N=5000 (per mitmdump run: it is ~30x slower),
 # WARM_N=2000, UPSTREAM_H2=0 (the upstream speaks HTTP/1.1 only), PROXY_CPU=0 LOAD_CPU=1, IDLE_CONNS=300 (RSS per idle h2 connection),
 # SYSCALLS=1 (perf stat: the proxy's system calls per request, when perf is installed),
-# NO_MITM=1, NO_HAPROXY=1, AIRLOCK=binary (default build-bench/airlock), KEEP_TEST_DIR=1.
+# NO_MITM=1, NO_HAPROXY=1, OUT=dir (the raw results go to dir/results.txt), AIRLOCK=binary (default build-bench/airlock), KEEP_TEST_DIR=1.
 # Prints figures and ratios; never fails on a timing.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -328,4 +328,5 @@ for other, goal in (("nginx", 1.0), ("haproxy", 1.0), ("mitmdump", 30.0)):
     if c and co:
         print("  CPU/request airlock/%-7s %.2fx" % (other, c / co))
 PY
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$RES" "$OUT/results.txt"; fi
 exit 0
