@@ -659,6 +659,19 @@ int audit_event_render(const audit_event_t *ev, char *buf, size_t cap)
     return (int)o.len;
 }
 
+audit_event_t audit_event_access(audit_event_kind_t kind, audit_event_verdict_t verdict,
+                                 const char *method, const char *url, int status)
+{
+    audit_event_t ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = kind;
+    ev.verdict = verdict;
+    ev.method = audit_s(method);
+    ev.url = audit_s(url);
+    ev.status = status;
+    return ev;
+}
+
 const char *audit_event_verdict_word(audit_event_verdict_t v)
 {
     switch (v) {

@@ -106,6 +106,11 @@ typedef struct audit_event {
     unsigned dropped;      /* from [dropped: N] */
 } audit_event_t;
 
+/* A request-shaped event: kind, verdict, method and URL (C strings; NULL or "" is written "-"),
+ * status (-1: set reason). The rest empty. */
+audit_event_t audit_event_access(audit_event_kind_t kind, audit_event_verdict_t verdict,
+                                 const char *method, const char *url, int status);
+
 /* The verdict's word ("allowed", "BLOCKED", "ERROR"; "" for the others). */
 const char *audit_event_verdict_word(audit_event_verdict_t v);
 

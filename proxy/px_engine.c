@@ -247,7 +247,9 @@ static void *on_dns_route(void *data, const struct sockaddr *src)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)src)->sin_addr, ip, sizeof(ip));
     else if (src->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)src)->sin6_addr, ip, sizeof(ip));
-    px_log_printf(eng->log, "BLOCKED DNS - -> no answer (source %s is in no sandbox)", ip);
+    audit_event_t ev = audit_event_access(AUDIT_EV_CONNECTION, AUDIT_EV_BLOCKED, "DNS", NULL, -1);
+    ev.reason = audit_s("no answer");
+    px_log_eventf(eng->log, &ev, "source %s is in no sandbox", ip);
     return NULL;
 }
 
@@ -318,8 +320,9 @@ static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
                               (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
                               &created, err, errlen);
     if (rc == 0 && created)
-        px_diag(PX_DIAG_WARN, "created a per-conversation CA in %s (valid %d days, only for the "
-                              "allowlist's hosts): agents must trust %s/%s",
+        px_diag(PX_DIAG_WARN,
+                "created a per-conversation CA in %s (valid %d days, only for the "
+                "allowlist's hosts): agents must trust %s/%s",
                 cfg->confdir, cfg->ca_days, cfg->confdir, CA_FILE_CERT_PEM);
     return rc;
 }
@@ -468,9 +471,9 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     const px_config_t *cfg = eng->cfg;
     size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
-        int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
-                                  ipbuf, cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log,
-                                  eng, &eng->dns);
+        int rc = dns_server_start(
+            eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr, ipbuf,
+            cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log, eng, &eng->dns);
         if (rc == 0 && cfg->sandboxes_dir != NULL)
             dns_server_set_route(eng->dns, on_dns_route);
         if (rc != 0) {
@@ -540,7 +543,9 @@ static void px__engine_start(px_engine_t *eng)
     gmtime_r(&now, &tm);
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    px_log_printf(eng->log, "=== TASK START %s ===", ts);
+    audit_event_t ev = {.kind = AUDIT_EV_TASK_START};
+    ev.text = audit_s(ts);
+    px_log_event(eng->log, &ev);
 }
 
 /* Closes what is still open, lets the loop run dry, and frees the engine. */
