@@ -23,6 +23,7 @@
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"
 
+
 static void on_client_timer(uv_timer_t *t);
 
 void px__cl_timer(px_client_t *c, uint64_t ms)
@@ -30,8 +31,7 @@ void px__cl_timer(px_client_t *c, uint64_t ms)
     uv_timer_start(&c->timer, on_client_timer, ms, 0);
 }
 
-/* ---- reading ----------------------------------------------------------------------------------
- */
+/* ---- reading ---------------------------------------------------------------------------------- */
 
 void px__cl_start_http(px_client_t *c)
 {
@@ -84,8 +84,8 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
             px__cl_close(c);
             return;
         }
-        if (c->in_len >= PX_IN_MAX || c->body_paused ||
-            (c->in_len > 0 && c->x != NULL && c->parser.state != PX_H1_BODY))
+        if (c->in_len >= PX_IN_MAX || c->body_paused || (c->in_len > 0 && c->x != NULL &&
+                                                         c->parser.state != PX_H1_BODY))
             px_sock_read_stop(s); /* read on when this exchange is done */
         return;
     }
@@ -128,7 +128,8 @@ static void px__tls_rejected(px_client_t *c)
     case SSL_AD_UNSUPPORTED_CERTIFICATE:
     case SSL_AD_CERTIFICATE_EXPIRED:
     case SSL_AD_CERTIFICATE_REVOKED:
-        snprintf(what, sizeof(what), "client alert: %s", SSL_alert_desc_string_long(alert));
+        snprintf(what, sizeof(what), "client alert: %s",
+                 SSL_alert_desc_string_long(alert));
         why = what;
         break;
     case -1:
@@ -234,8 +235,7 @@ static void on_client_timer(uv_timer_t *t)
     px__cl_close(c);
 }
 
-/* ---- lifetime ---------------------------------------------------------------------------------
- */
+/* ---- lifetime --------------------------------------------------------------------------------- */
 
 static void px__free_if_done(px_client_t *c)
 {
@@ -500,8 +500,7 @@ void px_client_accept(px_listener_t *l)
     px_sock_read_start(&c->sock);
 }
 
-/* ---- certificates -----------------------------------------------------------------------------
- */
+/* ---- certificates ----------------------------------------------------------------------------- */
 
 int px_client_cert_cb(SSL *ssl, void *arg)
 {
@@ -546,3 +545,4 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     ca_leaf_release(leaf);
     return ok ? 1 : 0;
 }
+

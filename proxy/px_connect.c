@@ -17,8 +17,7 @@
 #include "proxy/px_policy.h"
 #include "proxy/px_tunguard.h"
 
-/* ---- tunnels ----------------------------------------------------------------------------------
- */
+/* ---- tunnels ---------------------------------------------------------------------------------- */
 
 static void end_write(void *end, const char *data, size_t len)
 {
@@ -83,8 +82,7 @@ void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t)
         px_defer(&c->eng->loop, &c->defer, on_tunnel_pending);
 }
 
-/* ---- explicit proxy: CONNECT ------------------------------------------------------------------
- */
+/* ---- explicit proxy: CONNECT ------------------------------------------------------------------ */
 
 static void on_dial_ready(void *owner);
 static void on_dial_error(void *owner, const char *why);
@@ -238,9 +236,9 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
 void px__cl_hello(px_client_t *c)
 {
     char sni[PX_HOST_MAX + 2];
-    int rc = c->in_len > PX_HELLO_MAX
-                 ? PX_EPARSE
-                 : px_hello_sni((const unsigned char *)c->in, c->in_len, sni, sizeof(sni));
+    int rc = c->in_len > PX_HELLO_MAX ? PX_EPARSE
+                                      : px_hello_sni((const unsigned char *)c->in, c->in_len, sni,
+                                                     sizeof(sni));
     if (rc == 0)
         return;
     char norm[PX_HOST_MAX + 1] = "";

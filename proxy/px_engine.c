@@ -320,9 +320,8 @@ static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
                               (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
                               &created, err, errlen);
     if (rc == 0 && created)
-        px_diag(PX_DIAG_WARN,
-                "created a per-conversation CA in %s (valid %d days, only for the "
-                "allowlist's hosts): agents must trust %s/%s",
+        px_diag(PX_DIAG_WARN, "created a per-conversation CA in %s (valid %d days, only for the "
+                              "allowlist's hosts): agents must trust %s/%s",
                 cfg->confdir, cfg->ca_days, cfg->confdir, CA_FILE_CERT_PEM);
     return rc;
 }
@@ -471,9 +470,9 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     const px_config_t *cfg = eng->cfg;
     size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
-        int rc = dns_server_start(
-            eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr, ipbuf,
-            cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log, eng, &eng->dns);
+        int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
+                                  ipbuf, cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log,
+                                  eng, &eng->dns);
         if (rc == 0 && cfg->sandboxes_dir != NULL)
             dns_server_set_route(eng->dns, on_dns_route);
         if (rc != 0) {

@@ -26,14 +26,14 @@ struct px_log {
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* writer: work or stop */
-    pthread_cond_t idle; /* producers: space freed / queue drained */
+    pthread_cond_t wake;   /* writer: work or stop */
+    pthread_cond_t idle;   /* producers: space freed / queue drained */
     px__logbuf_t pending;
     px__logbuf_t writing;
-    int busy;    /* the writer holds a batch */
-    int waiting; /* the writer sleeps on `wake` */
-    int batched; /* wake the writer from px_log_kick() only (once per loop turn) */
-    int touched; /* a line was queued since the last px_log_kick() (loop thread only) */
+    int busy;              /* the writer holds a batch */
+    int waiting;           /* the writer sleeps on `wake` */
+    int batched;           /* wake the writer from px_log_kick() only (once per loop turn) */
+    int touched;           /* a line was queued since the last px_log_kick() (loop thread only) */
     int stop;
     unsigned long lost;
     int reported;
@@ -55,19 +55,14 @@ void px_diag__emit(int level, const char *fmt, ...)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
     char buf[2048];
-    int off = snprintf(buf, sizeof(buf), "airlock: %s: ",
-                       names[level < 0   ? 0
-                             : level > 3 ? 3
-                                         : level]);
+    int off = snprintf(buf, sizeof(buf), "airlock: %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf + off, sizeof(buf) - (size_t)off - 1, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    size_t len =
-        (size_t)off +
-        ((size_t)n < sizeof(buf) - (size_t)off - 1 ? (size_t)n : sizeof(buf) - (size_t)off - 2);
+    size_t len = (size_t)off + ((size_t)n < sizeof(buf) - (size_t)off - 1 ? (size_t)n : sizeof(buf) - (size_t)off - 2);
     buf[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, buf, len);
     (void)w;
@@ -324,7 +319,8 @@ int px_log_kick(px_log_t *log, int force)
     int left = 0;
     log->touched = 0;
     pthread_mutex_lock(&log->mu);
-    if (log->pending.len > 0 && log->waiting && (force || log->pending.len >= PX_LOG_KICK_BYTES))
+    if (log->pending.len > 0 && log->waiting &&
+        (force || log->pending.len >= PX_LOG_KICK_BYTES))
         pthread_cond_signal(&log->wake);
     else
         left = log->pending.len > 0;
