@@ -425,6 +425,39 @@ static int audit__collapsed(audit_str_t s, audit_event_t *out)
     return 0;
 }
 
+/* The GitHub App credential's own lines (docs/replacements.md). */
+static int audit__github(audit_str_t s, audit_event_t *out)
+{
+    static const char token[] = "GitHub App token refresh failed for ";
+    static const char repos[] = "GitHub App repo node ID resolution failed: ";
+    static const char scope[] = "GraphQL repo-scope check failed: ";
+    if (audit__starts(s, repos) || audit__starts(s, scope)) {
+        int is_repos = audit__starts(s, repos);
+        out->tail = audit__skip(s, is_repos ? sizeof(repos) - 1 : sizeof(scope) - 1);
+        out->kind = is_repos ? AUDIT_EV_GHAPP_REPOS : AUDIT_EV_GRAPHQL_SCOPE;
+        out->verdict = is_repos ? AUDIT_EV_ERROR : AUDIT_EV_BLOCKED;
+        return 0;
+    }
+    if (!audit__starts(s, token))
+        return audit__fail(out, "not a network-log line");
+    audit_str_t r = audit__skip(s, sizeof(token) - 1);
+    out->method = audit__word(r);
+    if (!audit__method_ok(out->method) || !audit__starts(audit__skip(r, out->method.len), " "))
+        return audit__fail(out, "bad GitHub App line");
+    r = audit__skip(r, out->method.len + 1);
+    long colon = audit__find(r, ": ");
+    if (colon <= 0)
+        return audit__fail(out, "bad GitHub App line");
+    out->url.base = r.base;
+    out->url.len = (size_t)colon;
+    out->tail = audit__skip(r, (size_t)colon + 2);
+    if (!audit_str_eq(out->url, "-"))
+        audit_url_parse(out->url, 0, &out->url_parts);
+    out->kind = AUDIT_EV_GHAPP_TOKEN;
+    out->verdict = AUDIT_EV_ERROR;
+    return 0;
+}
+
 static int audit__dispatch(audit_str_t s, audit_event_t *out)
 {
     if (s.len == 0) {
@@ -468,7 +501,7 @@ static int audit__dispatch(audit_str_t s, audit_event_t *out)
         out->verdict = AUDIT_EV_REJECTED;
         return 0;
     }
-    return audit__fail(out, "not a network-log line");
+    return audit__github(s, out);
 }
 
 int audit_event_parse(const char *s, size_t len, audit_event_t *out)
@@ -633,6 +666,22 @@ static int audit__render(audit__out_t *o, const audit_event_t *ev)
         audit__puts(o, "TLS REJECTED ");
         audit__putv(o, ev->host);
         audit__put_tail(o, ev);
+        return 0;
+    case AUDIT_EV_GHAPP_TOKEN:
+        audit__puts(o, "GitHub App token refresh failed for ");
+        audit__put_or_dash(o, ev->method);
+        audit__puts(o, " ");
+        audit__put_or_dash(o, ev->url);
+        audit__puts(o, ": ");
+        audit__putv(o, ev->tail);
+        return 0;
+    case AUDIT_EV_GHAPP_REPOS:
+        audit__puts(o, "GitHub App repo node ID resolution failed: ");
+        audit__putv(o, ev->tail);
+        return 0;
+    case AUDIT_EV_GRAPHQL_SCOPE:
+        audit__puts(o, "GraphQL repo-scope check failed: ");
+        audit__putv(o, ev->tail);
         return 0;
     default:
         return -1;

@@ -52,7 +52,10 @@ typedef struct audit_url {
  *   STRIPPED      "STRIPPED header 'header' from METHOD URL (tail)"
  *   COLLAPSED     "COLLAPSED count duplicate 'header' headers in METHOD URL (tail)"
  *   WARNING       "WARNING: tail"
- *   TLS_REJECTED  "TLS REJECTED host (tail)" */
+ *   TLS_REJECTED  "TLS REJECTED host (tail)"
+ *   GHAPP_TOKEN   "GitHub App token refresh failed for METHOD URL: tail"
+ *   GHAPP_REPOS   "GitHub App repo node ID resolution failed: tail"
+ *   GRAPHQL_SCOPE "GraphQL repo-scope check failed: tail" */
 typedef enum audit_event_kind {
     AUDIT_EV_NONE = 0, /* parse: not a line airlock writes (see why) */
     AUDIT_EV_BLANK,    /* parse: an empty line */
@@ -66,10 +69,14 @@ typedef enum audit_event_kind {
     AUDIT_EV_COLLAPSED,
     AUDIT_EV_WARNING,
     AUDIT_EV_TLS_REJECTED,
+    AUDIT_EV_GHAPP_TOKEN,
+    AUDIT_EV_GHAPP_REPOS,
+    AUDIT_EV_GRAPHQL_SCOPE,
 } audit_event_kind_t;
 
 /* The verdict word of the request-shaped kinds; the other kinds imply theirs (parse sets it:
- * WARNING -> WARN, TLS_REJECTED -> REJECTED, the rest NONE; render ignores it there). */
+ * WARNING -> WARN, TLS_REJECTED -> REJECTED, GHAPP_* -> ERROR, GRAPHQL_SCOPE -> BLOCKED, the
+ * rest NONE; render ignores it there). */
 typedef enum audit_event_verdict {
     AUDIT_EV_V_NONE = 0,
     AUDIT_EV_ALLOWED, /* "allowed" */

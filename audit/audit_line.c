@@ -26,6 +26,10 @@ static const audit_line_kind_t audit__kinds[] = {
     [AUDIT_EV_COLLAPSED] = AUDIT_LINE_COLLAPSED,
     [AUDIT_EV_WARNING] = AUDIT_LINE_WARNING,
     [AUDIT_EV_TLS_REJECTED] = AUDIT_LINE_TLS_REJECTED,
+    /* the GitHub App lines: not lines the tools count (as before the event module) */
+    [AUDIT_EV_GHAPP_TOKEN] = AUDIT_LINE_MALFORMED,
+    [AUDIT_EV_GHAPP_REPOS] = AUDIT_LINE_MALFORMED,
+    [AUDIT_EV_GRAPHQL_SCOPE] = AUDIT_LINE_MALFORMED,
 };
 
 /* The request-shaped fields. The tools count a refusal by its status: a BLOCKED line without
@@ -59,6 +63,9 @@ int audit_line_parse(const char *s, size_t len, audit_line_t *out)
     if (rc != 0)
         return audit__fail(out, ev.why);
     out->kind = audit__kinds[ev.kind];
+    if (out->kind == AUDIT_LINE_MALFORMED)
+        return audit__fail(out, out->truncated ? "cut by the proxy's line cap"
+                                               : "not a network-log line");
     out->method = ev.method;
     out->url_text = ev.url;
     out->url = ev.url_parts;

@@ -203,6 +203,21 @@ static const ev_case_t cases[] = {
       .host = S("new.example"),
       .tail = S("no certificate: outside the conversation CA's name constraints; start a new "
                 "conversation")}},
+    /* GitHub App credentials */
+    {"GitHub App token refresh failed for GET https://api.github.com/user: HTTP 401",
+     {.kind = AUDIT_EV_GHAPP_TOKEN,
+      .verdict = E,
+      .status = -1,
+      .method = S("GET"),
+      .url = S("https://api.github.com/user"),
+      .tail = S("HTTP 401")}},
+    {"GitHub App repo node ID resolution failed: timed out",
+     {.kind = AUDIT_EV_GHAPP_REPOS, .verdict = E, .status = -1, .tail = S("timed out")}},
+    {"GraphQL repo-scope check failed: unreadable: <too-large>",
+     {.kind = AUDIT_EV_GRAPHQL_SCOPE,
+      .verdict = B,
+      .status = -1,
+      .tail = S("unreadable: <too-large>")}},
     /* bytes the log escapes: a host, a path and a reason with control and high bytes */
     {"BLOCKED GET https://h\\x0a.test/a\\x1b[2J\\xc3\\xa9 -> 403 (host mismatch: "
      "header=h\\x0a.test, "
