@@ -258,7 +258,8 @@ static int audit__access_rest(audit_str_t r, audit_event_t *out)
     }
     if (r.len == 0)
         return 0;
-    if (r.len >= 3 && audit__starts(r, " (") && r.base[r.len - 1] == ')') {
+    /* an empty " ()" is not written: a record without a tail has no parentheses */
+    if (r.len > 3 && audit__starts(r, " (") && r.base[r.len - 1] == ')') {
         out->tail.base = r.base + 2;
         out->tail.len = r.len - 3;
         return 0;
@@ -277,7 +278,7 @@ static int audit__access_reason(audit_str_t s, audit_event_t *out)
     if (paren == 0)
         return PX_EPARSE;
     if (paren > 0) {
-        if (s.base[s.len - 1] != ')')
+        if (s.base[s.len - 1] != ')' || s.len == (size_t)paren + 3)
             return PX_EPARSE;
         out->reason.len = (size_t)paren;
         out->tail.base = s.base + paren + 2;
@@ -411,8 +412,8 @@ static int audit__collapsed(audit_str_t s, audit_event_t *out)
     audit_str_t r = audit__skip(s, 10);
     audit_str_t n = audit__word(r);
     unsigned long v;
-    if (audit__digits(n, 1000000, &v) != 0)
-        return audit__fail(out, "bad COLLAPSED line");
+    if (audit__digits(n, 1000000, &v) != 0 || (n.len > 1 && n.base[0] == '0'))
+        return audit__fail(out, "bad COLLAPSED line"); /* written %zu: no leading zero */
     out->count = (unsigned)v;
     r = audit__skip(r, n.len);
     if (!audit__starts(r, " duplicate "))
@@ -590,10 +591,10 @@ static void audit__put_uint(audit__out_t *o, unsigned long v)
     audit__put(o, n, (size_t)k);
 }
 
-/* " (tail)" when there is one. */
-static void audit__put_tail(audit__out_t *o, const audit_event_t *ev)
+/* " (tail)" when there is one; always for the shapes whose parentheses are not optional. */
+static void audit__put_tail(audit__out_t *o, const audit_event_t *ev, int always)
 {
-    if (ev->tail.len == 0)
+    if (ev->tail.len == 0 && !always)
         return;
     audit__puts(o, " (");
     audit__putv(o, ev->tail);
@@ -615,7 +616,7 @@ static void audit__render_access(audit__out_t *o, const audit_event_t *ev)
     audit__putv(o, ev->annot);
     if (ev->kind == AUDIT_EV_TUNNEL)
         audit__puts(o, " tunnel");
-    audit__put_tail(o, ev);
+    audit__put_tail(o, ev, 0);
 }
 
 static int audit__render(audit__out_t *o, const audit_event_t *ev)
@@ -656,7 +657,7 @@ static int audit__render(audit__out_t *o, const audit_event_t *ev)
         audit__put_or_dash(o, ev->method);
         audit__puts(o, " ");
         audit__put_or_dash(o, ev->url);
-        audit__put_tail(o, ev);
+        audit__put_tail(o, ev, 1);
         return 0;
     case AUDIT_EV_WARNING:
         audit__puts(o, "WARNING: ");
@@ -665,7 +666,7 @@ static int audit__render(audit__out_t *o, const audit_event_t *ev)
     case AUDIT_EV_TLS_REJECTED:
         audit__puts(o, "TLS REJECTED ");
         audit__putv(o, ev->host);
-        audit__put_tail(o, ev);
+        audit__put_tail(o, ev, 1);
         return 0;
     case AUDIT_EV_GHAPP_TOKEN:
         audit__puts(o, "GitHub App token refresh failed for ");
