@@ -1,59 +1,10 @@
+/* The audit tools' view of a line: audit_event_parse() (the module that also writes every line)
+ * read into the audit_line_t the tools were written against. */
 #include "audit/audit_line.h"
 
 #include <string.h>
 
 #include "base/px_err.h"
-
-/* proxy/px_int.h keeps a log URL in char url[2048]; an over-long one is cut to 2032 bytes plus
- * "..." (px__build_url). A URL of that length ending in "..." was cut. */
-#define AUDIT__PX_URL_CUT_LEN (2048 - 16 + 3)
-#define AUDIT__TRUNC_MARK " ...(truncated)"
-
-static const signed char audit__hex[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
-};
-
-int audit_str_eq(audit_str_t a, const char *b)
-{
-    size_t n = strlen(b);
-    return a.len == n && (n == 0 || memcmp(a.base, b, n) == 0);
-}
-
-static int audit__starts(audit_str_t s, const char *p)
-{
-    size_t n = strlen(p);
-    return s.len >= n && memcmp(s.base, p, n) == 0;
-}
-
-static audit_str_t audit__skip(audit_str_t s, size_t n)
-{
-    s.base += n;
-    s.len -= n;
-    return s;
-}
-
-/* The bytes up to the first space (or the end). */
-static audit_str_t audit__word(audit_str_t s)
-{
-    const char *sp = memchr(s.base, ' ', s.len);
-    audit_str_t w = {s.base, sp != NULL ? (size_t)(sp - s.base) : s.len};
-    return w;
-}
-
-/* The position of needle in s, or -1. */
-static long audit__find(audit_str_t s, const char *needle)
-{
-    size_t n = strlen(needle);
-    if (n == 0 || s.len < n)
-        return -1;
-    for (size_t i = 0; i + n <= s.len; i++) {
-        if (s.base[i] == needle[0] && memcmp(s.base + i, needle, n) == 0)
-            return (long)i;
-    }
-    return -1;
-}
 
 static int audit__fail(audit_line_t *out, const char *why)
 {
@@ -62,399 +13,90 @@ static int audit__fail(audit_line_t *out, const char *why)
     return PX_EPARSE;
 }
 
-/* A method: an HTTP token as llhttp names it, or "-". */
-static int audit__method_ok(audit_str_t m)
-{
-    if (m.len == 0 || m.len > AUDIT_METHOD_MAX)
-        return 0;
-    for (size_t i = 0; i < m.len; i++) {
-        unsigned char c = (unsigned char)m.base[i];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-        if (!ok)
-            return 0;
-    }
-    return 1;
-}
+static const audit_line_kind_t audit__kinds[] = {
+    [AUDIT_EV_NONE] = AUDIT_LINE_MALFORMED,
+    [AUDIT_EV_BLANK] = AUDIT_LINE_BLANK,
+    [AUDIT_EV_TASK_START] = AUDIT_LINE_TASK_START,
+    [AUDIT_EV_REQUEST] = AUDIT_LINE_ACCESS,
+    [AUDIT_EV_CONNECT] = AUDIT_LINE_ACCESS,
+    [AUDIT_EV_TUNNEL] = AUDIT_LINE_ACCESS,
+    [AUDIT_EV_CONNECTION] = AUDIT_LINE_ACCESS,
+    [AUDIT_EV_DNS] = AUDIT_LINE_DNS,
+    [AUDIT_EV_STRIPPED] = AUDIT_LINE_STRIPPED,
+    [AUDIT_EV_COLLAPSED] = AUDIT_LINE_COLLAPSED,
+    [AUDIT_EV_WARNING] = AUDIT_LINE_WARNING,
+    [AUDIT_EV_TLS_REJECTED] = AUDIT_LINE_TLS_REJECTED,
+    /* the GitHub App lines: not lines the tools count (as before the event module) */
+    [AUDIT_EV_GHAPP_TOKEN] = AUDIT_LINE_MALFORMED,
+    [AUDIT_EV_GHAPP_REPOS] = AUDIT_LINE_MALFORMED,
+    [AUDIT_EV_GRAPHQL_SCOPE] = AUDIT_LINE_MALFORMED,
+};
 
-static int audit__digits(audit_str_t s, unsigned long max, unsigned long *v)
+/* The request-shaped fields. The tools count a refusal by its status: a BLOCKED line without
+ * one (a connection refused whole: "-> closed") and a tunnel line with a tail are not lines
+ * they read, as before the event module. */
+static int audit__access(const audit_event_t *ev, audit_line_t *out)
 {
-    if (s.len == 0 || s.len > 10)
-        return PX_EPARSE;
-    unsigned long n = 0;
-    for (size_t i = 0; i < s.len; i++) {
-        if (s.base[i] < '0' || s.base[i] > '9')
-            return PX_EPARSE;
-        n = n * 10 + (unsigned long)(s.base[i] - '0');
-    }
-    if (n > max)
-        return PX_EPARSE;
-    *v = n;
+    if (ev->verdict != AUDIT_EV_ERROR && ev->status < 0)
+        return audit__fail(out, "no status");
+    if (ev->kind == AUDIT_EV_TUNNEL && ev->tail.len > 0)
+        return audit__fail(out, "unexpected text after the status");
+    out->verdict = ev->verdict == AUDIT_EV_ALLOWED   ? AUDIT_ALLOWED
+                   : ev->verdict == AUDIT_EV_BLOCKED ? AUDIT_BLOCKED
+                                                     : AUDIT_ERROR;
+    out->status = ev->status;
+    out->annot = ev->annot;
+    out->masked = ev->masked;
+    out->dropped = ev->dropped;
+    out->tail = ev->status < 0 ? ev->reason : ev->tail;
+    out->tunnel = ev->kind == AUDIT_EV_TUNNEL;
     return 0;
-}
-
-size_t audit_unescape(audit_str_t s, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < s.len; i++) {
-        unsigned char c = (unsigned char)s.base[i];
-        if (c == '\\' && i + 3 < s.len && s.base[i + 1] == 'x' &&
-            audit__hex[(unsigned char)s.base[i + 2]] && audit__hex[(unsigned char)s.base[i + 3]]) {
-            unsigned v = (unsigned)(((audit__hex[(unsigned char)s.base[i + 2]] - 1) << 4) |
-                                    (audit__hex[(unsigned char)s.base[i + 3]] - 1));
-            if (v < 0x20 || v >= 0x7f) {
-                c = (unsigned char)v;
-                i += 3;
-            }
-        }
-        if (o >= cap)
-            return (size_t)-1;
-        out[o++] = (char)c;
-    }
-    return o;
-}
-
-/* The unescaped length of s (each \xNN of a non-printable byte counts one). */
-static size_t audit__raw_len(audit_str_t s)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < s.len; i++, n++) {
-        if (s.base[i] == '\\' && i + 3 < s.len && s.base[i + 1] == 'x' &&
-            audit__hex[(unsigned char)s.base[i + 2]] && audit__hex[(unsigned char)s.base[i + 3]]) {
-            unsigned v = (unsigned)(((audit__hex[(unsigned char)s.base[i + 2]] - 1) << 4) |
-                                    (audit__hex[(unsigned char)s.base[i + 3]] - 1));
-            if (v < 0x20 || v >= 0x7f)
-                i += 3;
-        }
-    }
-    return n;
-}
-
-/* "host[:port]" or "[v6][:port]" from a (escaped). */
-static int audit__authority(audit_str_t a, int need_port, audit_url_t *u)
-{
-    if (a.len == 0)
-        return PX_EPARSE;
-    size_t i;
-    if (a.base[0] == '[') {
-        const char *close = memchr(a.base, ']', a.len);
-        if (close == NULL || close == a.base + 1)
-            return PX_EPARSE;
-        u->host.base = a.base + 1;
-        u->host.len = (size_t)(close - a.base - 1);
-        u->bracketed = 1;
-        i = (size_t)(close - a.base) + 1;
-    } else {
-        const char *colon = memchr(a.base, ':', a.len);
-        i = colon != NULL ? (size_t)(colon - a.base) : a.len;
-        u->host.base = a.base;
-        u->host.len = i;
-    }
-    if (u->host.len == 0 || u->host.len > AUDIT_HOST_MAX * 4)
-        return PX_EPARSE;
-    for (size_t k = 0; k < u->host.len; k++) {
-        char c = u->host.base[k];
-        if (c == '/' || c == '?' || c == '[' || c == ']' || (!u->bracketed && c == ':'))
-            return PX_EPARSE;
-    }
-    if (i == a.len)
-        return need_port ? PX_EPARSE : 0;
-    if (a.base[i] != ':')
-        return PX_EPARSE;
-    unsigned long p;
-    audit_str_t ps = {a.base + i + 1, a.len - i - 1};
-    if (audit__digits(ps, 65535, &p) != 0 || p == 0)
-        return PX_EPARSE;
-    u->port = (uint16_t)p;
-    u->port_given = 1;
-    return 0;
-}
-
-int audit_url_parse(audit_str_t url, int authority, audit_url_t *out)
-{
-    memset(out, 0, sizeof(*out));
-    audit_url_t u;
-    memset(&u, 0, sizeof(u));
-    if (authority) {
-        u.authority = 1;
-        u.tls = 1;
-        if (audit__authority(url, 1, &u) != 0)
-            return PX_EPARSE;
-        u.ok = 1;
-        *out = u;
-        return 0;
-    }
-    audit_str_t rest;
-    if (audit__starts(url, "https://")) {
-        u.tls = 1;
-        rest = audit__skip(url, 8);
-    } else if (audit__starts(url, "http://")) {
-        rest = audit__skip(url, 7);
-    } else {
-        return PX_EPARSE;
-    }
-    size_t alen = 0;
-    while (alen < rest.len && rest.base[alen] != '/' && rest.base[alen] != '?')
-        alen++;
-    audit_str_t auth = {rest.base, alen};
-    u.path.base = rest.base + alen;
-    u.path.len = rest.len - alen;
-    if (u.path.len == 0 && alen > 1 && rest.base[alen - 1] == '*') {
-        /* OPTIONS *: the proxy wrote the target right after the authority */
-        auth.len--;
-        u.path.base = rest.base + alen - 1;
-        u.path.len = 1;
-    }
-    if (u.path.len == 0)
-        return PX_EPARSE;
-    if (audit__authority(auth, 0, &u) != 0)
-        return PX_EPARSE;
-    if (!u.port_given)
-        u.port = u.tls ? 443 : 80;
-    u.cut = audit__raw_len(url) == AUDIT__PX_URL_CUT_LEN && url.len >= 3 &&
-            memcmp(url.base + url.len - 3, "...", 3) == 0;
-    u.ok = 1;
-    *out = u;
-    return 0;
-}
-
-/* " [k: v]"... then "", " tunnel" or " (tail)". */
-static int audit__access_rest(audit_str_t r, audit_line_t *out)
-{
-    out->annot.base = r.base;
-    while (audit__starts(r, " [")) {
-        /* brackets nest: "[tool-domains: web_fetch_1: forced allowed_domains: []]" */
-        const char *close = NULL;
-        size_t depth = 0;
-        for (size_t i = 1; i < r.len && close == NULL; i++) {
-            if (r.base[i] == '[')
-                depth++;
-            else if (r.base[i] == ']' && --depth == 0)
-                close = r.base + i;
-        }
-        if (close == NULL)
-            return PX_EPARSE;
-        audit_str_t in = {r.base + 2, (size_t)(close - r.base - 2)};
-        unsigned long v;
-        if (audit__starts(in, "masked: ") && audit__digits(audit__skip(in, 8), 1000000, &v) == 0)
-            out->masked = (unsigned)v;
-        else if (audit__starts(in, "dropped: ") &&
-                 audit__digits(audit__skip(in, 9), 1000000, &v) == 0)
-            out->dropped = (unsigned)v;
-        r = audit__skip(r, (size_t)(close - r.base) + 1);
-    }
-    out->annot.len = (size_t)(r.base - out->annot.base);
-    if (r.len == 0)
-        return 0;
-    if (audit_str_eq(r, " tunnel")) {
-        out->tunnel = 1;
-        return 0;
-    }
-    if (r.len >= 3 && audit__starts(r, " (") && r.base[r.len - 1] == ')') {
-        out->tail.base = r.base + 2;
-        out->tail.len = r.len - 3;
-        return 0;
-    }
-    return PX_EPARSE;
-}
-
-static int audit__access(audit_str_t s, audit_line_t *out)
-{
-    audit_str_t w = audit__word(s);
-    if (audit_str_eq(w, "allowed"))
-        out->verdict = AUDIT_ALLOWED;
-    else if (audit_str_eq(w, "BLOCKED"))
-        out->verdict = AUDIT_BLOCKED;
-    else
-        out->verdict = AUDIT_ERROR;
-    s = audit__skip(s, w.len);
-    if (!audit__starts(s, " "))
-        return audit__fail(out, "no method");
-    s = audit__skip(s, 1);
-    out->method = audit__word(s);
-    if (!audit__method_ok(out->method))
-        return audit__fail(out, "bad method");
-    s = audit__skip(s, out->method.len);
-    if (!audit__starts(s, " "))
-        return audit__fail(out, "no URL");
-    s = audit__skip(s, 1);
-    long arrow = audit__find(s, " -> ");
-    if (arrow <= 0)
-        return audit__fail(out, "no ' -> '");
-    out->url_text.base = s.base;
-    out->url_text.len = (size_t)arrow;
-    if (memchr(out->url_text.base, ' ', out->url_text.len) != NULL)
-        return audit__fail(out, "space in the URL");
-    s = audit__skip(s, (size_t)arrow + 4);
-    if (s.len == 0)
-        return audit__fail(out, "nothing after ' -> '");
-    int is_status = s.len >= 3 && s.base[0] >= '1' && s.base[0] <= '9' && s.base[1] >= '0' &&
-                    s.base[1] <= '9' && s.base[2] >= '0' && s.base[2] <= '9' &&
-                    (s.len == 3 || s.base[3] == ' ');
-    if (is_status) {
-        out->status = (s.base[0] - '0') * 100 + (s.base[1] - '0') * 10 + (s.base[2] - '0');
-        if (audit__access_rest(audit__skip(s, 3), out) != 0)
-            return audit__fail(out, "unexpected text after the status");
-    } else {
-        if (out->verdict != AUDIT_ERROR)
-            return audit__fail(out, "no status");
-        out->status = -1;
-        out->tail = s;
-    }
-    int authority = audit_str_eq(out->method, "CONNECT");
-    if (!audit_str_eq(out->url_text, "-"))
-        audit_url_parse(out->url_text, authority, &out->url);
-    out->kind = AUDIT_LINE_ACCESS;
-    return 0;
-}
-
-/* "METHOD URL (text)" at the end of STRIPPED and COLLAPSED lines. */
-static int audit__method_url_paren(audit_str_t s, audit_line_t *out)
-{
-    out->method = audit__word(s);
-    if (!audit__method_ok(out->method))
-        return PX_EPARSE;
-    s = audit__skip(s, out->method.len);
-    if (!audit__starts(s, " "))
-        return PX_EPARSE;
-    s = audit__skip(s, 1);
-    out->url_text = audit__word(s);
-    s = audit__skip(s, out->url_text.len);
-    if (out->url_text.len == 0 || s.len < 3 || !audit__starts(s, " (") || s.base[s.len - 1] != ')')
-        return PX_EPARSE;
-    out->reason.base = s.base + 2;
-    out->reason.len = s.len - 3;
-    if (!audit_str_eq(out->url_text, "-"))
-        audit_url_parse(out->url_text, 0, &out->url);
-    return 0;
-}
-
-/* "'name'" then sep. */
-static int audit__quoted(audit_str_t *s, audit_str_t *name, const char *sep)
-{
-    if (!audit__starts(*s, "'"))
-        return PX_EPARSE;
-    const char *q = memchr(s->base + 1, '\'', s->len - 1);
-    if (q == NULL || q == s->base + 1)
-        return PX_EPARSE;
-    name->base = s->base + 1;
-    name->len = (size_t)(q - s->base - 1);
-    *s = audit__skip(*s, name->len + 2);
-    if (!audit__starts(*s, sep))
-        return PX_EPARSE;
-    *s = audit__skip(*s, strlen(sep));
-    return 0;
-}
-
-static int audit__dns(audit_str_t s, audit_line_t *out)
-{
-    s = audit__skip(s, 4);
-    out->dns_type = audit__word(s);
-    if (out->dns_type.len == 0 || out->dns_type.len > 16)
-        return audit__fail(out, "bad DNS type");
-    s = audit__skip(s, out->dns_type.len);
-    if (!audit__starts(s, " "))
-        return audit__fail(out, "no DNS name");
-    s = audit__skip(s, 1);
-    out->dns_name = audit__word(s);
-    if (out->dns_name.len == 0)
-        return audit__fail(out, "no DNS name");
-    s = audit__skip(s, out->dns_name.len);
-    if (!audit__starts(s, " -> ") || s.len == 4)
-        return audit__fail(out, "no DNS answer");
-    out->dns_answer = audit__skip(s, 4);
-    if (memchr(out->dns_answer.base, ' ', out->dns_answer.len) != NULL)
-        return audit__fail(out, "bad DNS answer");
-    out->kind = AUDIT_LINE_DNS;
-    return 0;
-}
-
-static int audit__dispatch(audit_str_t s, audit_line_t *out)
-{
-    if (s.len == 0) {
-        out->kind = AUDIT_LINE_BLANK;
-        return 0;
-    }
-    if (audit__starts(s, "=== TASK START ")) {
-        audit_str_t t = audit__skip(s, 15);
-        if (t.len <= 4 || memcmp(t.base + t.len - 4, " ===", 4) != 0)
-            return audit__fail(out, "bad TASK START line");
-        out->text.base = t.base;
-        out->text.len = t.len - 4;
-        if (memchr(out->text.base, ' ', out->text.len) != NULL)
-            return audit__fail(out, "bad TASK START line");
-        out->kind = AUDIT_LINE_TASK_START;
-        return 0;
-    }
-    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") || audit__starts(s, "ERROR "))
-        return audit__access(s, out);
-    if (audit__starts(s, "DNS "))
-        return audit__dns(s, out);
-    if (audit__starts(s, "STRIPPED header ")) {
-        audit_str_t r = audit__skip(s, 16);
-        if (audit__quoted(&r, &out->header, " from ") != 0 || audit__method_url_paren(r, out) != 0)
-            return audit__fail(out, "bad STRIPPED line");
-        out->kind = AUDIT_LINE_STRIPPED;
-        return 0;
-    }
-    if (audit__starts(s, "COLLAPSED ")) {
-        audit_str_t r = audit__skip(s, 10);
-        audit_str_t n = audit__word(r);
-        unsigned long v;
-        if (audit__digits(n, 1000000, &v) != 0)
-            return audit__fail(out, "bad COLLAPSED line");
-        out->count = (unsigned)v;
-        r = audit__skip(r, n.len);
-        if (!audit__starts(r, " duplicate "))
-            return audit__fail(out, "bad COLLAPSED line");
-        r = audit__skip(r, 11);
-        if (audit__quoted(&r, &out->header, " headers in ") != 0 ||
-            audit__method_url_paren(r, out) != 0)
-            return audit__fail(out, "bad COLLAPSED line");
-        out->kind = AUDIT_LINE_COLLAPSED;
-        return 0;
-    }
-    if (audit__starts(s, "WARNING: ")) {
-        out->text = audit__skip(s, 9);
-        out->kind = AUDIT_LINE_WARNING;
-        return 0;
-    }
-    if (audit__starts(s, "TLS REJECTED ")) {
-        audit_str_t r = audit__skip(s, 13);
-        out->text = audit__word(r);
-        r = audit__skip(r, out->text.len);
-        if (out->text.len == 0 || r.len < 3 || !audit__starts(r, " (") || r.base[r.len - 1] != ')')
-            return audit__fail(out, "bad TLS REJECTED line");
-        out->reason.base = r.base + 2;
-        out->reason.len = r.len - 3;
-        out->kind = AUDIT_LINE_TLS_REJECTED;
-        return 0;
-    }
-    return audit__fail(out, "not a network-log line");
 }
 
 int audit_line_parse(const char *s, size_t len, audit_line_t *out)
 {
     memset(out, 0, sizeof(*out));
     out->status = -1;
-    if (len > AUDIT_LINE_MAX)
-        return audit__fail(out, "line over the length cap");
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c >= 0x7f) {
-            /* the proxy escapes these: a raw one means the line is not airlock's */
-            if (!(c == '\r' && i + 1 == len))
-                return audit__fail(out, "raw control or non-ASCII byte");
-            len--;
-        }
+    audit_event_t ev;
+    int rc = audit_event_parse(s, len, &ev);
+    out->truncated = ev.truncated;
+    if (rc != 0)
+        return audit__fail(out, ev.why);
+    out->kind = audit__kinds[ev.kind];
+    if (out->kind == AUDIT_LINE_MALFORMED)
+        return audit__fail(out, out->truncated ? "cut by the proxy's line cap"
+                                               : "not a network-log line");
+    out->method = ev.method;
+    out->url_text = ev.url;
+    out->url = ev.url_parts;
+    switch (out->kind) {
+    case AUDIT_LINE_ACCESS:
+        rc = audit__access(&ev, out);
+        break;
+    case AUDIT_LINE_DNS:
+        out->dns_type = ev.dns_type;
+        out->dns_name = ev.host;
+        out->dns_answer = ev.reason;
+        break;
+    case AUDIT_LINE_STRIPPED:
+    case AUDIT_LINE_COLLAPSED:
+        out->header = ev.header;
+        out->count = ev.count;
+        out->reason = ev.tail;
+        break;
+    case AUDIT_LINE_TASK_START:
+        out->text = ev.text;
+        break;
+    case AUDIT_LINE_WARNING:
+        out->text = ev.tail;
+        break;
+    case AUDIT_LINE_TLS_REJECTED:
+        out->text = ev.host;
+        out->reason = ev.tail;
+        break;
+    default:
+        break;
     }
-    audit_str_t line = {s, len};
-    size_t mark = strlen(AUDIT__TRUNC_MARK);
-    if (len >= mark && memcmp(s + len - mark, AUDIT__TRUNC_MARK, mark) == 0) {
-        out->truncated = 1;
-        line.len -= mark;
-    }
-    int rc = audit__dispatch(line, out);
     if (rc != 0 && out->truncated)
         out->why = "cut by the proxy's line cap";
     return rc;

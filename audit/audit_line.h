@@ -2,24 +2,22 @@
  *
  * The proxy escapes every byte of a line that is not printable ASCII as \xNN (px_log.c), so a
  * line is plain ASCII; the views below point into it, still escaped. audit_unescape() turns a
- * field back into the bytes the client sent, for re-deciding. */
+ * field back into the bytes the client sent, for re-deciding. The reading itself is
+ * audit_event_parse() (audit_event.h), the module that also writes the lines; this is the view
+ * the audit tools were written against. */
 #ifndef AUDIT_LINE_H
 #define AUDIT_LINE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit/audit_event.h"
+
 /* A line longer than this is not a line airlock writes (PX_LOG_LINE_MAX is 8192 bytes before
  * the " ...(truncated)" mark): it is refused whole. */
 #define AUDIT_LINE_MAX (8192 + 64)
 #define AUDIT_METHOD_MAX 32 /* the proxy keeps 23 bytes of a method */
 #define AUDIT_HOST_MAX 255  /* a host name, once unescaped */
-
-/* A non-owning byte range inside the line. */
-typedef struct audit_str {
-    const char *base;
-    size_t len;
-} audit_str_t;
 
 typedef enum audit_line_kind {
     AUDIT_LINE_MALFORMED = 0, /* not a line airlock writes; see why */
@@ -38,19 +36,6 @@ typedef enum audit_verdict {
     AUDIT_BLOCKED,
     AUDIT_ERROR,
 } audit_verdict_t;
-
-/* The URL of an access, STRIPPED or COLLAPSED line, split. */
-typedef struct audit_url {
-    int ok;           /* 1 when the URL was read; else the fields below are empty */
-    int authority;    /* 1 for CONNECT's "host:port" form (no scheme, no path) */
-    int tls;          /* https:// (and CONNECT) */
-    audit_str_t host; /* escaped; without IPv6 brackets */
-    int bracketed;    /* the host was written [v6] */
-    uint16_t port;    /* the explicit port, else the scheme's default */
-    int port_given;
-    audit_str_t path; /* path and query as logged (escaped); "*" for OPTIONS * */
-    int cut;          /* the proxy cut an over-long URL ("..." at its 2 KiB cap) */
-} audit_url_t;
 
 typedef struct audit_line {
     audit_line_kind_t kind;
@@ -86,17 +71,5 @@ typedef struct audit_line {
 /* Parses s[0..len) (borrowed; no newline; no NUL assumed) into *out, whose views point into
  * s. Returns 0, or PX_EPARSE with out->kind MALFORMED and out->why set. Never allocates. */
 int audit_line_parse(const char *s, size_t len, audit_line_t *out);
-
-/* Splits a logged URL ("scheme://host[:port]path" or, when authority is 1, "host:port") into
- * *out. Returns 0 or PX_EPARSE. */
-int audit_url_parse(audit_str_t url, int authority, audit_url_t *out);
-
-/* Undoes the log's escaping of s into out (cap bytes): \xNN with NN not printable ASCII
- * becomes that byte; any other backslash is literal (the log never escapes a printable byte).
- * Returns the length, or (size_t)-1 when out is too small. */
-size_t audit_unescape(audit_str_t s, char *out, size_t cap);
-
-/* 1 when a and b hold the same bytes; b is a NUL-terminated literal. */
-int audit_str_eq(audit_str_t a, const char *b);
 
 #endif

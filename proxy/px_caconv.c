@@ -155,11 +155,12 @@ int px_caconv_sandbox(const px_caconv_sb_t *a, ca_t **out, int *created, char **
 void px_caconv_log_refused(px_log_t *log, const addon_policy_t *policy, const char *host)
 {
     addon_str_t h = {host, strlen(host)};
+    audit_event_t ev = {.kind = AUDIT_EV_TLS_REJECTED, .verdict = AUDIT_EV_REJECTED};
+    ev.host = audit_s(host);
     if (addon_policy_has_host(policy, h, 443, 1, NULL))
-        px_log_printf(log, "TLS REJECTED %s (no certificate: " PX_CACONV_WHY ")", host);
+        ev.tail = audit_s("no certificate: " PX_CACONV_WHY);
     else
-        px_log_printf(log,
-                      "TLS REJECTED %s (no certificate: not in the network allowlist, and outside "
-                      "the conversation CA's name constraints)",
-                      host);
+        ev.tail = audit_s("no certificate: not in the network allowlist, and outside the "
+                          "conversation CA's name constraints");
+    px_log_event(log, &ev);
 }

@@ -91,8 +91,10 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
     }
     case PX__HELLO:
         if (px__cl_in_keep(c, data, len) != 0 || c->in_len > PX_HELLO_MAX) {
-            px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
-                          c->connect_url);
+            audit_event_t ev = audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT",
+                                                  c->connect_url, 403);
+            ev.tail = audit_s("tunnel: no TLS ClientHello");
+            px_log_event(c->log, &ev);
             px__cl_close(c);
             return;
         }
@@ -154,14 +156,14 @@ static void px__tls_rejected(px_client_t *c)
     snprintf(eng->rejected[slot].host, sizeof(eng->rejected[slot].host), "%s", host);
     eng->rejected[slot].at = now;
     px_runtime_t rt = px_tls_runtime(t);
+    audit_event_t ev = {.kind = AUDIT_EV_TLS_REJECTED, .verdict = AUDIT_EV_REJECTED};
+    ev.host = audit_s(host);
     if (rt == PX_RT_UNKNOWN)
-        px_log_printf(c->log, "TLS REJECTED %s (%s; the client does not trust airlock's CA)",
-                      host, why);
+        px_log_eventf(c->log, &ev, "%s; the client does not trust airlock's CA", why);
     else
-        px_log_printf(c->log,
-                      "TLS REJECTED %s (%s; the client does not trust airlock's CA; it looks "
-                      "like %s: %s)",
-                      host, why, px_runtime_name(rt), px_runtime_fix(rt));
+        px_log_eventf(c->log, &ev,
+                      "%s; the client does not trust airlock's CA; it looks like %s: %s", why,
+                      px_runtime_name(rt), px_runtime_fix(rt));
 }
 
 static void on_client_handshake(px_sock_t *s, int status)
@@ -225,8 +227,11 @@ static void on_client_timer(uv_timer_t *t)
         px_sock_close(&c->sock); /* the last bytes did not leave in time */
         return;
     }
-    if (c->mode == PX__HTTP && c->x == NULL && px_h1_mid_head(&c->parser))
-        px_log_printf(c->log, "BLOCKED - - -> 408 (request head not received in time)");
+    if (c->mode == PX__HTTP && c->x == NULL && px_h1_mid_head(&c->parser)) {
+        audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, 408);
+        ev.tail = audit_s("request head not received in time");
+        px_log_event(c->log, &ev);
+    }
     px__cl_close(c);
 }
 
@@ -356,6 +361,14 @@ static int px__orig_port(px_client_t *c)
 
 /* A source address as the logs write it: an IPv4 one (mapped, px_srcnet.h) dotted, whichever
  * listener it came through. */
+/* A connection refused whole (sandboxes): "BLOCKED - - -> closed (tail)". */
+static audit_event_t px__closed_ev(void)
+{
+    audit_event_t ev = audit_event_access(AUDIT_EV_CONNECTION, AUDIT_EV_BLOCKED, NULL, NULL, -1);
+    ev.reason = audit_s("closed");
+    return ev;
+}
+
 static void px__src_text(const uint8_t a[16], char *out, size_t len)
 {
     static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -378,12 +391,13 @@ static int px__sandbox_pick(px_client_t *c)
     px_sandbox_t *sb = px_sandbox_for_addr(eng, c->src);
     if (sb == NULL) {
         px__src_text(c->src, ip, sizeof(ip));
-        px_log_printf(eng->log, "BLOCKED - - -> closed (source %s is in no sandbox)", ip);
+        audit_event_t ev = px__closed_ev();
+        px_log_eventf(eng->log, &ev, "source %s is in no sandbox", ip);
         return -1;
     }
     if (sb->max_conns != 0 && sb->conns >= sb->max_conns) {
-        px_log_printf(sb->log, "BLOCKED - - -> closed (sandbox %s: %zu connections at once)",
-                      sb->name, sb->max_conns);
+        audit_event_t ev = px__closed_ev();
+        px_log_eventf(sb->log, &ev, "sandbox %s: %zu connections at once", sb->name, sb->max_conns);
         return -1;
     }
     c->sb = px_sandbox_ref(sb);
@@ -421,7 +435,8 @@ static int px__cl_retire(px_client_t *c)
     else
         snprintf(why, sizeof(why), "source %s left sandbox %s; connection", ip, c->sb->name);
     int later = (c->mode == PX__HTTP && c->x != NULL) || (c->mode == PX__H2 && c->h2n > 0);
-    px_log_printf(c->log, "BLOCKED - - -> closed (%s %s)", why,
+    audit_event_t ev = px__closed_ev();
+    px_log_eventf(c->log, &ev, "%s %s", why,
                   later ? "closes after its requests in flight" : "closed");
     if (c->mode == PX__H2) {
         px__cl_h2_retire(c); /* with no stream left, the GOAWAY goes out and c closes */
@@ -501,9 +516,11 @@ int px_client_cert_cb(SSL *ssl, void *arg)
         name = norm;
         if (c->tunnel[0] != '\0' && strcmp(norm, c->tunnel) != 0) {
             /* a tunnel to one host, a handshake for another */
-            px_log_printf(c->log,
-                          "BLOCKED CONNECT %s:%u -> 403 (host mismatch: connect=%s, sni=%s)",
-                          c->tunnel, c->tunnel_port, c->tunnel, norm);
+            char url[PX_HOST_MAX + 8];
+            snprintf(url, sizeof(url), "%s:%u", c->tunnel, c->tunnel_port);
+            audit_event_t ev =
+                audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT", url, 403);
+            px_log_eventf(c->log, &ev, "host mismatch: connect=%s, sni=%s", c->tunnel, norm);
             return PX_TLS_REFUSED;
         }
     } else if (c->tunnel[0] != '\0') {

@@ -92,11 +92,19 @@ static const px_up_cbs_t px__dial_cbs = {
     .on_error = on_dial_error,
 };
 
+/* The event of a decision about this connection's CONNECT (its target as c->connect_url). */
+static audit_event_t px__connect_ev(px_client_t *c, audit_event_verdict_t v, int status)
+{
+    return audit_event_access(AUDIT_EV_CONNECT, v, "CONNECT", c->connect_url, status);
+}
+
 /* An allowed CONNECT whose host the conversation CA may not sign for: intercepting it would
  * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
 static void connect_outside_ca(px_client_t *c, px_msg_t *m)
 {
-    px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (" PX_CACONV_WHY ")", c->connect_url);
+    audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+    ev.tail = audit_s(PX_CACONV_WHY);
+    px_log_event(c->log, &ev);
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
@@ -121,8 +129,8 @@ static void connect_leak(px_client_t *c, px_msg_t *m, const addon_leak_match_t *
     const char *kind = addon_leak_kind_name(mt->kind);
     const char *enc = addon_leak_enc_name(mt->enc);
     snprintf(c->connect_url, sizeof(c->connect_url), "-");
-    px_log_printf(c->log, "BLOCKED CONNECT - -> 403 (leak: %s %s, %s, in the CONNECT target)", kind,
-                  mt->name, enc);
+    audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+    px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the CONNECT target", kind, mt->name, enc);
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
@@ -182,7 +190,8 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         addon_policy_block_message(snap->cfg.policy, bi, block_msg, sizeof(block_msg));
     px_snapshot_unref(snap);
     if (!ok) {
-        px_log_printf(c->log, "BLOCKED CONNECT %s -> 403", c->connect_url);
+        audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+        px_log_event(c->log, &ev);
         char json[1024];
         px_sbuf_t b;
         px_sbuf_init(&b, json, sizeof(json));
@@ -210,8 +219,10 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     px_msg_free(m);
     snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
     c->tunnel_port = pre->port;
-    px_log_printf(c->log, "allowed CONNECT %s -> 200%s", c->connect_url,
-                  passthrough ? " tunnel" : "");
+    audit_event_t ev = px__connect_ev(c, AUDIT_EV_ALLOWED, 200);
+    if (passthrough)
+        ev.kind = AUDIT_EV_TUNNEL;
+    px_log_event(c->log, &ev);
     px_sock_write(&c->sock, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
     px_h1_free(&c->parser);
     px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
@@ -238,20 +249,19 @@ void px__cl_hello(px_client_t *c)
      * a mismatch line could show the SNI */
     addon_leak_match_t mt;
     if (rc == 1 && addon_leak_scan(px__cl_snap(c)->leak, c->in, c->in_len, &mt)) {
-        px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (leak: %s %s, %s, in the TLS ClientHello)",
-                      c->connect_url, addon_leak_kind_name(mt.kind), mt.name,
-                      addon_leak_enc_name(mt.enc));
+        audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+        px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the TLS ClientHello",
+                      addon_leak_kind_name(mt.kind), mt.name, addon_leak_enc_name(mt.enc));
         px__cl_close(c);
         return;
     }
     if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
+        audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
         if (c->in_len > PX_HELLO_MAX)
-            px_log_printf(c->log, "BLOCKED CONNECT %s -> 403 (tunnel: no TLS ClientHello)",
-                          c->connect_url);
+            px_log_eventf(c->log, &ev, "tunnel: no TLS ClientHello");
         else
-            px_log_printf(c->log,
-                          "BLOCKED CONNECT %s -> 403 (host mismatch: connect=%s, sni=%s)",
-                          c->connect_url, c->tunnel, rc < 0 ? "none" : norm);
+            px_log_eventf(c->log, &ev, "host mismatch: connect=%s, sni=%s", c->tunnel,
+                          rc < 0 ? "none" : norm);
         px__cl_close(c);
         return;
     }
@@ -282,6 +292,8 @@ static void on_dial_error(void *owner, const char *why)
 {
     px_client_t *c = owner;
     c->dial = NULL;
-    px_log_printf(c->log, "ERROR CONNECT %s -> %s", c->connect_url, why);
+    audit_event_t ev = px__connect_ev(c, AUDIT_EV_ERROR, -1);
+    ev.reason = audit_s(why);
+    px_log_event(c->log, &ev);
     px__cl_close(c);
 }

@@ -247,7 +247,9 @@ static void *on_dns_route(void *data, const struct sockaddr *src)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)src)->sin_addr, ip, sizeof(ip));
     else if (src->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)src)->sin6_addr, ip, sizeof(ip));
-    px_log_printf(eng->log, "BLOCKED DNS - -> no answer (source %s is in no sandbox)", ip);
+    audit_event_t ev = audit_event_access(AUDIT_EV_CONNECTION, AUDIT_EV_BLOCKED, "DNS", NULL, -1);
+    ev.reason = audit_s("no answer");
+    px_log_eventf(eng->log, &ev, "source %s is in no sandbox", ip);
     return NULL;
 }
 
@@ -540,7 +542,9 @@ static void px__engine_start(px_engine_t *eng)
     gmtime_r(&now, &tm);
     char ts[32];
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    px_log_printf(eng->log, "=== TASK START %s ===", ts);
+    audit_event_t ev = {.kind = AUDIT_EV_TASK_START};
+    ev.text = audit_s(ts);
+    px_log_event(eng->log, &ev);
 }
 
 /* Closes what is still open, lets the loop run dry, and frees the engine. */

@@ -56,7 +56,8 @@ void px__cl_in_drop(px_client_t *c, size_t n)
 /* A head that cannot be parsed: 400 or 431, logged, then the connection closes. */
 void px__cl_bad_request(px_client_t *c, int status, const char *reason)
 {
-    px_log_printf(c->log, "BLOCKED - - -> %d (%s: %s)", status,
+    audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, status);
+    px_log_eventf(c->log, &ev, "%s: %s",
                   status == 431 ? "request head too large" : "malformed request", reason);
     char json[512];
     px_sbuf_t b;

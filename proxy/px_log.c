@@ -187,6 +187,32 @@ static int px__log_plain(unsigned char c)
     return c >= 0x20 && c < 0x7f;
 }
 
+/* Reserves need bytes at the end of the pending queue, waiting while it is full. Returns the
+ * place with the lock held, or NULL (the line is lost; the lock is released). */
+static char *px__log_reserve(px_log_t *log, size_t need)
+{
+    pthread_mutex_lock(&log->mu);
+    while (log->pending.len + need > PX_LOG_QUEUE_MAX && !log->stop)
+        pthread_cond_wait(&log->idle, &log->mu);
+    if (px__buf_reserve(&log->pending, need) != 0) {
+        log->lost++;
+        pthread_mutex_unlock(&log->mu);
+        return NULL;
+    }
+    return log->pending.data + log->pending.len;
+}
+
+/* Commits len bytes written at the place px__log_reserve() gave, and releases the lock. */
+static void px__log_commit(px_log_t *log, size_t len)
+{
+    log->pending.len += len;
+    /* a signal per line costs a context switch per request: batched logs are woken once per
+     * loop turn by px_log_kick(), unless a lot is pending */
+    if (log->waiting && (!log->batched || log->pending.len > PX_LOG_QUEUE_MAX / 8))
+        pthread_cond_signal(&log->wake);
+    pthread_mutex_unlock(&log->mu);
+}
+
 void px_log_line(px_log_t *log, const char *line, size_t len)
 {
     if (!px_log_enabled(log))
@@ -205,15 +231,9 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
     }
     int truncated = used < len;
     size_t need = out + 1 + (truncated ? sizeof(cut) - 1 : 0);
-    pthread_mutex_lock(&log->mu);
-    while (log->pending.len + need > PX_LOG_QUEUE_MAX && !log->stop)
-        pthread_cond_wait(&log->idle, &log->mu);
-    if (px__buf_reserve(&log->pending, need) != 0) {
-        log->lost++;
-        pthread_mutex_unlock(&log->mu);
+    char *dst = px__log_reserve(log, need);
+    if (dst == NULL)
         return;
-    }
-    char *dst = log->pending.data + log->pending.len;
     size_t off = 0;
     for (size_t i = 0; i < used; i++) {
         unsigned char c = (unsigned char)line[i];
@@ -231,12 +251,45 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
         off += sizeof(cut) - 1;
     }
     dst[off++] = '\n';
-    log->pending.len += off;
-    /* a signal per line costs a context switch per request: batched logs are woken once per
-     * loop turn by px_log_kick(), unless a lot is pending */
-    if (log->waiting && (!log->batched || log->pending.len > PX_LOG_QUEUE_MAX / 8))
-        pthread_cond_signal(&log->wake);
-    pthread_mutex_unlock(&log->mu);
+    px__log_commit(log, off);
+}
+
+void px_log_event(px_log_t *log, const audit_event_t *ev)
+{
+    if (!px_log_enabled(log))
+        return;
+    /* rendered whole (escaped, cut and marked) by the one module that also reads lines back */
+    char buf[AUDIT_EVENT_LINE_CAP];
+    int n = audit_event_render(ev, buf, sizeof(buf));
+    if (n < 0)
+        return;
+    log->touched = 1;
+    char *dst = px__log_reserve(log, (size_t)n + 1);
+    if (dst == NULL)
+        return;
+    memcpy(dst, buf, (size_t)n);
+    dst[n] = '\n';
+    px__log_commit(log, (size_t)n + 1);
+}
+
+void px_log_eventf(px_log_t *log, audit_event_t *ev, const char *tail_fmt, ...)
+{
+    if (!px_log_enabled(log))
+        return;
+    char tail[PX_LOG_LINE_MAX + 1];
+    if (tail_fmt != NULL) {
+        va_list ap;
+        va_start(ap, tail_fmt);
+        int n = vsnprintf(tail, sizeof(tail), tail_fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        ev->tail.base = tail;
+        ev->tail.len = (size_t)n < sizeof(tail) ? (size_t)n : sizeof(tail) - 1;
+    }
+    px_log_event(log, ev);
+    if (tail_fmt != NULL)
+        ev->tail.base = NULL, ev->tail.len = 0; /* tail was on this stack */
 }
 
 void px_log_printf(px_log_t *log, const char *fmt, ...)

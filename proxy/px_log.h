@@ -9,7 +9,9 @@
 
 #include <stddef.h>
 
-#define PX_LOG_LINE_MAX 8192            /* one line; longer lines are cut and marked */
+#include "audit/audit_event.h"
+
+#define PX_LOG_LINE_MAX AUDIT_EVENT_TEXT_MAX /* one line; longer lines are cut and marked */
 #define PX_LOG_QUEUE_MAX (8 * 1024 * 1024) /* pending bytes before the writer blocks */
 #define PX_LOG_KICK_BYTES (16 * 1024)      /* batched: pending bytes that wake the writer */
 #define PX_LOG_DELAY_MS 10                 /* batched: the longest a line waits for the writer */
@@ -25,6 +27,15 @@ int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t 
  * terminal control sequence into the log), then the line is cut at PX_LOG_LINE_MAX. Never fails:
  * on a write error the writer reports once on stderr and counts the line as lost. */
 void px_log_line(px_log_t *log, const char *line, size_t len);
+
+/* Queues the line of one decision, rendered by audit_event_render() (escaped and cut the same
+ * way as px_log_line()). Every network-log line of the proxy is written through here, except
+ * the DNS responder's (dns/ sits below audit/ and formats its own) and the addons' (idem). */
+void px_log_event(px_log_t *log, const audit_event_t *ev);
+
+/* px_log_event() with ev->tail set from a printf format (NULL: ev as it is). */
+void px_log_eventf(px_log_t *log, audit_event_t *ev, const char *tail_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* printf-style px_log_line(). */
 void px_log_printf(px_log_t *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -22,6 +22,7 @@ typedef struct px__tg_seg {
 typedef struct px_tunguard {
     px_log_t *log;
     char line[PX_TUNGUARD_LINE_MAX]; /* "GET http://h/ws -> 101", "CONNECT h:443 -> 200 tunnel" */
+    audit_event_t ev;                /* line split: the event's method, URL, status and kind */
     const char *what;                /* "the WebSocket", "the tunnel" */
     px_snapshot_t *snap;             /* a reference: the budgets' limits and the patterns */
     addon_budget_req_t *bud;         /* NULL: no byte budget */
@@ -78,8 +79,10 @@ static void px__tg_pass(px_tunguard_t *g, px_tunnel_t *t, int side, const char *
     g->cut = 1;
     char desc[ADDON_BUDGET_DESC_MAX];
     addon_budget_describe(&o, desc, sizeof(desc));
-    px_log_printf(g->log, "BLOCKED %s (budget: %s; %s was cut after %llu bytes %s)", g->line, desc,
-                  g->what, (unsigned long long)g->moved[side], side == 0 ? "sent" : "received");
+    audit_event_t ev = g->ev;
+    ev.verdict = AUDIT_EV_BLOCKED;
+    px_log_eventf(g->log, &ev, "budget: %s; %s was cut after %llu bytes %s", desc, g->what,
+                  (unsigned long long)g->moved[side], side == 0 ? "sent" : "received");
     px_tunnel_cut(t, !side);
 }
 
@@ -155,14 +158,16 @@ static void px__tg_follow(px_tunguard_t *g, const char *data, size_t len)
 /* Stops the WebSocket before what it read goes on: nothing more is relayed either way. When
  * the upstream's frames to the client are between two frames, the client gets a close frame
  * (1008, policy violation) first. */
-static void px__tg_refuse(px_tunguard_t *g, px_tunnel_t *t, const char *verdict, const char *why)
+static void px__tg_refuse(px_tunguard_t *g, px_tunnel_t *t, audit_event_verdict_t verdict,
+                          const char *why)
 {
     static const char close1008[] = "\x88\x14\x03\xf0"
                                     "blocked by airlock";
     g->cut = 1;
     int boundary = !g->down_lost && g->down.hlen == 0 && g->down.off == g->down.len;
-    px_log_printf(g->log, "%s %s (%s; the WebSocket was closed%s)", verdict, g->line, why,
-                  boundary ? " with 1008" : "");
+    audit_event_t ev = g->ev;
+    ev.verdict = verdict;
+    px_log_eventf(g->log, &ev, "%s; the WebSocket was closed%s", why, boundary ? " with 1008" : "");
     if (boundary) {
         px_tunnel_pass(t, 1, close1008, sizeof(close1008) - 1);
         px_tunnel_cut(t, 0);
@@ -180,7 +185,7 @@ static void px__tg_leak(px_tunguard_t *g, px_tunnel_t *t, const addon_leak_match
                                : "a WebSocket message";
     snprintf(why, sizeof(why), "leak: %s %s, %s, in %s", addon_leak_kind_name(mt->kind), mt->name,
              addon_leak_enc_name(mt->enc), in);
-    px__tg_refuse(g, t, "BLOCKED", why);
+    px__tg_refuse(g, t, AUDIT_EV_BLOCKED, why);
 }
 
 /* The message's bytes that may begin a value after a run [raw, raw + n) at message offset pos
@@ -232,7 +237,7 @@ static int px__tg_scan(px_tunguard_t *g, px_tunnel_t *t, const char *run, size_t
         }
         if (!g->in_ctl) {
             if (px__tg_pending(g, raw + k, g->msg_pos, n, addon_leak_pending(g->leak, st)) != 0) {
-                px__tg_refuse(g, t, "BLOCKED",
+                px__tg_refuse(g, t, AUDIT_EV_BLOCKED,
                               "websocket: too many frames held behind a "
                               "possible secret");
                 return 1;
@@ -259,7 +264,7 @@ static int px__tg_frames(px_tunguard_t *g, px_tunnel_t *t, const char *data, siz
         if (ev < 0) {
             char why[200];
             snprintf(why, sizeof(why), "websocket: %s", g->fp.why);
-            px__tg_refuse(g, t, "BLOCKED", why);
+            px__tg_refuse(g, t, AUDIT_EV_BLOCKED, why);
             return 1;
         }
         if (ev == PX_WSFRAME_MORE)
@@ -306,7 +311,7 @@ static void px__tg_client(px_tunguard_t *g, px_tunnel_t *t, const char *data, si
     size_t keep = (size_t)(g->in - safe);
     size_t cap = addon_leak_max_pattern_len(g->leak) + PX_TUNGUARD_HOLD_EXTRA;
     if (keep > cap) {
-        px__tg_refuse(g, t, "BLOCKED",
+        px__tg_refuse(g, t, AUDIT_EV_BLOCKED,
                       "websocket: too many bytes of frames held behind a "
                       "possible secret");
         return;
@@ -330,7 +335,7 @@ static void px__tg_client(px_tunguard_t *g, px_tunnel_t *t, const char *data, si
                 nc *= 2;
             char *p = realloc(g->held, nc);
             if (p == NULL) {
-                px__tg_refuse(g, t, "ERROR", "out of memory");
+                px__tg_refuse(g, t, AUDIT_EV_ERROR, "out of memory");
                 return;
             }
             g->held = p;
@@ -357,6 +362,32 @@ static void px__tg_data(void *h, px_tunnel_t *t, int side, const char *data, siz
 
 /* ---- making one ---------------------------------------------------------------------------- */
 
+/* Splits g->line ("METHOD URL -> STATUS[ tunnel]", made by the exchange or below) into g->ev,
+ * whose views point into it; the lines of the guard add the verdict and their tail. */
+static void px__tg_split(px_tunguard_t *g)
+{
+    const char *l = g->line;
+    const char *sp = strchr(l, ' ');
+    const char *arrow = NULL;
+    for (const char *p = l; (p = strstr(p, " -> ")) != NULL; p++)
+        arrow = p; /* the last one: a URL may hold " -> " (escaped only when logged) */
+    int connect = strncmp(l, "CONNECT ", 8) == 0;
+    memset(&g->ev, 0, sizeof(g->ev));
+    g->ev.kind = connect ? AUDIT_EV_CONNECT : AUDIT_EV_REQUEST;
+    g->ev.status = -1;
+    if (sp == NULL || arrow == NULL || arrow < sp) {
+        g->ev.reason = audit_s(l); /* not expected; still logged whole */
+        return;
+    }
+    g->ev.method.base = l;
+    g->ev.method.len = (size_t)(sp - l);
+    g->ev.url.base = sp + 1;
+    g->ev.url.len = (size_t)(arrow - sp - 1);
+    g->ev.status = atoi(arrow + 4);
+    if (strstr(arrow + 4, " tunnel") != NULL)
+        g->ev.kind = AUDIT_EV_TUNNEL;
+}
+
 static px_tunguard_t *px__tg_new(px_log_t *log, const char *line, const char *what,
                                  px_snapshot_t *snap, addon_budget_req_t *bud,
                                  const addon_leak_t *leak)
@@ -366,6 +397,7 @@ static px_tunguard_t *px__tg_new(px_log_t *log, const char *line, const char *wh
         return NULL;
     g->log = log;
     snprintf(g->line, sizeof(g->line), "%s", line);
+    px__tg_split(g);
     g->what = what;
     g->bud = bud;
     g->leak = leak;
@@ -423,7 +455,9 @@ int px_tunguard_connect(px_log_t *log, addon_budget_table_t **tab, px_snapshot_t
     if (rc == 1) {
         char desc[ADDON_BUDGET_DESC_MAX], json[2048];
         addon_budget_describe(&o, desc, sizeof(desc));
-        px_log_printf(log, "BLOCKED CONNECT %s -> 429 (budget: %s)", url, desc);
+        audit_event_t ev =
+            audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT", url, 429);
+        px_log_eventf(log, &ev, "budget: %s", desc);
         size_t jl = px_tunguard_budget_json(&o, 0, json, sizeof(json));
         *anslen = px_answer_build(ans, cap, 429, json, jl, 1);
         return 1;

@@ -1,0 +1,737 @@
+#include "audit/audit_event.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/px_err.h"
+
+/* proxy/px_int.h keeps a log URL in char url[2048]; an over-long one is cut to 2032 bytes plus
+ * "..." (px__build_url). A URL of that length ending in "..." was cut. */
+#define AUDIT__PX_URL_CUT_LEN (2048 - 16 + 3)
+#define AUDIT__METHOD_MAX 32 /* the proxy keeps 23 bytes of a method */
+#define AUDIT__HOST_MAX 255  /* a host name, once unescaped */
+
+audit_str_t audit_s(const char *s)
+{
+    audit_str_t v = {s != NULL ? s : "", s != NULL ? strlen(s) : 0};
+    return v;
+}
+
+static const signed char audit__hex[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+int audit_str_eq(audit_str_t a, const char *b)
+{
+    size_t n = strlen(b);
+    return a.len == n && (n == 0 || memcmp(a.base, b, n) == 0);
+}
+
+static int audit__starts(audit_str_t s, const char *p)
+{
+    size_t n = strlen(p);
+    return s.len >= n && memcmp(s.base, p, n) == 0;
+}
+
+static audit_str_t audit__skip(audit_str_t s, size_t n)
+{
+    s.base += n;
+    s.len -= n;
+    return s;
+}
+
+/* The bytes up to the first space (or the end). */
+static audit_str_t audit__word(audit_str_t s)
+{
+    const char *sp = memchr(s.base, ' ', s.len);
+    audit_str_t w = {s.base, sp != NULL ? (size_t)(sp - s.base) : s.len};
+    return w;
+}
+
+/* The position of needle in s, or -1. */
+static long audit__find(audit_str_t s, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0 || s.len < n)
+        return -1;
+    for (size_t i = 0; i + n <= s.len; i++) {
+        if (s.base[i] == needle[0] && memcmp(s.base + i, needle, n) == 0)
+            return (long)i;
+    }
+    return -1;
+}
+
+static int audit__fail(audit_event_t *out, const char *why)
+{
+    out->kind = AUDIT_EV_NONE;
+    out->why = why;
+    return PX_EPARSE;
+}
+
+/* A method: an HTTP token as llhttp names it, or "-". */
+static int audit__method_ok(audit_str_t m)
+{
+    if (m.len == 0 || m.len > AUDIT__METHOD_MAX)
+        return 0;
+    for (size_t i = 0; i < m.len; i++) {
+        unsigned char c = (unsigned char)m.base[i];
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+static int audit__digits(audit_str_t s, unsigned long max, unsigned long *v)
+{
+    if (s.len == 0 || s.len > 10)
+        return PX_EPARSE;
+    unsigned long n = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        if (s.base[i] < '0' || s.base[i] > '9')
+            return PX_EPARSE;
+        n = n * 10 + (unsigned long)(s.base[i] - '0');
+    }
+    if (n > max)
+        return PX_EPARSE;
+    *v = n;
+    return 0;
+}
+
+size_t audit_unescape(audit_str_t s, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.base[i];
+        if (c == '\\' && i + 3 < s.len && s.base[i + 1] == 'x' &&
+            audit__hex[(unsigned char)s.base[i + 2]] && audit__hex[(unsigned char)s.base[i + 3]]) {
+            unsigned v = (unsigned)(((audit__hex[(unsigned char)s.base[i + 2]] - 1) << 4) |
+                                    (audit__hex[(unsigned char)s.base[i + 3]] - 1));
+            if (v < 0x20 || v >= 0x7f) {
+                c = (unsigned char)v;
+                i += 3;
+            }
+        }
+        if (o >= cap)
+            return (size_t)-1;
+        out[o++] = (char)c;
+    }
+    return o;
+}
+
+/* The unescaped length of s (each \xNN of a non-printable byte counts one). */
+static size_t audit__raw_len(audit_str_t s)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s.len; i++, n++) {
+        if (s.base[i] == '\\' && i + 3 < s.len && s.base[i + 1] == 'x' &&
+            audit__hex[(unsigned char)s.base[i + 2]] && audit__hex[(unsigned char)s.base[i + 3]]) {
+            unsigned v = (unsigned)(((audit__hex[(unsigned char)s.base[i + 2]] - 1) << 4) |
+                                    (audit__hex[(unsigned char)s.base[i + 3]] - 1));
+            if (v < 0x20 || v >= 0x7f)
+                i += 3;
+        }
+    }
+    return n;
+}
+
+/* "host[:port]" or "[v6][:port]" from a (escaped). */
+static int audit__authority(audit_str_t a, int need_port, audit_url_t *u)
+{
+    if (a.len == 0)
+        return PX_EPARSE;
+    size_t i;
+    if (a.base[0] == '[') {
+        const char *close = memchr(a.base, ']', a.len);
+        if (close == NULL || close == a.base + 1)
+            return PX_EPARSE;
+        u->host.base = a.base + 1;
+        u->host.len = (size_t)(close - a.base - 1);
+        u->bracketed = 1;
+        i = (size_t)(close - a.base) + 1;
+    } else {
+        const char *colon = memchr(a.base, ':', a.len);
+        i = colon != NULL ? (size_t)(colon - a.base) : a.len;
+        u->host.base = a.base;
+        u->host.len = i;
+    }
+    if (u->host.len == 0 || u->host.len > AUDIT__HOST_MAX * 4)
+        return PX_EPARSE;
+    for (size_t k = 0; k < u->host.len; k++) {
+        char c = u->host.base[k];
+        if (c == '/' || c == '?' || c == '[' || c == ']' || (!u->bracketed && c == ':'))
+            return PX_EPARSE;
+    }
+    if (i == a.len)
+        return need_port ? PX_EPARSE : 0;
+    if (a.base[i] != ':')
+        return PX_EPARSE;
+    unsigned long p;
+    audit_str_t ps = {a.base + i + 1, a.len - i - 1};
+    if (audit__digits(ps, 65535, &p) != 0 || p == 0)
+        return PX_EPARSE;
+    u->port = (uint16_t)p;
+    u->port_given = 1;
+    return 0;
+}
+
+int audit_url_parse(audit_str_t url, int authority, audit_url_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    audit_url_t u;
+    memset(&u, 0, sizeof(u));
+    if (authority) {
+        u.authority = 1;
+        u.tls = 1;
+        if (audit__authority(url, 1, &u) != 0)
+            return PX_EPARSE;
+        u.ok = 1;
+        *out = u;
+        return 0;
+    }
+    audit_str_t rest;
+    if (audit__starts(url, "https://")) {
+        u.tls = 1;
+        rest = audit__skip(url, 8);
+    } else if (audit__starts(url, "http://")) {
+        rest = audit__skip(url, 7);
+    } else {
+        return PX_EPARSE;
+    }
+    size_t alen = 0;
+    while (alen < rest.len && rest.base[alen] != '/' && rest.base[alen] != '?')
+        alen++;
+    audit_str_t auth = {rest.base, alen};
+    u.path.base = rest.base + alen;
+    u.path.len = rest.len - alen;
+    if (u.path.len == 0 && alen > 1 && rest.base[alen - 1] == '*') {
+        /* OPTIONS *: the proxy wrote the target right after the authority */
+        auth.len--;
+        u.path.base = rest.base + alen - 1;
+        u.path.len = 1;
+    }
+    if (u.path.len == 0)
+        return PX_EPARSE;
+    if (audit__authority(auth, 0, &u) != 0)
+        return PX_EPARSE;
+    if (!u.port_given)
+        u.port = u.tls ? 443 : 80;
+    u.cut = audit__raw_len(url) == AUDIT__PX_URL_CUT_LEN && url.len >= 3 &&
+            memcmp(url.base + url.len - 3, "...", 3) == 0;
+    u.ok = 1;
+    *out = u;
+    return 0;
+}
+
+/* " [k: v]"... then "", " tunnel", " tunnel (tail)" or " (tail)". */
+static int audit__access_rest(audit_str_t r, audit_event_t *out)
+{
+    out->annot.base = r.base;
+    while (audit__starts(r, " [")) {
+        /* brackets nest: "[tool-domains: web_fetch_1: forced allowed_domains: []]" */
+        const char *close = NULL;
+        size_t depth = 0;
+        for (size_t i = 1; i < r.len && close == NULL; i++) {
+            if (r.base[i] == '[')
+                depth++;
+            else if (r.base[i] == ']' && --depth == 0)
+                close = r.base + i;
+        }
+        if (close == NULL)
+            return PX_EPARSE;
+        audit_str_t in = {r.base + 2, (size_t)(close - r.base - 2)};
+        unsigned long v;
+        if (audit__starts(in, "masked: ") && audit__digits(audit__skip(in, 8), 1000000, &v) == 0)
+            out->masked = (unsigned)v;
+        else if (audit__starts(in, "dropped: ") &&
+                 audit__digits(audit__skip(in, 9), 1000000, &v) == 0)
+            out->dropped = (unsigned)v;
+        r = audit__skip(r, (size_t)(close - r.base) + 1);
+    }
+    out->annot.len = (size_t)(r.base - out->annot.base);
+    if (audit__starts(r, " tunnel") && (r.len == 7 || audit__starts(audit__skip(r, 7), " ("))) {
+        out->kind = AUDIT_EV_TUNNEL;
+        r = audit__skip(r, 7);
+    }
+    if (r.len == 0)
+        return 0;
+    /* an empty " ()" is not written: a record without a tail has no parentheses */
+    if (r.len > 3 && audit__starts(r, " (") && r.base[r.len - 1] == ')') {
+        out->tail.base = r.base + 2;
+        out->tail.len = r.len - 3;
+        return 0;
+    }
+    return PX_EPARSE;
+}
+
+/* The text in place of a status: an ERROR's whole reason; else "word[ (tail)]". */
+static int audit__access_reason(audit_str_t s, audit_event_t *out)
+{
+    out->status = -1;
+    out->reason = s;
+    if (out->verdict == AUDIT_EV_ERROR)
+        return 0;
+    long paren = audit__find(s, " (");
+    if (paren == 0)
+        return PX_EPARSE;
+    if (paren > 0) {
+        if (s.base[s.len - 1] != ')' || s.len == (size_t)paren + 3)
+            return PX_EPARSE;
+        out->reason.len = (size_t)paren;
+        out->tail.base = s.base + paren + 2;
+        out->tail.len = s.len - (size_t)paren - 3;
+    }
+    out->kind = AUDIT_EV_CONNECTION;
+    return 0;
+}
+
+static int audit__access(audit_str_t s, audit_event_t *out)
+{
+    audit_str_t w = audit__word(s);
+    if (audit_str_eq(w, "allowed"))
+        out->verdict = AUDIT_EV_ALLOWED;
+    else if (audit_str_eq(w, "BLOCKED"))
+        out->verdict = AUDIT_EV_BLOCKED;
+    else
+        out->verdict = AUDIT_EV_ERROR;
+    out->kind = AUDIT_EV_REQUEST;
+    s = audit__skip(s, w.len);
+    if (!audit__starts(s, " "))
+        return audit__fail(out, "no method");
+    s = audit__skip(s, 1);
+    out->method = audit__word(s);
+    if (!audit__method_ok(out->method))
+        return audit__fail(out, "bad method");
+    int authority = audit_str_eq(out->method, "CONNECT");
+    if (authority)
+        out->kind = AUDIT_EV_CONNECT;
+    s = audit__skip(s, out->method.len);
+    if (!audit__starts(s, " "))
+        return audit__fail(out, "no URL");
+    s = audit__skip(s, 1);
+    long arrow = audit__find(s, " -> ");
+    if (arrow <= 0)
+        return audit__fail(out, "no ' -> '");
+    out->url.base = s.base;
+    out->url.len = (size_t)arrow;
+    if (memchr(out->url.base, ' ', out->url.len) != NULL)
+        return audit__fail(out, "space in the URL");
+    s = audit__skip(s, (size_t)arrow + 4);
+    if (s.len == 0)
+        return audit__fail(out, "nothing after ' -> '");
+    int is_status = s.len >= 3 && s.base[0] >= '1' && s.base[0] <= '9' && s.base[1] >= '0' &&
+                    s.base[1] <= '9' && s.base[2] >= '0' && s.base[2] <= '9' &&
+                    (s.len == 3 || s.base[3] == ' ');
+    if (is_status) {
+        out->status = (s.base[0] - '0') * 100 + (s.base[1] - '0') * 10 + (s.base[2] - '0');
+        if (audit__access_rest(audit__skip(s, 3), out) != 0)
+            return audit__fail(out, "unexpected text after the status");
+    } else if (audit__access_reason(s, out) != 0) {
+        return audit__fail(out, "no status");
+    }
+    if (!audit_str_eq(out->url, "-"))
+        audit_url_parse(out->url, authority, &out->url_parts);
+    return 0;
+}
+
+/* "METHOD URL (text)" at the end of STRIPPED and COLLAPSED lines. */
+static int audit__method_url_paren(audit_str_t s, audit_event_t *out)
+{
+    out->method = audit__word(s);
+    if (!audit__method_ok(out->method))
+        return PX_EPARSE;
+    s = audit__skip(s, out->method.len);
+    if (!audit__starts(s, " "))
+        return PX_EPARSE;
+    s = audit__skip(s, 1);
+    out->url = audit__word(s);
+    s = audit__skip(s, out->url.len);
+    if (out->url.len == 0 || s.len < 3 || !audit__starts(s, " (") || s.base[s.len - 1] != ')')
+        return PX_EPARSE;
+    out->tail.base = s.base + 2;
+    out->tail.len = s.len - 3;
+    if (!audit_str_eq(out->url, "-"))
+        audit_url_parse(out->url, 0, &out->url_parts);
+    return 0;
+}
+
+/* "'name'" then sep. */
+static int audit__quoted(audit_str_t *s, audit_str_t *name, const char *sep)
+{
+    if (!audit__starts(*s, "'"))
+        return PX_EPARSE;
+    const char *q = memchr(s->base + 1, '\'', s->len - 1);
+    if (q == NULL || q == s->base + 1)
+        return PX_EPARSE;
+    name->base = s->base + 1;
+    name->len = (size_t)(q - s->base - 1);
+    *s = audit__skip(*s, name->len + 2);
+    if (!audit__starts(*s, sep))
+        return PX_EPARSE;
+    *s = audit__skip(*s, strlen(sep));
+    return 0;
+}
+
+static int audit__dns(audit_str_t s, audit_event_t *out)
+{
+    s = audit__skip(s, 4);
+    out->dns_type = audit__word(s);
+    if (out->dns_type.len == 0 || out->dns_type.len > 16)
+        return audit__fail(out, "bad DNS type");
+    s = audit__skip(s, out->dns_type.len);
+    if (!audit__starts(s, " "))
+        return audit__fail(out, "no DNS name");
+    s = audit__skip(s, 1);
+    out->host = audit__word(s);
+    if (out->host.len == 0)
+        return audit__fail(out, "no DNS name");
+    s = audit__skip(s, out->host.len);
+    if (!audit__starts(s, " -> ") || s.len == 4)
+        return audit__fail(out, "no DNS answer");
+    out->reason = audit__skip(s, 4);
+    if (memchr(out->reason.base, ' ', out->reason.len) != NULL)
+        return audit__fail(out, "bad DNS answer");
+    out->kind = AUDIT_EV_DNS;
+    return 0;
+}
+
+static int audit__stripped(audit_str_t s, audit_event_t *out)
+{
+    audit_str_t r = audit__skip(s, 16);
+    if (audit__quoted(&r, &out->header, " from ") != 0 || audit__method_url_paren(r, out) != 0)
+        return audit__fail(out, "bad STRIPPED line");
+    out->kind = AUDIT_EV_STRIPPED;
+    return 0;
+}
+
+static int audit__collapsed(audit_str_t s, audit_event_t *out)
+{
+    audit_str_t r = audit__skip(s, 10);
+    audit_str_t n = audit__word(r);
+    unsigned long v;
+    if (audit__digits(n, 1000000, &v) != 0 || (n.len > 1 && n.base[0] == '0'))
+        return audit__fail(out, "bad COLLAPSED line"); /* written %zu: no leading zero */
+    out->count = (unsigned)v;
+    r = audit__skip(r, n.len);
+    if (!audit__starts(r, " duplicate "))
+        return audit__fail(out, "bad COLLAPSED line");
+    r = audit__skip(r, 11);
+    if (audit__quoted(&r, &out->header, " headers in ") != 0 ||
+        audit__method_url_paren(r, out) != 0)
+        return audit__fail(out, "bad COLLAPSED line");
+    out->kind = AUDIT_EV_COLLAPSED;
+    return 0;
+}
+
+/* The GitHub App credential's own lines (docs/replacements.md). */
+static int audit__github(audit_str_t s, audit_event_t *out)
+{
+    static const char token[] = "GitHub App token refresh failed for ";
+    static const char repos[] = "GitHub App repo node ID resolution failed: ";
+    static const char scope[] = "GraphQL repo-scope check failed: ";
+    if (audit__starts(s, repos) || audit__starts(s, scope)) {
+        int is_repos = audit__starts(s, repos);
+        out->tail = audit__skip(s, is_repos ? sizeof(repos) - 1 : sizeof(scope) - 1);
+        out->kind = is_repos ? AUDIT_EV_GHAPP_REPOS : AUDIT_EV_GRAPHQL_SCOPE;
+        out->verdict = is_repos ? AUDIT_EV_ERROR : AUDIT_EV_BLOCKED;
+        return 0;
+    }
+    if (!audit__starts(s, token))
+        return audit__fail(out, "not a network-log line");
+    audit_str_t r = audit__skip(s, sizeof(token) - 1);
+    out->method = audit__word(r);
+    if (!audit__method_ok(out->method) || !audit__starts(audit__skip(r, out->method.len), " "))
+        return audit__fail(out, "bad GitHub App line");
+    r = audit__skip(r, out->method.len + 1);
+    long colon = audit__find(r, ": ");
+    if (colon <= 0)
+        return audit__fail(out, "bad GitHub App line");
+    out->url.base = r.base;
+    out->url.len = (size_t)colon;
+    out->tail = audit__skip(r, (size_t)colon + 2);
+    if (!audit_str_eq(out->url, "-"))
+        audit_url_parse(out->url, 0, &out->url_parts);
+    out->kind = AUDIT_EV_GHAPP_TOKEN;
+    out->verdict = AUDIT_EV_ERROR;
+    return 0;
+}
+
+static int audit__dispatch(audit_str_t s, audit_event_t *out)
+{
+    if (s.len == 0) {
+        out->kind = AUDIT_EV_BLANK;
+        return 0;
+    }
+    if (audit__starts(s, "=== TASK START ")) {
+        audit_str_t t = audit__skip(s, 15);
+        if (t.len <= 4 || memcmp(t.base + t.len - 4, " ===", 4) != 0)
+            return audit__fail(out, "bad TASK START line");
+        out->text.base = t.base;
+        out->text.len = t.len - 4;
+        if (memchr(out->text.base, ' ', out->text.len) != NULL)
+            return audit__fail(out, "bad TASK START line");
+        out->kind = AUDIT_EV_TASK_START;
+        return 0;
+    }
+    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") || audit__starts(s, "ERROR "))
+        return audit__access(s, out);
+    if (audit__starts(s, "DNS "))
+        return audit__dns(s, out);
+    if (audit__starts(s, "STRIPPED header "))
+        return audit__stripped(s, out);
+    if (audit__starts(s, "COLLAPSED "))
+        return audit__collapsed(s, out);
+    if (audit__starts(s, "WARNING: ")) {
+        out->tail = audit__skip(s, 9);
+        out->kind = AUDIT_EV_WARNING;
+        out->verdict = AUDIT_EV_WARN;
+        return 0;
+    }
+    if (audit__starts(s, "TLS REJECTED ")) {
+        audit_str_t r = audit__skip(s, 13);
+        out->host = audit__word(r);
+        r = audit__skip(r, out->host.len);
+        if (out->host.len == 0 || r.len < 3 || !audit__starts(r, " (") || r.base[r.len - 1] != ')')
+            return audit__fail(out, "bad TLS REJECTED line");
+        out->tail.base = r.base + 2;
+        out->tail.len = r.len - 3;
+        out->kind = AUDIT_EV_TLS_REJECTED;
+        out->verdict = AUDIT_EV_REJECTED;
+        return 0;
+    }
+    return audit__github(s, out);
+}
+
+int audit_event_parse(const char *s, size_t len, audit_event_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->status = -1;
+    if (len > AUDIT_EVENT_TEXT_MAX + 64)
+        return audit__fail(out, "line over the length cap");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c >= 0x7f) {
+            /* the proxy escapes these: a raw one means the line is not airlock's */
+            if (!(c == '\r' && i + 1 == len))
+                return audit__fail(out, "raw control or non-ASCII byte");
+            len--;
+        }
+    }
+    audit_str_t line = {s, len};
+    size_t mark = strlen(AUDIT_EVENT_TRUNC_MARK);
+    if (len >= mark && memcmp(s + len - mark, AUDIT_EVENT_TRUNC_MARK, mark) == 0) {
+        out->truncated = 1;
+        line.len -= mark;
+    }
+    int rc = audit__dispatch(line, out);
+    if (rc != 0 && out->truncated)
+        out->why = "cut by the proxy's line cap";
+    return rc;
+}
+
+/* ---- rendering ------------------------------------------------------------------------------ */
+
+/* The line being written: escapes as it goes, stops (cut) at the first unit over max. */
+typedef struct audit__out {
+    char *buf;
+    size_t max; /* text bytes, before the mark */
+    size_t len;
+    int cut;
+} audit__out_t;
+
+static void audit__put(audit__out_t *o, const char *p, size_t n)
+{
+    static const char hexd[] = "0123456789abcdef";
+    for (size_t i = 0; i < n && !o->cut; i++) {
+        unsigned char c = (unsigned char)p[i];
+        int plain = c >= 0x20 && c < 0x7f;
+        size_t w = plain ? 1 : 4;
+        if (o->len + w > o->max) {
+            o->cut = 1;
+            break;
+        }
+        if (plain) {
+            o->buf[o->len++] = (char)c;
+        } else {
+            o->buf[o->len++] = '\\';
+            o->buf[o->len++] = 'x';
+            o->buf[o->len++] = hexd[c >> 4];
+            o->buf[o->len++] = hexd[c & 15];
+        }
+    }
+}
+
+static void audit__puts(audit__out_t *o, const char *s)
+{
+    audit__put(o, s, strlen(s));
+}
+
+static void audit__putv(audit__out_t *o, audit_str_t v)
+{
+    if (v.base != NULL)
+        audit__put(o, v.base, v.len);
+}
+
+/* A view, or "-" when it is empty. */
+static void audit__put_or_dash(audit__out_t *o, audit_str_t v)
+{
+    if (v.len == 0)
+        audit__puts(o, "-");
+    else
+        audit__putv(o, v);
+}
+
+static void audit__put_uint(audit__out_t *o, unsigned long v)
+{
+    char n[24];
+    int k = snprintf(n, sizeof(n), "%lu", v);
+    audit__put(o, n, (size_t)k);
+}
+
+/* " (tail)" when there is one; always for the shapes whose parentheses are not optional. */
+static void audit__put_tail(audit__out_t *o, const audit_event_t *ev, int always)
+{
+    if (ev->tail.len == 0 && !always)
+        return;
+    audit__puts(o, " (");
+    audit__putv(o, ev->tail);
+    audit__puts(o, ")");
+}
+
+static void audit__render_access(audit__out_t *o, const audit_event_t *ev)
+{
+    audit__puts(o, audit_event_verdict_word(ev->verdict));
+    audit__puts(o, " ");
+    audit__put_or_dash(o, ev->method);
+    audit__puts(o, " ");
+    audit__put_or_dash(o, ev->url);
+    audit__puts(o, " -> ");
+    if (ev->status >= 0)
+        audit__put_uint(o, (unsigned long)ev->status);
+    else
+        audit__putv(o, ev->reason);
+    audit__putv(o, ev->annot);
+    if (ev->kind == AUDIT_EV_TUNNEL)
+        audit__puts(o, " tunnel");
+    audit__put_tail(o, ev, 0);
+}
+
+static int audit__render(audit__out_t *o, const audit_event_t *ev)
+{
+    switch (ev->kind) {
+    case AUDIT_EV_TASK_START:
+        audit__puts(o, "=== TASK START ");
+        audit__putv(o, ev->text);
+        audit__puts(o, " ===");
+        return 0;
+    case AUDIT_EV_REQUEST:
+    case AUDIT_EV_CONNECT:
+    case AUDIT_EV_TUNNEL:
+    case AUDIT_EV_CONNECTION:
+        if (audit_event_verdict_word(ev->verdict)[0] == '\0')
+            return -1;
+        audit__render_access(o, ev);
+        return 0;
+    case AUDIT_EV_DNS:
+        audit__puts(o, "DNS ");
+        audit__putv(o, ev->dns_type);
+        audit__puts(o, " ");
+        audit__putv(o, ev->host);
+        audit__puts(o, " -> ");
+        audit__putv(o, ev->reason);
+        return 0;
+    case AUDIT_EV_STRIPPED:
+    case AUDIT_EV_COLLAPSED:
+        if (ev->kind == AUDIT_EV_STRIPPED) {
+            audit__puts(o, "STRIPPED header '");
+        } else {
+            audit__puts(o, "COLLAPSED ");
+            audit__put_uint(o, ev->count);
+            audit__puts(o, " duplicate '");
+        }
+        audit__putv(o, ev->header);
+        audit__puts(o, ev->kind == AUDIT_EV_STRIPPED ? "' from " : "' headers in ");
+        audit__put_or_dash(o, ev->method);
+        audit__puts(o, " ");
+        audit__put_or_dash(o, ev->url);
+        audit__put_tail(o, ev, 1);
+        return 0;
+    case AUDIT_EV_WARNING:
+        audit__puts(o, "WARNING: ");
+        audit__putv(o, ev->tail);
+        return 0;
+    case AUDIT_EV_TLS_REJECTED:
+        audit__puts(o, "TLS REJECTED ");
+        audit__putv(o, ev->host);
+        audit__put_tail(o, ev, 1);
+        return 0;
+    case AUDIT_EV_GHAPP_TOKEN:
+        audit__puts(o, "GitHub App token refresh failed for ");
+        audit__put_or_dash(o, ev->method);
+        audit__puts(o, " ");
+        audit__put_or_dash(o, ev->url);
+        audit__puts(o, ": ");
+        audit__putv(o, ev->tail);
+        return 0;
+    case AUDIT_EV_GHAPP_REPOS:
+        audit__puts(o, "GitHub App repo node ID resolution failed: ");
+        audit__putv(o, ev->tail);
+        return 0;
+    case AUDIT_EV_GRAPHQL_SCOPE:
+        audit__puts(o, "GraphQL repo-scope check failed: ");
+        audit__putv(o, ev->tail);
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int audit_event_render(const audit_event_t *ev, char *buf, size_t cap)
+{
+    size_t mark = strlen(AUDIT_EVENT_TRUNC_MARK);
+    if (buf == NULL || cap < mark + 1)
+        return -1;
+    /* room for the mark and the NUL whatever is cut */
+    size_t max = cap - 1 - mark < AUDIT_EVENT_TEXT_MAX ? cap - 1 - mark : AUDIT_EVENT_TEXT_MAX;
+    audit__out_t o = {buf, max, 0, 0};
+    if (audit__render(&o, ev) != 0) {
+        buf[0] = '\0';
+        return -1;
+    }
+    if (o.cut) {
+        memcpy(buf + o.len, AUDIT_EVENT_TRUNC_MARK, mark);
+        o.len += mark;
+    }
+    buf[o.len] = '\0';
+    return (int)o.len;
+}
+
+audit_event_t audit_event_access(audit_event_kind_t kind, audit_event_verdict_t verdict,
+                                 const char *method, const char *url, int status)
+{
+    audit_event_t ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = kind;
+    ev.verdict = verdict;
+    ev.method = audit_s(method);
+    ev.url = audit_s(url);
+    ev.status = status;
+    return ev;
+}
+
+const char *audit_event_verdict_word(audit_event_verdict_t v)
+{
+    switch (v) {
+    case AUDIT_EV_ALLOWED:
+        return "allowed";
+    case AUDIT_EV_BLOCKED:
+        return "BLOCKED";
+    case AUDIT_EV_ERROR:
+        return "ERROR";
+    default:
+        return "";
+    }
+}
