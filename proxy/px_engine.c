@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "addons/addon_budget.h"
+#include "addons/addon_leak.h"
 #include "addons/addon_policy.h"
 #include "dns/dns_resolve.h"
 #include "dns/dns_server.h"
@@ -223,16 +224,34 @@ static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind
     return 0;
 }
 
+/* A DNS line ("DNS TYPE NAME -> ANSWER") is written as it is, unless the query name holds a
+ * real value or a canary of the snapshot's secret guard: the network log never holds a real
+ * secret (docs/network-log.md), so the name is withheld and the entry named instead. The query
+ * was answered like any other: nothing leaves airlock for a DNS query. */
+static void px__dns_log(px_log_t *log, const px_snapshot_t *snap, const char *line, size_t len)
+{
+    addon_leak_match_t mt;
+    const char *name = len > 4 ? memchr(line + 4, ' ', len - 4) : NULL;
+    const char *arrow = name != NULL ? memmem(name, len - (size_t)(name - line), " -> ", 4) : NULL;
+    if (snap == NULL || arrow == NULL || !addon_leak_scan(snap->leak, line, len, &mt)) {
+        px_log_line(log, line, len);
+        return;
+    }
+    px_log_printf(log, "%.*s [name withheld: it holds %s %s]%.*s", (int)(name - line), line,
+                  addon_leak_kind_name(mt.kind), mt.name, (int)(len - (size_t)(arrow - line)),
+                  arrow);
+}
+
 static void on_dns_log(void *data, const char *line, size_t len)
 {
     px_engine_t *eng = data;
-    px_log_line(eng->log, line, len);
+    px__dns_log(eng->log, eng->snap, line, len);
 }
 
 static void on_sandbox_dns_log(void *data, const char *line, size_t len)
 {
     px_sandbox_t *sb = data;
-    px_log_line(sb->log, line, len);
+    px__dns_log(sb->log, sb->snap, line, len);
 }
 
 /* --sandboxes: a query is answered for the sandbox of its source, or not at all. */
@@ -536,15 +555,7 @@ static void px__engine_start(px_engine_t *eng)
     uv_timer_start(&eng->trim, on_trim, PX_TRIM_CHECK_MS, PX_TRIM_CHECK_MS);
     uv_unref((uv_handle_t *)&eng->trim);
     px_log_set_batched(eng->log, 1);
-
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    char ts[32];
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    audit_event_t ev = {.kind = AUDIT_EV_TASK_START};
-    ev.text = audit_s(ts);
-    px_log_event(eng->log, &ev);
+    px_log_task_start(eng->log);
 }
 
 /* Closes what is still open, lets the loop run dry, and frees the engine. */

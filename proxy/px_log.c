@@ -375,3 +375,15 @@ void px_log_close(px_log_t *log)
     free(log->writing.data);
     free(log);
 }
+
+void px_log_task_start(px_log_t *log)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char ts[32];
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    audit_event_t ev = {.kind = AUDIT_EV_TASK_START};
+    ev.text = audit_s(ts);
+    px_log_event(log, &ev);
+}

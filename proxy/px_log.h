@@ -37,6 +37,9 @@ void px_log_event(px_log_t *log, const audit_event_t *ev);
 void px_log_eventf(px_log_t *log, audit_event_t *ev, const char *tail_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Queues the "=== TASK START <now, UTC> ===" line that opens a conversation's log. */
+void px_log_task_start(px_log_t *log);
+
 /* printf-style px_log_line(). */
 void px_log_printf(px_log_t *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -219,6 +219,7 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
     if (px_log_open(sb->log_path, 1, &sb->log, err, errlen) != 0)
         goto fail;
     px_log_set_batched(sb->log, 1); /* kicked once per loop turn with the engine's */
+    px_log_task_start(sb->log);     /* a sandbox's log starts like a conversation's */
     sb->up = px_upmgr_new(&eng->loop, &sb->cfg, eng->resolver, eng->tls_client);
     if (sb->up == NULL) {
         snprintf(err, errlen, "out of memory");

@@ -3,25 +3,47 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "audit/audit_event.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_engine.h"
+#include "proxy/px_log.h"
 #include "proxy/px_xchg_int.h"
 
-/* The exchange's one log line: verdict, method, URL, then the status with the addons'
- * annotations and tail, or (status < 0) tail as the reason. */
+static audit_event_verdict_t px__x_verdict(const char *v)
+{
+    if (strcmp(v, "allowed") == 0)
+        return AUDIT_EV_ALLOWED;
+    if (strcmp(v, "ERROR") == 0)
+        return AUDIT_EV_ERROR;
+    return AUDIT_EV_BLOCKED;
+}
+
+/* The exchange's one log line, an audit event (audit/audit_event.h): verdict, method, URL,
+ * then the status with the addons' annotations and the tail (" (...)", whose inside is the
+ * event's tail), or (status < 0) tail as the reason. */
 void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
 {
     if (x->logged)
         return;
     x->logged = 1;
-    const char *annot = x->view != NULL ? x->view->annot : "";
     const char *url = x->pre.url[0] != '\0' ? x->pre.url : "-";
-    if (status < 0)
-        px_log_printf(x->log, "%s %s %s -> %s", verdict, x->method, url,
-                      tail != NULL ? tail : "unknown error");
-    else
-        px_log_printf(x->log, "%s %s %s -> %d%s%s", verdict, x->method, url, status, annot,
-                      tail != NULL ? tail : "");
+    audit_event_t ev =
+        audit_event_access(AUDIT_EV_REQUEST, px__x_verdict(verdict), x->method, url, status);
+    if (status < 0) {
+        ev.reason = audit_s(tail != NULL ? tail : "unknown error");
+    } else {
+        ev.annot = audit_s(x->view != NULL ? x->view->annot : "");
+        size_t tl = tail != NULL ? strlen(tail) : 0;
+        if (tl >= 3 && strncmp(tail, " (", 2) == 0 && tail[tl - 1] == ')') {
+            ev.tail = (audit_str_t){tail + 2, tl - 3};
+        } else if (tl > 0) {
+            /* not the " (...)" shape: written as it is */
+            px_log_printf(x->log, "%s %s %s -> %d%.*s%s", verdict, x->method, url, status,
+                          (int)ev.annot.len, ev.annot.base, tail);
+            return;
+        }
+    }
+    px_log_event(x->log, &ev);
 }
 
 /* ---- answers of our own --------------------------------------------------------------------- */

@@ -79,6 +79,8 @@ out=$(cat "$T_DIR/sandboxes.out")
 t_contains "sandboxes.md: conv42's policy answers 403 for evil.example" "$out" \
     '{"error": "blocked_by_network_allowlist", "host": "evil.example"'
 t_contains "sandboxes.md: 127.0.0.7 is in no sandbox" "$out" "closed: 127.0.0.7 is in no sandbox"
+t_check "sandboxes.md: conv42's own log starts with a TASK START line" \
+    grep -q '^=== TASK START ' <(head -n 1 "$T_DIR/sbx/dir/conv42/network-sandbox.log")
 t_check "sandboxes.md: conv42's own log has the 403" \
     grep -qx 'BLOCKED GET http://evil.example/ -> 403' "$T_DIR/sbx/dir/conv42/network-sandbox.log"
 t_check "sandboxes.md: the host log has the stray source" \

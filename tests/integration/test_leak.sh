@@ -43,6 +43,17 @@ t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
     --listen-proxy 127.0.0.1:3128 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
+# ---- a DNS query name holding a value: answered, logged with the name withheld ----
+out=$(dig +short +time=2 +tries=1 @127.0.0.1 "$CANARY.rec.test" A)
+t_eq "a DNS query naming the canary is answered like any other" 127.0.0.1 "$out"
+t_logged "... its log line withholds the name and names the canary" \
+    '^DNS A \[name withheld: it holds canary ssh-marker\] -> 127\.0\.0\.1$'
+dig +short +time=2 +tries=1 @127.0.0.1 "$REAL.rec.test" A > /dev/null
+t_logged "... the same for a real secret's value (entry named, not the value)" \
+    '^DNS A \[name withheld: it holds secret entry\[0\]\.value\] -> 127\.0\.0\.1$'
+t_check "no DNS line of the log holds the canary or the real value" \
+    bash -c "! grep '^DNS ' '$T_DIR/net.log' | grep -qiF -e '$CANARY' -e '$REAL'"
+
 t_contains "a value under 8 bytes is named on stderr, not scanned for" \
     "$(cat "$T_DIR/airlock.err")" "shorter than 8 bytes"
 grep -qF short1 "$T_DIR/airlock.err"
