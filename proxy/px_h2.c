@@ -456,7 +456,6 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
     return 0;
 }
 
-
 /* A response head nghttp2 could not send (over its header block limit): the stream is reset,
  * rather than left waiting for a head that never leaves. */
 static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, int err, void *ud)
@@ -464,8 +463,43 @@ static int on_h2_frame_not_send(nghttp2_session *ses, const nghttp2_frame *f, in
     (void)err;
     (void)ud;
     if (f->hd.type == NGHTTP2_HEADERS && f->hd.stream_id > 0)
-        nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, f->hd.stream_id,
-                                  NGHTTP2_INTERNAL_ERROR);
+        nghttp2_submit_rst_stream(ses, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_INTERNAL_ERROR);
+    return 0;
+}
+
+/* A HEADERS frame from the client: a new stream id above the last skips the ids between (they
+ * are closed, never opened: RFC 9113 5.1.1), remembered so that a HEADERS frame on one is the
+ * connection error the RFC asks for. nghttp2 cannot tell those from streams closed and
+ * forgotten, where a late HEADERS frame (trailers racing our RST_STREAM) is no error, and
+ * ignores both. */
+static int on_h2_begin_frame(nghttp2_session *ses, const nghttp2_frame_hd *hd, void *ud)
+{
+    px_h2_t *h = ud;
+    int32_t sid = hd->stream_id;
+    if (hd->type != NGHTTP2_HEADERS || sid <= 0 || (sid & 1) == 0)
+        return 0; /* even ids: nghttp2's PROTOCOL_ERROR */
+    if (sid > h->top_sid) {
+        if (sid > h->top_sid + 2) {
+            if (h->nskipped == PX_H2_SKIPPED_MAX) { /* the oldest range is forgotten */
+                memmove(h->skipped[0], h->skipped[1], sizeof(h->skipped) - sizeof(h->skipped[0]));
+                h->nskipped--;
+            }
+            h->skipped[h->nskipped][0] = h->top_sid + 2;
+            h->skipped[h->nskipped++][1] = sid - 2;
+        }
+        h->top_sid = sid;
+        return 0;
+    }
+    for (unsigned i = 0; i < h->nskipped; i++) {
+        if (sid < h->skipped[i][0] || sid > h->skipped[i][1])
+            continue;
+        if (h->reason == NULL)
+            h->reason = "GOAWAY PROTOCOL_ERROR: HEADERS on a stream id skipped before";
+        /* nghttp2 then ignores the rest of the input, this frame's block included */
+        return nghttp2_session_terminate_session(ses, NGHTTP2_PROTOCOL_ERROR) == 0
+                   ? 0
+                   : NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
     return 0;
 }
 
@@ -476,6 +510,7 @@ static nghttp2_session_callbacks *px__callbacks(void)
     nghttp2_session_callbacks *cb;
     if (nghttp2_session_callbacks_new(&cb) != 0)
         return NULL;
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_h2_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_h2_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_h2_header);
     nghttp2_session_callbacks_set_on_invalid_header_callback(cb, on_h2_invalid_header);
@@ -493,7 +528,7 @@ static nghttp2_option *px__options(void)
     if (nghttp2_option_new(&o) != 0)
         return NULL;
     nghttp2_option_set_no_auto_window_update(o, 1);
-    nghttp2_option_set_no_closed_streams(o, 1);
+    /* closed streams kept (PX_H2_MAX_STREAMS says how many) */
     nghttp2_option_set_max_deflate_dynamic_table_size(o, PX_H2_HPACK_TABLE);
     nghttp2_option_set_max_outbound_ack(o, PX_H2_MAX_OUTBOUND_ACK);
     nghttp2_option_set_max_settings(o, PX_H2_MAX_SETTINGS);
@@ -522,7 +557,8 @@ px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner)
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, PX_H2_HEADER_LIST_MAX},
         {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, PX_H2_HPACK_TABLE},
         {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},
-        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+        /* no SETTINGS_NO_RFC7540_PRIORITIES: nghttp2 checks PRIORITY frames and keeps closed
+         * streams only with RFC 7540 priorities on */
     };
     if (nghttp2_submit_settings(h->ses, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) ||
         nghttp2_session_set_local_window_size(h->ses, NGHTTP2_FLAG_NONE, 0, PX_H2_CONN_WINDOW)) {

@@ -27,6 +27,17 @@
  * client has not acknowledged the SETTINGS yet, and ends the connection (GOAWAY
  * PROTOCOL_ERROR, nghttp2's rule) once it has. */
 #define PX_H2_MAX_STREAMS 100
+/* It also bounds the closed streams nghttp2 keeps (RFC 7540 priorities are on so that a frame
+ * on a closed stream gets STREAM_CLOSED and an invalid PRIORITY frame PROTOCOL_ERROR, RFC 9113
+ * 5.1 and 6.3): at most PX_H2_MAX_STREAMS minus the open ones, plus at most 100 idle streams
+ * named by PRIORITY frames (nghttp2's own bounds; no option lowers them apart). Each is one
+ * nghttp2_stream, about 250 bytes: at most ~25 KB per connection each way (measured:
+ * tests/h2spec/README.md). Older ones are forgotten: a late frame on them is ignored, as RFC
+ * 9113 5.1 allows. */
+/* Ranges of stream ids a client skipped over (never opened, so closed): a HEADERS frame on one
+ * of them is a connection error, PROTOCOL_ERROR (RFC 9113 5.1.1); past the last
+ * PX_H2_SKIPPED_MAX ranges such a frame is ignored, as nghttp2 does (clients skip none). */
+#define PX_H2_SKIPPED_MAX 4
 /* A request's fields (name + value + 32 each, as RFC 9113 counts them): over it, the codec
  * answers 431 on the stream (the connection goes on); one field alone over nghttp2's own limit
  * (64 KiB) is a connection error (COMPRESSION_ERROR). Also the SETTINGS_MAX_HEADER_LIST_SIZE

@@ -22,9 +22,9 @@ struct px_h2s {
     px_span_t method, path;
     char *cookie; /* Cookie crumbs joined with "; " */
     size_t cookie_len, cookie_cap;
-    size_t hsize;   /* header list bytes so far, as RFC 9113 counts them */
-    size_t held;    /* of them, counted as held (px__heads_charge) */
-    int bad_status; /* the codec answers this instead of handing the request out */
+    size_t hsize;     /* header list bytes so far, as RFC 9113 counts them */
+    size_t held;      /* of them, counted as held (px__heads_charge) */
+    int bad_status;   /* the codec answers this instead of handing the request out */
     uint32_t bad_rst; /* ... or resets the stream with this code (a bound on the bytes held) */
     const char *bad;
     px_fields_t *trailers;
@@ -45,15 +45,18 @@ struct px_h2 {
     void *owner;
     px_h2s_t *streams;
     px_h2io_out_t out; /* output prepared for px_h2_take_output() */
-    size_t owed; /* connection window owed for streams closed with bytes unconsumed */
-    unsigned win_reqs, win_resets; /* rapid reset accounting */
-    size_t held;                   /* decoded header bytes the streams hold */
+    size_t owed;       /* connection window owed for streams closed with bytes unconsumed */
+    unsigned win_reqs, win_resets;     /* rapid reset accounting */
+    size_t held;                       /* decoded header bytes the streams hold */
     px_h2_share_t share[PX_H2_SHARES]; /* counted there too */
     size_t nshare;
-    unsigned heads_refused;        /* streams refused for those bounds */
-    int failed;                    /* PX_ENOMEM / PX_EPARSE: the session cannot go on */
-    int term;                      /* a GOAWAY with an error is on its way */
+    unsigned heads_refused; /* streams refused for those bounds */
+    int failed;             /* PX_ENOMEM / PX_EPARSE: the session cannot go on */
+    int term;               /* a GOAWAY with an error is on its way */
     int any_drain;
+    int32_t top_sid;                       /* the highest stream id a client HEADERS used */
+    int32_t skipped[PX_H2_SKIPPED_MAX][2]; /* [first, last] ids it skipped, newest last */
+    unsigned nskipped;
     const char *reason;
     char reason_buf[160];
 };
@@ -69,7 +72,7 @@ static inline px_h2s_t *px__stream(const px_h2_t *h, int32_t sid)
 void px__heads_release(px_h2_t *h, px_h2s_t *st);
 
 /* px_h2_resp.c: nghttp2's data source of a response body. */
-ssize_t px__h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len,
-                    uint32_t *flags, nghttp2_data_source *src, void *ud);
+ssize_t px__h2_read(nghttp2_session *ses, int32_t sid, uint8_t *buf, size_t len, uint32_t *flags,
+                    nghttp2_data_source *src, void *ud);
 
 #endif
