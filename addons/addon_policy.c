@@ -161,25 +161,19 @@ int addon__policy_host_matches(const addon__policy_entry_t *e, addon_str_t host)
     return policy_host_ok(e, policy_norm_host(host, buf));
 }
 
-static int policy_path_ok(const addon__policy_entry_t *e, const char *path, size_t len)
+/* Allows match paths case-sensitively (icase 0). Restrictions (block entries, a graphql
+ * entry's filter) match them in any case (icase 1): many servers route case-insensitively
+ * (GitHub's /repos/OWNER/REPO, IIS), and a restriction applied to one spelling more is safe
+ * where an allow would not be. */
+static int policy_path_ok(const addon__policy_entry_t *e, const char *path, size_t len, int icase)
 {
     if (e->path.len == 0)
         return 1;
     if (e->path_glob)
-        return addon_glob_fnmatch(e->path.base, e->path.len, path, len, 0);
-    return e->path.len == len && memcmp(e->path.base, path, len) == 0;
-}
-
-/* Restrictions (block entries, a graphql entry's filter) match paths in any case: many servers
- * route case-insensitively (GitHub's /repos/OWNER/REPO, IIS), and a restriction applied to one
- * spelling more is safe where an allow would not be. */
-static int policy_path_ok_icase(const addon__policy_entry_t *e, const char *path, size_t len)
-{
-    if (e->path.len == 0)
-        return 1;
-    if (e->path_glob)
-        return addon_glob_fnmatch(e->path.base, e->path.len, path, len, 1);
-    return e->path.len == len && strncasecmp(e->path.base, path, len) == 0;
+        return addon_glob_fnmatch(e->path.base, e->path.len, path, len, icase);
+    if (e->path.len != len)
+        return 0;
+    return icase ? strncasecmp(e->path.base, path, len) == 0 : memcmp(e->path.base, path, len) == 0;
 }
 
 static int policy_port_ok(const addon__policy_entry_t *e, uint16_t port, int tls)
@@ -227,7 +221,7 @@ static void policy_decide_reading(const addon_policy_t *p, const addon_policy_qu
     /* Blocks win over every allow: they are checked first and end the decision. */
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
-        if (policy_host_ok(e, host) && policy_path_ok_icase(e, path, plen) &&
+        if (policy_host_ok(e, host) && policy_path_ok(e, path, plen, 1) &&
             policy_method_ok(e, q->method)) {
             d->verdict = ADDON_POLICY_BLOCK_LISTED;
             d->kind = ADDON_POLICY_BLOCKS;
@@ -252,7 +246,7 @@ static void policy_decide_reading(const addon_policy_t *p, const addon_policy_qu
         const addon__policy_entry_t *e = &p->urls.v[i];
         if (!policy_host_ok(e, host))
             continue;
-        if (!policy_path_ok(e, path, plen)) {
+        if (!policy_path_ok(e, path, plen, 0)) {
             policy_note(d, ADDON_POLICY_BLOCK_PATH, ADDON_POLICY_URL_PREFIXES, i, e);
             continue;
         }
@@ -283,7 +277,7 @@ static const addon_policy_graphql_t *policy_graphql_any(const addon_policy_t *p,
     for (size_t i = 0; i < p->urls.n; i++) {
         const addon__policy_entry_t *e = &p->urls.v[i];
         if (e->graphql != NULL && policy_host_ok(e, host) &&
-            (policy_path_ok_icase(e, path, len) || policy_path_ok_icase(e, path, plen)))
+            (policy_path_ok(e, path, len, 1) || policy_path_ok(e, path, plen, 1)))
             return e->graphql;
     }
     return NULL;

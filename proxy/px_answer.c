@@ -49,3 +49,28 @@ size_t px_answer_build(char *out, size_t cap, int status, const char *json, size
     px_sbuf_adds(&b, PX_ANSWER_EOL);
     return b.overflow ? 0 : b.len;
 }
+
+void px_answer_leak_json(px_sbuf_t *b, const char *kind, const char *name, const char *enc,
+                         const char *where, const char *field, size_t field_len, const char *method,
+                         const char *message)
+{
+    px_sbuf_adds(b, "{\"error\": \"blocked_secret_leak\", \"kind\": ");
+    px_sbuf_json_str(b, kind, strlen(kind));
+    px_sbuf_adds(b, ", \"name\": ");
+    px_sbuf_json_str(b, name, strlen(name));
+    px_sbuf_adds(b, ", \"encoding\": ");
+    px_sbuf_json_str(b, enc, strlen(enc));
+    px_sbuf_adds(b, ", \"where\": ");
+    px_sbuf_json_str(b, where, strlen(where));
+    if (field != NULL) {
+        px_sbuf_adds(b, ", ");
+        px_sbuf_json_str(b, where, strlen(where)); /* "header": NAME, "trailer": NAME */
+        px_sbuf_adds(b, ": ");
+        px_sbuf_json_str(b, field, field_len < 64 ? field_len : 64);
+    }
+    px_sbuf_adds(b, ", \"method\": ");
+    px_sbuf_json_str(b, method, strlen(method));
+    px_sbuf_adds(b, ", \"message\": ");
+    px_sbuf_json_str(b, message, strlen(message));
+    px_sbuf_adds(b, "}");
+}

@@ -17,6 +17,14 @@
 size_t px_answer_build(char *out, size_t cap, int status, const char *json, size_t json_len,
                        int close);
 
+/* The JSON body of a secret-guard refusal (docs/answers.md, 403 blocked_secret_leak) into b:
+ * kind, the entry's name, the encoding, where it was found (with the header or trailer name
+ * when field is not NULL: "where": NAME, at most 64 bytes of it), the method and the message.
+ * Borrows every string. */
+void px_answer_leak_json(px_sbuf_t *b, const char *kind, const char *name, const char *enc,
+                         const char *where, const char *field, size_t field_len, const char *method,
+                         const char *message);
+
 /* The reason phrase for status (e.g. "Forbidden"). */
 const char *px_answer_reason(int status);
 

@@ -98,6 +98,16 @@ static audit_event_t px__connect_ev(px_client_t *c, audit_event_verdict_t v, int
     return audit_event_access(AUDIT_EV_CONNECT, v, "CONNECT", c->connect_url, status);
 }
 
+/* Answers the CONNECT m (taken) 403 with the JSON body json[0..len) and closes c after it. */
+static void connect_refuse(px_client_t *c, px_msg_t *m, const char *json, size_t len)
+{
+    char out[PX_ANSWER_MAX];
+    size_t n = px_answer_build(out, sizeof(out), 403, json, len, 1);
+    px_sock_write(&c->sock, out, n);
+    px_msg_free(m);
+    px__cl_close_flush(c);
+}
+
 /* An allowed CONNECT whose host the conversation CA may not sign for: intercepting it would
  * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
 static void connect_outside_ca(px_client_t *c, px_msg_t *m)
@@ -114,11 +124,7 @@ static void connect_outside_ca(px_client_t *c, px_msg_t *m)
                      "this host, but it is " PX_CACONV_WHY ": airlock cannot make a certificate "
                      "for it with this conversation's CA, and never uses another. Ask the user "
                      "to start a new conversation with the current allowlist.\"}");
-    char out[PX_ANSWER_MAX];
-    size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
-    px_sock_write(&c->sock, out, n);
-    px_msg_free(m);
-    px__cl_close_flush(c);
+    connect_refuse(c, m, json, b.len);
 }
 
 /* A CONNECT target carrying the real value of a secret or a canary (mt, borrowed): the host
@@ -134,20 +140,8 @@ static void connect_leak(px_client_t *c, px_msg_t *m, const addon_leak_match_t *
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
-    px_sbuf_adds(&b, "{\"error\": \"blocked_secret_leak\", \"kind\": ");
-    px_sbuf_json_str(&b, kind, strlen(kind));
-    px_sbuf_adds(&b, ", \"name\": ");
-    px_sbuf_json_str(&b, mt->name, strlen(mt->name));
-    px_sbuf_adds(&b, ", \"encoding\": ");
-    px_sbuf_json_str(&b, enc, strlen(enc));
-    px_sbuf_adds(&b, ", \"where\": \"target\", \"method\": \"CONNECT\", \"message\": ");
-    px_sbuf_json_str(&b, ADDON_LEAK_MESSAGE, sizeof(ADDON_LEAK_MESSAGE) - 1);
-    px_sbuf_adds(&b, "}");
-    char out[PX_ANSWER_MAX];
-    size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
-    px_sock_write(&c->sock, out, n);
-    px_msg_free(m);
-    px__cl_close_flush(c);
+    px_answer_leak_json(&b, kind, mt->name, enc, "target", NULL, 0, "CONNECT", ADDON_LEAK_MESSAGE);
+    connect_refuse(c, m, json, b.len);
 }
 
 /* A passthrough tunnel counts its bytes against its host's budgets (proxy/px_tunguard.c): made
@@ -200,11 +194,7 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
         px_sbuf_json_str(&b, block_msg, strlen(block_msg));
         px_sbuf_adds(&b, "}");
-        char out[PX_ANSWER_MAX];
-        size_t n = px_answer_build(out, sizeof(out), 403, json, b.len, 1);
-        px_sock_write(&c->sock, out, n);
-        px_msg_free(m);
-        px__cl_close_flush(c);
+        connect_refuse(c, m, json, b.len);
         return;
     }
     if (!passthrough &&

@@ -9,6 +9,7 @@
 
 #include "base/px_pct.h"
 #include "base/px_sbuf.h"
+#include "proxy/px_answer.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_xchg_int.h"
@@ -53,25 +54,7 @@ static void px__leak_refuse(px_xchg_t *x, const addon_leak_match_t *mt, const ch
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
-    px_sbuf_adds(&b, "{\"error\": \"blocked_secret_leak\", \"kind\": ");
-    px_sbuf_json_str(&b, kind, strlen(kind));
-    px_sbuf_adds(&b, ", \"name\": ");
-    px_sbuf_json_str(&b, mt->name, strlen(mt->name));
-    px_sbuf_adds(&b, ", \"encoding\": ");
-    px_sbuf_json_str(&b, enc, strlen(enc));
-    px_sbuf_adds(&b, ", \"where\": ");
-    px_sbuf_json_str(&b, where, strlen(where));
-    if (hname != NULL) {
-        px_sbuf_adds(&b, ", ");
-        px_sbuf_json_str(&b, where, strlen(where)); /* "header": NAME, "trailer": NAME */
-        px_sbuf_adds(&b, ": ");
-        px_sbuf_json_str(&b, hname, hlen < 64 ? hlen : 64);
-    }
-    px_sbuf_adds(&b, ", \"method\": ");
-    px_sbuf_json_str(&b, x->method, strlen(x->method));
-    px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, ADDON_LEAK_MESSAGE, sizeof(ADDON_LEAK_MESSAGE) - 1);
-    px_sbuf_adds(&b, "}");
+    px_answer_leak_json(&b, kind, mt->name, enc, where, hname, hlen, x->method, ADDON_LEAK_MESSAGE);
     px__x_answer(x, 403, json, b.len, x->rq != PX__RQ_DONE);
 }
 

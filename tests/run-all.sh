@@ -220,10 +220,25 @@ if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/
     t0=$(date +%s)
     step "unit tests under valgrind (memcheck, normal build)"
     vfail=0
+    # JOBS at a time (each test is one process); reported in the tests' order
+    vrun() {
+        AIRLOCK_SLOW=1 valgrind -q --error-exitcode=99 --leak-check=full \
+            --errors-for-leak-kinds=definite --track-fds=no "$1" > "$1.valgrind.log" 2>&1
+        echo $? > "$1.valgrind.rc"
+    }
+    vtests=()
     for t in build-ci/tests/test_*; do
-        [ -x "$t" ] || continue
-        if valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-            --track-fds=no "$t" > "$t.valgrind.log" 2>&1; then
+        [ -x "$t" ] && case $t in *.log|*.rc) ;; *) vtests+=("$t") ;; esac
+    done
+    n=0
+    for t in "${vtests[@]}"; do
+        if [ "$n" -ge "$JOBS" ]; then wait -n; n=$((n - 1)); fi
+        vrun "$t" &
+        n=$((n + 1))
+    done
+    wait
+    for t in "${vtests[@]}"; do
+        if [ "$(cat "$t.valgrind.rc" 2>/dev/null)" = 0 ]; then
             echo "valgrind $(basename "$t"): ok"
         else
             echo "valgrind $(basename "$t"): FAILED"; tail -40 "$t.valgrind.log"; vfail=1

@@ -442,7 +442,9 @@ static void test_ghscope_nesting_linear(void **state)
     if (getenv("AIRLOCK_BENCH") != NULL)
         print_message("ghscope: %zu-byte body nested 62 deep: check %.1f ms, parse %.1f ms\n", off,
                       (t1 - t0) * 1e3, (t3 - t2) * 1e3);
-    assert_true(t1 - t0 < 0.25);
+    /* a wall-clock bound means nothing under valgrind (AIRLOCK_SLOW, set by run-all.sh) */
+    if (getenv("AIRLOCK_SLOW") == NULL)
+        assert_true(t1 - t0 < 0.25);
     free(b);
     addon_ghrepos_free(s);
 }

@@ -421,8 +421,10 @@ static void test_provider_fetch_linear(void **state)
     double t3 = pf_now();
     print_message("deep (%zu levels, twice): %.3f s; wide (%zu blocks, %zu bytes): %.3f s\n", depth,
                   t1 - t0, wide, n, t3 - t2);
-    assert_true(t1 - t0 < 2.0);
-    assert_true(t3 - t2 < 5.0);
+    if (getenv("AIRLOCK_SLOW") == NULL) { /* wall-clock bounds mean nothing under valgrind */
+        assert_true(t1 - t0 < 2.0);
+        assert_true(t3 - t2 < 5.0);
+    }
     free(w);
     addon_req_reset(r);
     free(r);
