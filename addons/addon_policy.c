@@ -274,7 +274,7 @@ static void policy_decide_reading(const addon_policy_t *p, const addon_policy_qu
 static const addon_policy_graphql_t *policy_graphql_any(const addon_policy_t *p, addon_str_t host,
                                                         const char *path, size_t plen, size_t len)
 {
-    for (size_t i = 0; i < p->urls.n; i++) {
+    for (size_t i = 0; p->ngraphql > 0 && i < p->urls.n; i++) {
         const addon__policy_entry_t *e = &p->urls.v[i];
         if (e->graphql != NULL && policy_host_ok(e, host) &&
             (policy_path_ok(e, path, len, 1) || policy_path_ok(e, path, plen, 1)))

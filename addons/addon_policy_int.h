@@ -54,6 +54,8 @@ struct addon_policy {
     addon__policy_removed_t *removed;
     size_t nremoved;
     size_t removed_cap;
+    size_t ngraphql; /* url_prefixes entries with a graphql block (counted once loaded): the
+                        per-request scan for them is skipped when there are none */
     struct addon_budget *budgets; /* egress budgets (addon_policy_budget.c) */
     size_t nbudgets;
     char **fetch_pass; /* provider_fetch_pass names (addon_provider_pass.c) */

@@ -166,6 +166,8 @@ int addon__policy_load(const char *name, const char *data, size_t len, addon_pol
         addon__policy_free(p);
         return rc;
     }
+    for (size_t i = 0; i < p->urls.n; i++)
+        p->ngraphql += p->urls.v[i].graphql != NULL;
     *out = p;
     return 0;
 }
