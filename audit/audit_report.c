@@ -248,7 +248,7 @@ static void audit__access(audit_report_t *r, const audit_line_t *l, const char *
     }
 }
 
-/* `airlock health` (proxy/px_health.c) asks DNS for this name, then sends a GET without Host,
+/* `airlock health` (app/px_health.c) asks DNS for this name, then sends a GET without Host,
  * which the pre-checks refuse with exactly this line: neither is the agent's traffic. */
 #define AUDIT__HEALTH_NAME "airlock-health.invalid"
 #define AUDIT__HEALTH_TAIL "malformed request: missing Host header"

@@ -8,12 +8,12 @@
 #include <stdint.h>
 
 #include "proxy/px_client.h"
-#include "proxy/px_h1.h"
+#include "http/px_h1.h"
 #include "proxy/px_engine.h"
 #include "proxy/px_precheck.h"
 #include "proxy/px_sandbox.h"
-#include "proxy/px_sock.h"
-#include "proxy/px_tunnel.h"
+#include "net/px_sock.h"
+#include "net/px_tunnel.h"
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"
 

@@ -13,7 +13,7 @@
 #include "proxy/px_caconv.h"
 #include "proxy/px_client_int.h"
 #include "base/px_err.h"
-#include "proxy/px_hello.h"
+#include "net/px_hello.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tunguard.h"
 

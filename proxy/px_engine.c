@@ -22,7 +22,7 @@
 #include "base/px_err.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_sandbox.h"
-#include "proxy/px_tls.h"
+#include "net/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
 #include "proxy/px_caconv.h"

@@ -8,7 +8,7 @@
 
 #include "proxy/px_config.h"
 #include "proxy/px_log.h"
-#include "proxy/px_loop.h"
+#include "net/px_loop.h"
 #include "proxy/px_precheck.h"
 
 typedef struct px_engine px_engine_t;

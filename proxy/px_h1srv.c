@@ -11,7 +11,7 @@
 #include "proxy/px_answer.h"
 #include "proxy/px_client_int.h"
 #include "base/px_err.h"
-#include "proxy/px_hello.h"
+#include "net/px_hello.h"
 #include "proxy/px_policy.h"
 
 /* ---- input ----------------------------------------------------------------------------------- */

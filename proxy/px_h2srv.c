@@ -17,8 +17,8 @@
 #include "base/px_err.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_client_int.h"
-#include "proxy/px_h2.h"
-#include "proxy/px_h2io.h"
+#include "http/px_h2.h"
+#include "http/px_h2io.h"
 
 struct px__h2s {
     px__h2s_t *next, *prev;

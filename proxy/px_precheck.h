@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/px_msg.h"
+#include "http/px_msg.h"
 
 #define PX_URL_MAX 2048 /* the log line's URL; longer ones end in "..." */
 

@@ -9,7 +9,7 @@
 #include <strings.h>
 
 #include "base/px_err.h"
-#include "proxy/px_h1.h"
+#include "http/px_h1.h"
 #include "proxy/px_xchg_int.h"
 
 /* Fields that stay on this hop are marked removed before the head goes upstream: the fixed

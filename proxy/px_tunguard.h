@@ -23,7 +23,7 @@
 #include "addons/addon_leak.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
-#include "proxy/px_tunnel.h"
+#include "net/px_tunnel.h"
 
 /* Held behind a possible secret, beyond the longest pattern: more than this many bytes of
  * frames (headers, control frames) while a value may have begun closes the WebSocket. */

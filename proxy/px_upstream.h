@@ -16,8 +16,9 @@
 #include <sys/socket.h>
 
 #include "addons/addon.h"
-#include "proxy/px_msg.h"
-#include "proxy/px_tunnel.h"
+#include "http/px_msg.h"
+#include "net/px_tunnel.h"
+#include "proxy/px_config.h"
 
 typedef struct px_upreq px_upreq_t;
 typedef struct px_upmgr px_upmgr_t;
@@ -108,6 +109,5 @@ void px_up_done(px_upreq_t *r);
 /* The exchange is abandoned: the connection closes (on h2: the stream is reset with CANCEL,
  * the session goes on). r is gone. */
 void px_up_abort(px_upreq_t *r);
-
 
 #endif

@@ -10,9 +10,9 @@
 #include "dns/dns_resolve.h"
 #include "proxy/px_config.h"
 #include "proxy/px_dest.h"
-#include "proxy/px_h1.h"
-#include "proxy/px_h2cli.h"
-#include "proxy/px_sock.h"
+#include "http/px_h1.h"
+#include "http/px_h2cli.h"
+#include "net/px_sock.h"
 #include "proxy/px_upstream.h"
 
 #define PX__POOL_BUCKETS 64

@@ -10,9 +10,9 @@
 #include "proxy/px_answer.h"
 #include "proxy/px_engine.h"
 #include "base/px_err.h"
-#include "proxy/px_h1.h"
+#include "http/px_h1.h"
 #include "proxy/px_policy.h"
-#include "proxy/px_sock.h"
+#include "net/px_sock.h"
 #include "proxy/px_upstream.h"
 
 /* ---- the addons' log lines ------------------------------------------------------------------- */

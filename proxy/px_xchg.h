@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy/px_msg.h"
+#include "http/px_msg.h"
 #include "proxy/px_precheck.h"
-#include "proxy/px_tunnel.h"
+#include "net/px_tunnel.h"
 
 typedef struct px_xchg px_xchg_t;
 typedef struct px_engine px_engine_t;

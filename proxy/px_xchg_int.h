@@ -9,7 +9,7 @@
 
 #include "addons/addon.h"
 #include "addons/addon_leak.h"
-#include "proxy/px_loop.h"
+#include "net/px_loop.h"
 #include "proxy/px_stage.h"
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"

@@ -30,7 +30,7 @@ import os
 import re
 import sys
 
-FOLDERS = ["base", "signing", "ca", "dns", "addons", "audit", "proxy"]
+FOLDERS = ["base", "signing", "ca", "dns", "addons", "audit", "net", "http", "proxy", "app"]
 DRAWN = "proxy"  # the folder whose modules docs/layers.md draws by layer
 SOURCES = (".c", ".cpp")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proxy/px_h2cli.h"
+#include "http/px_h2cli.h"
 
 typedef struct fz_st {
     px_h2cs_t *st;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "proxy/px_h2.h"
+#include "http/px_h2.h"
 #include "proxy/px_precheck.h"
 
 typedef struct fz {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "addons/addon_leak.h"
-#include "proxy/px_h2.h"
+#include "http/px_h2.h"
 
 #define FZ_FIELDS_MAX 48 /* past PX_TRAILERS_MAX: the cap is hit too */
 #define FZ_OUT_MAX (3 * 65536)

@@ -9,7 +9,7 @@
 
 #include "addons/addon_policy.h"
 #include "proxy/px_answer.h"
-#include "proxy/px_h1.h"
+#include "http/px_h1.h"
 #include "proxy/px_precheck.h"
 
 static addon_policy_t *policy;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/px_h1.h"
+#include "http/px_h1.h"
 
 typedef struct state {
     size_t heads, finals, ends;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/px_err.h"
-#include "proxy/px_hello.h"
+#include "net/px_hello.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -4,7 +4,7 @@
 #  - disagreements between :authority, the SNI and a Host field, CONNECT and extended CONNECT,
 #    pseudo-header tricks and connection-specific fields: a 4xx, a stream reset or a connection
 #    error, and nothing reaches either upstream;
-#  - the attacks of proxy/px_h2.h with the limits named there (PX_H2_*): rapid reset, a
+#  - the attacks of http/px_h2.h with the limits named there (PX_H2_*): rapid reset, a
 #    CONTINUATION flood, an HPACK bomb, SETTINGS and PING floods, too many SETTINGS entries,
 #    more streams than allowed (before and after the SETTINGS ack), a header list over the
 #    cap (in several fields; in one field), too many fields. After each,

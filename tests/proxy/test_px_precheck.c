@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "proxy/px_h1.h"
+#include "http/px_h1.h"
 #include "proxy/px_precheck.h"
 
 enum { HTTP, HTTPS, PROXY, TRANSP };

@@ -24,7 +24,7 @@
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tunguard.h"
-#include "proxy/px_tunnel.h"
+#include "net/px_tunnel.h"
 
 #define SECRET "ghp_REALVALUE0123456789abcdefREALVALUE"
 
