@@ -6,7 +6,7 @@
 
 #include "app/px_cli.h"
 #include "proxy/px_config.h"
-#include "proxy/px_engine.h"
+#include "app/px_engine.h"
 #include "base/px_err.h"
 #include "app/px_health.h"
 #include "proxy/px_log.h"

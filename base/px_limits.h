@@ -4,29 +4,29 @@
 #define PX_LIMITS_H
 
 /* Named limits and defaults (README.md, "Limits"). */
-#define PX_HEAD_MAX (64 * 1024)           /* request or response head bytes */
-#define PX_HEADERS_MAX 100                /* header lines in one head */
-#define PX_TRAILER_MAX (16 * 1024)        /* bytes of a chunked message's trailer section */
-#define PX_TRAILERS_MAX 32                /* trailer fields in one message */
-#define PX_INTERIM_MAX 16                 /* 1xx responses before the final one */
+#define PX_HEAD_MAX (64 * 1024)                /* request or response head bytes */
+#define PX_HEADERS_MAX 100                     /* header lines in one head */
+#define PX_TRAILER_MAX (16 * 1024)             /* bytes of a chunked message's trailer section */
+#define PX_TRAILERS_MAX 32                     /* trailer fields in one message */
+#define PX_INTERIM_MAX 16                      /* 1xx responses before the final one */
 #define PX_BODY_DISCARD_MAX (64 * 1024 * 1024) /* request body bytes dropped after an answer */
-#define PX_HOST_MAX 255                   /* a host name */
-#define PX_IN_MAX (PX_HEAD_MAX + 65536)   /* client bytes read ahead of their turn */
-#define PX_POOL_IDLE_MAX 256              /* idle upstream connections kept in all */
-#define PX_POOL_PER_KEY_MAX 128           /* idle upstream connections per host:port:scheme */
-#define PX_POOL_IDLE_MS (60 * 1000)       /* an idle upstream connection is closed after this */
-#define PX_REJECT_EVERY_MS (60 * 1000)    /* one TLS REJECTED line per host this often */
-#define PX_REJECT_HOSTS 64                /* hosts remembered for that */
-#define PX_CLIENT_IDLE_MS (600 * 1000)    /* idle client connection */
+#define PX_HOST_MAX 255                        /* a host name */
+#define PX_IN_MAX (PX_HEAD_MAX + 65536)        /* client bytes read ahead of their turn */
+#define PX_POOL_IDLE_MAX 256                   /* idle upstream connections kept in all */
+#define PX_POOL_PER_KEY_MAX 128                /* idle upstream connections per host:port:scheme */
+#define PX_POOL_IDLE_MS (60 * 1000)    /* an idle upstream connection is closed after this */
+#define PX_REJECT_EVERY_MS (60 * 1000) /* one TLS REJECTED line per host this often */
+#define PX_REJECT_HOSTS 64             /* hosts remembered for that */
+#define PX_CLIENT_IDLE_MS (600 * 1000) /* idle client connection */
 #define PX_UPSTREAM_FIRST_BYTE_MS (600 * 1000) /* slow LLM calls */
-#define PX_CONNECT_MS (10 * 1000)         /* upstream TCP connect */
-#define PX_HANDSHAKE_MS (10 * 1000)       /* client TLS handshake */
-#define PX_CIDR_MAX 32                    /* --allow-upstream-cidr entries */
-#define PX_CONNS_MAX 20000                /* client connections at once */
-#define PX_TRIM_CHECK_MS 1000            /* how often to look for a finished burst or quiet */
-#define PX_TRIM_DROP 64                   /* connections gone since the peak = a burst ended */
-#define PX_TLS_SESSIONS_MAX 1024          /* upstream host:port keys with TLS sessions (LRU) */
-#define PX_TLS_TICKETS_PER_KEY 4          /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
+#define PX_CONNECT_MS (10 * 1000)              /* upstream TCP connect */
+#define PX_HANDSHAKE_MS (10 * 1000)            /* client TLS handshake */
+#define PX_CIDR_MAX 32                         /* --allow-upstream-cidr entries */
+#define PX_CONNS_MAX 20000                     /* client connections at once */
+#define PX_TRIM_CHECK_MS 1000                  /* how often to look for a finished burst or quiet */
+#define PX_TRIM_DROP 64                        /* connections gone since the peak = a burst ended */
+#define PX_TLS_SESSIONS_MAX 1024               /* upstream host:port keys with TLS sessions (LRU) */
+#define PX_TLS_TICKETS_PER_KEY 4 /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
 /* Decoded HTTP/2 request header bytes (name + value + 32 a field, as RFC 9113 counts them) held
  * by streams from their HEADERS frame until they close: HPACK lets ~50 bytes on the wire decode
  * to a 64 KiB list, which a stream waiting on a slow upstream holds (with its copies toward the

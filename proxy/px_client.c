@@ -16,7 +16,6 @@
 #include "http/px_h2.h"
 #include "net/px_hello.h"
 #include "proxy/px_policy.h"
-#include "proxy/px_sandbox.h"
 #include "net/px_sock.h"
 #include "proxy/px_srcnet.h"
 #include "net/px_tls.h"
@@ -36,7 +35,7 @@ void px__cl_timer(px_client_t *c, uint64_t ms)
 void px__cl_start_http(px_client_t *c)
 {
     c->mode = PX__HTTP;
-    px__cl_timer(c, c->eng->cfg->client_idle_ms);
+    px__cl_timer(c, c->ctx->cfg->client_idle_ms);
 }
 
 void px__cl_read(px_sock_t *s, const char *data, size_t len)
@@ -50,14 +49,14 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
             return;
         }
         if (tls) {
-            if (c->eng->tls_server == NULL ||
-                px_sock_tls_server(&c->sock, c->eng->tls_server, c, data, len) != 0) {
+            if (c->ctx->tls_server == NULL ||
+                px_sock_tls_server(&c->sock, c->ctx->tls_server, c, data, len) != 0) {
                 px__cl_close(c);
                 return;
             }
             c->tls = 1;
             c->mode = PX__HANDSHAKE;
-            px__cl_timer(c, c->eng->cfg->handshake_ms);
+            px__cl_timer(c, c->ctx->cfg->handshake_ms);
             return;
         }
         if (px__cl_is_h2c(data, len)) {
@@ -143,18 +142,18 @@ static void px__tls_rejected(px_client_t *c)
     char ip[64];
     const char *host = c->sni;
     if (host[0] == '\0') {
-        inet_ntop(AF_INET, &c->eng->proxy_ip, ip, sizeof(ip));
+        inet_ntop(AF_INET, &c->ctx->proxy_ip, ip, sizeof(ip));
         host = ip;
     }
-    px_engine_t *eng = c->eng;
-    uint64_t now = uv_now(eng->loop.uv);
+    px_ctx_t *ctx = c->ctx;
+    uint64_t now = uv_now(ctx->loop.uv);
     for (size_t i = 0; i < PX_REJECT_HOSTS; i++)
-        if (eng->rejected[i].at != 0 && now - eng->rejected[i].at < PX_REJECT_EVERY_MS &&
-            strcmp(eng->rejected[i].host, host) == 0)
+        if (ctx->rejected[i].at != 0 && now - ctx->rejected[i].at < PX_REJECT_EVERY_MS &&
+            strcmp(ctx->rejected[i].host, host) == 0)
             return;
-    size_t slot = eng->rejected_next++ % PX_REJECT_HOSTS;
-    snprintf(eng->rejected[slot].host, sizeof(eng->rejected[slot].host), "%s", host);
-    eng->rejected[slot].at = now;
+    size_t slot = ctx->rejected_next++ % PX_REJECT_HOSTS;
+    snprintf(ctx->rejected[slot].host, sizeof(ctx->rejected[slot].host), "%s", host);
+    ctx->rejected[slot].at = now;
     px_runtime_t rt = px_tls_runtime(t);
     audit_event_t ev = {.kind = AUDIT_EV_TLS_REJECTED, .verdict = AUDIT_EV_REJECTED};
     ev.host = audit_s(host);
@@ -237,14 +236,16 @@ static void on_client_timer(uv_timer_t *t)
 
 /* ---- lifetime --------------------------------------------------------------------------------- */
 
+static void px__cl_unlink(px_client_t *c);
+
 static void px__free_if_done(px_client_t *c)
 {
     if (--c->handles > 0)
         return;
-    px_engine_client_removed(c->eng, c);
-    if (c->sb != NULL) {
-        c->sb->conns--;
-        px_sandbox_unref(c->sb);
+    px__cl_unlink(c);
+    if (c->scope != NULL) {
+        c->scope->conns--;
+        px_scope_unref(c->scope);
     }
     px_h1_free(&c->parser);
     if (c->h2 != NULL)
@@ -293,7 +294,7 @@ static void px__shut(px_client_t *c)
         px_up_abort(c->dial);
         c->dial = NULL;
     }
-    px_defer_cancel(&c->eng->loop, &c->defer);
+    px_defer_cancel(&c->ctx->loop, &c->defer);
 }
 
 /* The one way to close now. The memory goes in the last close callback. */
@@ -314,11 +315,6 @@ void px__cl_close_flush(px_client_t *c)
     if (!c->timer_closed)
         px__cl_timer(c, PX__LINGER_MS);
     px_sock_close_when_flushed(&c->sock);
-}
-
-void *px_client_links(px_client_t *c)
-{
-    return c->links;
 }
 
 void px_client_close(px_client_t *c, const char *reason)
@@ -377,48 +373,50 @@ static void px__src_text(const uint8_t a[16], char *out, size_t len)
         snprintf(out, len, "?");
 }
 
-/* --sandboxes: the sandbox of the connection's source address, or the close (one line in the
- * host log). Returns 0 when c may go on. */
-static int px__sandbox_pick(px_client_t *c)
+/* The connection's scope: ctx's one, or with --sandboxes the sandbox of its source address
+ * (or the close, with one line in the host log). Returns 0 when c may go on. */
+static int px__scope_pick(px_client_t *c)
 {
-    px_engine_t *eng = c->eng;
-    struct sockaddr_storage peer;
-    int len = sizeof(peer);
+    px_ctx_t *ctx = c->ctx;
+    px_scope_t *s = &ctx->scope;
     char ip[INET6_ADDRSTRLEN];
-    if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0 ||
-        px_srcnet_addr((const struct sockaddr *)&peer, c->src) != 0)
-        return -1;
-    px_sandbox_t *sb = px_sandbox_for_addr(eng, c->src);
-    if (sb == NULL) {
-        px__src_text(c->src, ip, sizeof(ip));
+    if (ctx->scope_for != NULL) {
+        struct sockaddr_storage peer;
+        int len = sizeof(peer);
+        if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0 ||
+            px_srcnet_addr((const struct sockaddr *)&peer, c->src) != 0)
+            return -1;
+        if ((s = ctx->scope_for(ctx, c->src)) == NULL) {
+            px__src_text(c->src, ip, sizeof(ip));
+            audit_event_t ev = px__closed_ev();
+            px_log_eventf(ctx->log, &ev, "source %s is in no sandbox", ip);
+            return -1;
+        }
+    }
+    if (s->max_conns != 0 && s->conns >= s->max_conns) {
         audit_event_t ev = px__closed_ev();
-        px_log_eventf(eng->log, &ev, "source %s is in no sandbox", ip);
+        px_log_eventf(s->log, &ev, "sandbox %s: %zu connections at once", s->name, s->max_conns);
         return -1;
     }
-    if (sb->max_conns != 0 && sb->conns >= sb->max_conns) {
-        audit_event_t ev = px__closed_ev();
-        px_log_eventf(sb->log, &ev, "sandbox %s: %zu connections at once", sb->name, sb->max_conns);
-        return -1;
-    }
-    c->sb = px_sandbox_ref(sb);
-    c->sb_gen = sb->gen;
-    c->log = sb->log;
-    sb->conns++;
+    c->scope = px_scope_ref(s);
+    c->scope_gen = s->gen;
+    c->log = s->log;
+    s->conns++;
     return 0;
 }
 
-/* One compare per request while c's sandbox did not change (its generation did not move);
- * after a reload that moved it, c looks again whether its source is still in. */
+/* One compare per request while c's scope did not change (its generation did not move); after
+ * a reload that moved it, c looks again whether its source is still in. */
 int px__cl_sb_left(px_client_t *c)
 {
-    px_sandbox_t *sb = c->sb;
-    if (c->sb_left || sb == NULL || c->sb_gen == sb->gen)
+    px_scope_t *s = c->scope;
+    if (c->sb_left || s == NULL || s == &c->ctx->scope || c->scope_gen == s->gen)
         return c->sb_left;
-    if (!px_sandbox_holds(sb, c->src)) {
+    if (!px_scope_holds(s, c->src)) {
         c->sb_left = 1; /* for good: a later reload giving the source back changes nothing */
         return 1;
     }
-    c->sb_gen = sb->gen;
+    c->scope_gen = s->gen;
     return 0;
 }
 
@@ -430,10 +428,10 @@ static int px__cl_retire(px_client_t *c)
 {
     char ip[INET6_ADDRSTRLEN], why[PX_SB_NAME_MAX + INET6_ADDRSTRLEN + 64];
     px__src_text(c->src, ip, sizeof(ip));
-    if (c->sb->gone)
-        snprintf(why, sizeof(why), "sandbox %s removed; connection from %s", c->sb->name, ip);
+    if (c->scope->gone)
+        snprintf(why, sizeof(why), "sandbox %s removed; connection from %s", c->scope->name, ip);
     else
-        snprintf(why, sizeof(why), "source %s left sandbox %s; connection", ip, c->sb->name);
+        snprintf(why, sizeof(why), "source %s left sandbox %s; connection", ip, c->scope->name);
     int later = (c->mode == PX__HTTP && c->x != NULL) || (c->mode == PX__H2 && c->h2n > 0);
     audit_event_t ev = px__closed_ev();
     px_log_eventf(c->log, &ev, "%s %s", why,
@@ -450,11 +448,11 @@ static int px__cl_retire(px_client_t *c)
     return 1;
 }
 
-void px_client_sandboxes_changed(px_engine_t *eng)
+void px_client_sandboxes_changed(px_ctx_t *ctx)
 {
     size_t now = 0, later = 0;
-    for (px_client_t *c = eng->clients, *next; c != NULL; c = next) {
-        next = c->links[1]; /* closing c unlinks it only in its last close callback */
+    for (px_client_t *c = ctx->clients, *next; c != NULL; c = next) {
+        next = c->next; /* closing c unlinks it only in its last close callback */
         if (c->closing || c->sb_left || !px__cl_sb_left(c))
             continue; /* (already told) */
         if (px__cl_retire(c))
@@ -469,34 +467,67 @@ void px_client_sandboxes_changed(px_engine_t *eng)
                 now + later, now, later);
 }
 
-void px_client_accept(px_listener_t *l)
+/* ctx's list of connections, for the shutdown and the sandbox reloads. */
+static void px__cl_link(px_ctx_t *ctx, px_client_t *c)
 {
-    px_engine_t *eng = l->eng;
+    c->prev = NULL;
+    c->next = ctx->clients;
+    if (ctx->clients != NULL)
+        ctx->clients->prev = c;
+    ctx->clients = c;
+    ctx->nclients++;
+    ctx->next_id++;
+    if (ctx->nclients > ctx->nclients_peak)
+        ctx->nclients_peak = ctx->nclients;
+}
+
+static void px__cl_unlink(px_client_t *c)
+{
+    px_ctx_t *ctx = c->ctx;
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else if (ctx->clients == c)
+        ctx->clients = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    ctx->nclients--;
+}
+
+void px_client_close_all(px_ctx_t *ctx, const char *reason)
+{
+    for (px_client_t *c = ctx->clients, *next; c != NULL; c = next) {
+        next = c->next;
+        px_client_close(c, reason);
+    }
+}
+
+void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kind)
+{
     px_client_t *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return;
-    c->eng = eng;
-    c->log = eng->log;
-    c->kind = l->kind;
-    px_sock_init(&eng->loop, &c->sock, &px__client_sock_cbs, c);
-    uv_timer_init(eng->loop.uv, &c->timer);
+    c->ctx = ctx;
+    c->log = ctx->log;
+    c->kind = kind;
+    px_sock_init(&ctx->loop, &c->sock, &px__client_sock_cbs, c);
+    uv_timer_init(ctx->loop.uv, &c->timer);
     c->timer.data = c;
     c->handles = 2;
     px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
-    px_engine_client_added(eng, c);
-    if (px_sock_accept(&c->sock, (uv_stream_t *)&l->tcp) != 0 || eng->stopping ||
-        eng->nclients > PX_CONNS_MAX ||
-        (eng->cfg->sandboxes_dir != NULL && px__sandbox_pick(c) != 0)) {
+    px__cl_link(ctx, c);
+    if (px_sock_accept(&c->sock, server) != 0 || ctx->stopping ||
+        ctx->nclients > PX_CONNS_MAX || px__scope_pick(c) != 0) {
         px_client_close(c, NULL);
         return;
     }
-    if (l->kind == PX_LISTEN_TRANSPARENT && px__orig_port(c) != 0) {
+    if (kind == PX_LISTEN_TRANSPARENT && px__orig_port(c) != 0) {
         px_diag(PX_DIAG_WARN, "transparent connection without an original destination");
         px_client_close(c, NULL);
         return;
     }
     c->mode = PX__SNIFF;
-    px__cl_timer(c, l->kind == PX_LISTEN_HTTPS ? eng->cfg->handshake_ms : eng->cfg->client_idle_ms);
+    px__cl_timer(c, kind == PX_LISTEN_HTTPS ? ctx->cfg->handshake_ms : ctx->cfg->client_idle_ms);
     px_sock_read_start(&c->sock);
 }
 
@@ -504,7 +535,7 @@ void px_client_accept(px_listener_t *l)
 
 int px_client_cert_cb(SSL *ssl, void *arg)
 {
-    px_engine_t *eng = arg;
+    px_ctx_t *ctx = arg;
     px_client_t *c = SSL_get_app_data(ssl);
     const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
     char ipbuf[64];
@@ -526,11 +557,11 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     } else if (c->tunnel[0] != '\0') {
         name = c->tunnel;
     } else {
-        inet_ntop(AF_INET, &eng->proxy_ip, ipbuf, sizeof(ipbuf));
+        inet_ntop(AF_INET, &ctx->proxy_ip, ipbuf, sizeof(ipbuf));
         name = ipbuf;
     }
     /* only the CA of the connection's sandbox signs (each one's own cache of leaves) */
-    ca_t *ca = px_sandbox_ca(eng, c->sb);
+    ca_t *ca = px_scope_ca(c->scope, ctx->ca);
     ca_leaf_t *leaf = NULL;
     int rc = ca != NULL ? ca_leaf_acquire(ca, name, strlen(name), &leaf) : PX_EFORBIDDEN;
     if (rc == PX_EFORBIDDEN) { /* the conversation CA may not sign for it: no leaf, no handshake */

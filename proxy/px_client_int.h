@@ -9,9 +9,11 @@
 
 #include "proxy/px_client.h"
 #include "http/px_h1.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
+#include "proxy/px_log.h"
+#include "proxy/px_policy.h"
 #include "proxy/px_precheck.h"
-#include "proxy/px_sandbox.h"
+#include "proxy/px_scope.h"
 #include "net/px_sock.h"
 #include "net/px_tunnel.h"
 #include "proxy/px_upstream.h"
@@ -31,16 +33,16 @@ typedef struct px__h2s px__h2s_t; /* an HTTP/2 stream's exchange (px_h2srv.c) */
 typedef struct px_h2 px_h2_t;
 
 struct px_client {
-    px_client_t *links[2];   /* the engine's list (px_engine_client_added) */
+    px_client_t *prev, *next; /* ctx->clients */
     px_sock_t sock;
     uv_timer_t timer;        /* handshake, request-head deadline, idle keep-alive, hello */
     px_defer_t defer;        /* input to process again after a pause */
-    px_engine_t *eng;
-    px_sandbox_t *sb;        /* --sandboxes: the one its source address chose (a reference) */
-    unsigned sb_gen;         /* sb->gen when c last found its source in sb */
-    int sb_left;             /* sb went, or c's source left it: no new request (px__cl_sb_left) */
+    px_ctx_t *ctx;
+    px_scope_t *scope;       /* what it runs under: ctx->scope, or its sandbox's (a reference) */
+    unsigned scope_gen;      /* scope->gen when c last found its source in scope */
+    int sb_left;             /* its sandbox went, or c's source left it: no new request */
     uint8_t src[16];         /* its source address, IPv4 mapped (px_srcnet.h) */
-    px_log_t *log;           /* its network log: the sandbox's, or the engine's */
+    px_log_t *log;           /* its network log: scope->log, or ctx->log before it has a scope */
     px_listener_kind_t kind;
     px__mode_t mode;
     int handles;
@@ -73,18 +75,18 @@ struct px_client {
     int timer_closed;
 };
 
-/* The configuration and upstream pool of c's sandbox (or the engine's). */
+/* The configuration, upstream pool and budgets of c's scope. */
 static inline px_snapshot_t *px__cl_snap(const px_client_t *c)
 {
-    return c->sb != NULL ? c->sb->snap : c->eng->snap;
+    return c->scope->snap;
 }
 static inline px_upmgr_t *px__cl_up(const px_client_t *c)
 {
-    return c->sb != NULL ? c->sb->up : c->eng->up;
+    return c->scope->up;
 }
 static inline struct addon_budget_table **px__cl_budgets(px_client_t *c)
 {
-    return c->sb != NULL ? &c->sb->budgets : &c->eng->budgets;
+    return &c->scope->budgets;
 }
 
 #define PX__LINGER_MS 5000 /* a closing connection's last bytes may take this long to leave */

@@ -79,7 +79,7 @@ void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t)
     /* what the client sent after its request belongs to the new protocol: it goes once the
      * other end is attached too */
     if (c->in_len > 0)
-        px_defer(&c->eng->loop, &c->defer, on_tunnel_pending);
+        px_defer(&c->ctx->loop, &c->defer, on_tunnel_pending);
 }
 
 /* ---- explicit proxy: CONNECT ------------------------------------------------------------------ */
@@ -152,7 +152,7 @@ static int px__cl_tunnel_budgets(px_client_t *c, const px_pre_t *pre)
     size_t n = 0;
     addon_str_t h = {pre->norm_host, strlen(pre->norm_host)};
     int rc = px_tunguard_connect(c->log, px__cl_budgets(c), px__cl_snap(c), c->connect_url, h,
-                                 uv_now(c->eng->loop.uv), &c->tun, ans, sizeof(ans), &n);
+                                 uv_now(c->ctx->loop.uv), &c->tun, ans, sizeof(ans), &n);
     if (rc == 0)
         return 0;
     px_sock_write(&c->sock, ans, n);
@@ -198,7 +198,7 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
         return;
     }
     if (!passthrough &&
-        !ca_name_permitted(px_sandbox_ca(c->eng, c->sb), pre->norm_host, strlen(pre->norm_host))) {
+        !ca_name_permitted(px_scope_ca(c->scope, c->ctx->ca), pre->norm_host, strlen(pre->norm_host))) {
         connect_outside_ca(c, m);
         return;
     }
@@ -217,9 +217,9 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     px_h1_free(&c->parser);
     px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
     c->mode = passthrough ? PX__HELLO : PX__SNIFF;
-    px__cl_timer(c, c->eng->cfg->handshake_ms);
+    px__cl_timer(c, c->ctx->cfg->handshake_ms);
     /* what came after the CONNECT head belongs to the tunnel: the new mode reads it */
-    px_defer(&c->eng->loop, &c->defer, px__cl_deferred);
+    px_defer(&c->ctx->loop, &c->defer, px__cl_deferred);
 }
 
 /* Passthrough: gathers the ClientHello and checks its SNI against the CONNECT host. */

@@ -107,7 +107,7 @@ static int on_req_head(void *owner, px_msg_t *m)
                            .budgets = px__cl_budgets(c)};
     c->resp_chunked = 0;
     c->close_after = 0;
-    c->x = px_xchg_start(c->eng, &from, m, pre);
+    c->x = px_xchg_start(c->ctx, &from, m, pre);
     free(pre);
     if (c->x == NULL) {
         px__cl_close(c);
@@ -148,7 +148,7 @@ size_t px__cl_http_input(px_client_t *c, const char *data, size_t len)
         if (c->parser.state == PX_H1_HEAD && c->x != NULL)
             break;
         if (c->parser.state == PX_H1_HEAD && c->parser.hlen == 0)
-            px__cl_timer(c, c->eng->cfg->client_idle_ms); /* a head has a deadline from its start */
+            px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* a head has a deadline from its start */
         size_t used = 0;
         int rc = px_h1_feed(&c->parser, data + off, len - off, &used);
         off += used;
@@ -302,7 +302,7 @@ static void down_pause_body(void *down, int pause)
         px_sock_read_stop(&c->sock);
         return;
     }
-    px_defer(&c->eng->loop, &c->defer, px__cl_deferred);
+    px_defer(&c->ctx->loop, &c->defer, px__cl_deferred);
 }
 
 void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t);
@@ -323,13 +323,13 @@ static void down_finished(void *down, int reuse)
         px__cl_close(c);
         return;
     }
-    if (reuse == 0 || c->close_after || c->eng->stopping || c->eof) {
+    if (reuse == 0 || c->close_after || c->ctx->stopping || c->eof) {
         px__cl_close_flush(c);
         return;
     }
     px_h1_next(&c->parser);
     c->body_paused = 0;
-    px__cl_timer(c, c->eng->cfg->client_idle_ms); /* idle keep-alive */
+    px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* idle keep-alive */
     px__cl_process(c);
 }
 

@@ -57,7 +57,7 @@ static void px__unlink(px__h2s_t *s)
     if (s->next != NULL)
         s->next->prev = s->prev;
     c->h2n--;
-    px_defer_cancel(&c->eng->loop, &s->resume);
+    px_defer_cancel(&c->ctx->loop, &s->resume);
     free(s->hold);
     free(s->end_t);
     free(s);
@@ -70,7 +70,7 @@ static void on_h2_pump(px_defer_t *d);
 static void px__kick(px_client_t *c)
 {
     if (!c->closing && !c->h2_busy)
-        px_defer(&c->eng->loop, &c->h2pump, on_h2_pump);
+        px_defer(&c->ctx->loop, &c->h2pump, on_h2_pump);
 }
 
 /* ---- the codec's callbacks --------------------------------------------------------------- */
@@ -137,7 +137,7 @@ static void tun_read(void *end, int on)
     px__h2s_t *s = end;
     s->paused = !on;
     if (on && (s->hold_len > 0 || s->end_held))
-        px_defer(&s->c->eng->loop, &s->resume, on_resume);
+        px_defer(&s->c->ctx->loop, &s->resume, on_resume);
 }
 
 static void tun_shutdown(void *end)
@@ -156,7 +156,7 @@ static void tun_finish(void *end)
 {
     px__h2s_t *s = end;
     tun_shutdown(end);
-    px_defer(&s->c->eng->loop, &s->resume, on_tun_release);
+    px_defer(&s->c->ctx->loop, &s->resume, on_tun_release);
 }
 
 static void tun_close(void *end)
@@ -167,7 +167,7 @@ static void tun_close(void *end)
         px_h2_reset(s->c->h2, s->sid, PX_H2_CANCEL);
         px__kick(s->c);
     }
-    px_defer(&s->c->eng->loop, &s->resume, on_tun_release);
+    px_defer(&s->c->ctx->loop, &s->resume, on_tun_release);
 }
 
 static void on_tun_release(px_defer_t *d)
@@ -241,7 +241,7 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
                            .snap = px__cl_snap(c), .up = px__cl_up(c),
                            .budgets = px__cl_budgets(c)};
     uv_timer_stop(&c->timer);
-    s->x = px_xchg_start(c->eng, &from, m, pre);
+    s->x = px_xchg_start(c->ctx, &from, m, pre);
     free(pre);
     if (s->x == NULL) {
         px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
@@ -371,7 +371,7 @@ void px__cl_h2_pump(px_client_t *c)
         return;
     }
     if (c->h2n == 0 && !uv_is_active((uv_handle_t *)&c->timer))
-        px__cl_timer(c, c->eng->cfg->client_idle_ms); /* an idle connection has a deadline */
+        px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* an idle connection has a deadline */
 }
 
 static void on_h2_pump(px_defer_t *d)
@@ -389,14 +389,14 @@ void px__cl_start_h2(px_client_t *c)
     /* the header bytes its streams hold count for its sandbox and the process too (until
      * px__cl_h2_shut: the sandbox may go before the codec) */
     px_h2_share_t sh[PX_H2_SHARES] = {
-        {&c->eng->h2_heads, PX_H2_PROCESS_HEADS_MAX,
+        {&c->ctx->h2_heads, PX_H2_PROCESS_HEADS_MAX,
          "all connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
-        {c->sb != NULL ? &c->sb->h2_heads : NULL, PX_H2_SANDBOX_HEADS_MAX,
+        {c->scope != &c->ctx->scope ? &c->scope->h2_heads : NULL, PX_H2_SANDBOX_HEADS_MAX,
          "the sandbox's connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
     };
-    px_h2_share(c->h2, sh, c->sb != NULL ? 2 : 1);
+    px_h2_share(c->h2, sh, c->scope != &c->ctx->scope ? 2 : 1);
     c->mode = PX__H2;
-    px__cl_timer(c, c->eng->cfg->client_idle_ms);
+    px__cl_timer(c, c->ctx->cfg->client_idle_ms);
     px__cl_h2_pump(c); /* our SETTINGS */
 }
 
@@ -418,7 +418,7 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
 /* Every stream's exchange ends (the connection is closing); reason for their log lines. */
 void px__cl_h2_shut(px_client_t *c, const char *reason)
 {
-    px_defer_cancel(&c->eng->loop, &c->h2pump);
+    px_defer_cancel(&c->ctx->loop, &c->h2pump);
     if (c->h2 != NULL)
         px_h2_unshare(c->h2);
     while (c->h2s != NULL) {
@@ -564,7 +564,7 @@ static void down_pause_body(void *down, int pause)
     px__h2s_t *s = down;
     s->paused = pause;
     if (!pause && (s->hold_len > 0 || s->end_held))
-        px_defer(&s->c->eng->loop, &s->resume, on_resume);
+        px_defer(&s->c->ctx->loop, &s->resume, on_resume);
 }
 
 static void down_tunnel(void *down, px_tunnel_t *t)
@@ -599,7 +599,7 @@ static void down_finished(void *down, int reuse)
     px__unlink(s);
     if (c->closing)
         return;
-    if (c->eng->stopping)
+    if (c->ctx->stopping)
         px_h2_shutdown(c->h2);
     px__kick(c);
 }

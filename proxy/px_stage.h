@@ -1,5 +1,6 @@
 /* The request pipeline of an exchange: named stages with one contract, run in the order of one
- * table (px_stage.c). Only the exchange (px_xchg*.c) and the stages (px_stage_*.c) include this.
+ * table (px_stage.c) by the exchange (px_xchg_run.c). Only the exchange (px_xchg*.c) and the
+ * stages (px_stage_*.c) include this.
  *
  * The stages, in table order:
  *   precheck     a request the pre-checks refused is answered (after the secret guard's scan of
@@ -46,7 +47,9 @@
 #include <stddef.h>
 
 #include "addons/addon.h"
-#include "proxy/px_xchg.h"
+#include "http/px_msg.h"
+
+typedef struct px_xchg px_xchg_t;
 
 enum { PX_STAGE_CONTINUE = 0, PX_STAGE_REFUSE = 1, PX_STAGE_WAIT = 2 };
 
@@ -67,10 +70,13 @@ typedef struct px_stage {
 extern const px_stage_t px_stage_precheck, px_stage_leak, px_stage_policy, px_stage_aws,
     px_stage_ghapp, px_stage_masking, px_stage_budget, px_stage_filters, px_stage_upstream;
 
-/* The table, in order, and its length (for the tests). */
-const px_stage_t *const *px_stages(size_t *n);
+/* The table, in order, and its length. */
+extern const px_stage_t *const px_stage_table[];
+extern const size_t px_stage_count;
+const px_stage_t *const *px_stages(size_t *n); /* the same (for the tests) */
 
-/* Runs the head stages from the cursor (the first one that has not passed). */
+/* The runner (px_xchg_run.c: the exchange runs the table and keeps the cursor).
+ * Runs the head stages from the cursor (the first one that has not passed). */
 void px_stage_run(px_xchg_t *x);
 /* A stage that returned PX_STAGE_WAIT goes on: its on_head runs again, then the rest. */
 void px_stage_resume(px_xchg_t *x);

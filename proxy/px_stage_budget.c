@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "addons/addon_budget.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tunguard.h"
@@ -53,7 +53,7 @@ static int on_head(px_xchg_t *x)
         declared = 1; /* a WebSocket sends as a body of unknown length would (px_tunguard.c) */
     addon_budget_over_t o;
     int rc = addon_budget_begin((*x->budgets_at), x->snap->cfg.policy, x->view->host, declared,
-                                uv_now(x->eng->loop.uv), &xb->req, &o);
+                                uv_now(x->ctx->loop.uv), &xb->req, &o);
     if (rc < 0) {
         px__x_log(x, "ERROR", -1, "internal error in an addon");
         px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request", 1);

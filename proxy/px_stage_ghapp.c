@@ -20,7 +20,8 @@
 #include "addons/addon_ghscope.h"
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
+#include "proxy/px_log.h"
 #include "proxy/px_xchg_int.h"
 
 #define PX__GH_TIMEOUT_MS 30000 /* the whole token request (the reference's HTTP timeout) */
@@ -114,7 +115,7 @@ static void px__mint_done(px__ghmint_t *mt, const char *why)
         x->gh.mint = NULL;
         x->gh.outcome = why != NULL ? PX__GH_FAILED : mt->minted ? PX__GH_REFRESHED : PX__GH_CACHED;
         snprintf(x->gh.why, sizeof(x->gh.why), "%s", why != NULL ? why : "");
-        px_defer(&x->eng->loop, &x->gh.resume, on_waiter_resume);
+        px_defer(&x->ctx->loop, &x->gh.resume, on_waiter_resume);
         x = next;
     }
     uv_timer_stop(&mt->timer);
@@ -381,8 +382,8 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, 
         if (mt == NULL)
             return PX_ENOMEM;
         mt->g = g;
-        mt->loop = &x->eng->loop;
-        uv_timer_init(x->eng->loop.uv, &mt->timer);
+        mt->loop = &x->ctx->loop;
+        uv_timer_init(x->ctx->loop.uv, &mt->timer);
         mt->timer.data = mt;
         int rc;
         if (repos_only) {
@@ -459,7 +460,7 @@ static int px__gather(px_xchg_t *x)
         x->body_paused = 1;
         x->ops->pause_body(x->down, 1);
     }
-    px_defer(&x->eng->loop, &x->gh.resume, on_waiter_resume);
+    px_defer(&x->ctx->loop, &x->gh.resume, on_waiter_resume);
     return PX_STAGE_WAIT;
 }
 
@@ -533,7 +534,7 @@ static int on_body_over(px_xchg_t *x, addon_answer_t *ans)
 /* The exchange is released: it stops waiting for a token. */
 static void on_end(px_xchg_t *x)
 {
-    px_defer_cancel(&x->eng->loop, &x->gh.resume);
+    px_defer_cancel(&x->ctx->loop, &x->gh.resume);
     px__ghmint_t *mt = x->gh.mint;
     if (mt == NULL)
         return;
@@ -545,7 +546,7 @@ static void on_end(px_xchg_t *x)
     }
     x->gh.mint = NULL;
     x->gh.next = NULL;
-    if (mt->waiters == NULL && x->eng->stopping)
+    if (mt->waiters == NULL && x->ctx->stopping)
         px__mint_done(mt, "airlock is shutting down"); /* nobody waits: the loop may end */
 }
 

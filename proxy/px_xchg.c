@@ -8,7 +8,8 @@
 
 #include "addons/addon_policy.h"
 #include "proxy/px_answer.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
+#include "proxy/px_log.h"
 #include "base/px_err.h"
 #include "http/px_h1.h"
 #include "proxy/px_policy.h"
@@ -39,7 +40,7 @@ static void px__arm(px_xchg_t *x)
         uv_timer_stop(&x->timer);
         return;
     }
-    uint64_t now = uv_now(x->eng->loop.uv);
+    uint64_t now = uv_now(x->ctx->loop.uv);
     uv_timer_start(&x->timer, on_xchg_timer, by > now ? by - now : 0, 0);
 }
 
@@ -47,8 +48,8 @@ static void px__arm(px_xchg_t *x)
  * or a response it does not read), the upstream (an answer, more of it), or both. */
 void px__x_waits(px_xchg_t *x)
 {
-    uint64_t now = uv_now(x->eng->loop.uv);
-    const px_config_t *cfg = x->eng->cfg;
+    uint64_t now = uv_now(x->ctx->loop.uv);
+    const px_config_t *cfg = x->ctx->cfg;
     int client = (x->rq == PX__RQ_BODY && !x->body_paused && x->sink != PX__SINK_DISCARD) ||
                  (x->rs == PX__RS_BODY && x->up_paused);
     int upstream = x->up != NULL && x->up_ready && (x->rs == PX__RS_WAIT || x->rs == PX__RS_BODY) &&
@@ -125,7 +126,7 @@ const px_up_cbs_t px__x_up_cbs = {
     .on_drain = on_up_drain,
 };
 
-px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t *m,
+px_xchg_t *px_xchg_start(px_ctx_t *ctx, const px_xchg_from_t *from, px_msg_t *m,
                          const px_pre_t *pre)
 {
     px_xchg_t *x = calloc(1, sizeof(*x));
@@ -133,7 +134,7 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
         px_msg_free(m);
         return NULL;
     }
-    x->eng = eng;
+    x->ctx = ctx;
     x->log = from->log;
     x->upmgr = from->up;
     x->budgets_at = from->budgets;
@@ -143,12 +144,12 @@ px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t 
     x->req = m;
     x->pre = *pre;
     x->tls = from->pre.tls;
-    uv_timer_init(eng->loop.uv, &x->timer);
+    uv_timer_init(ctx->loop.uv, &x->timer);
     x->timer.data = x;
     snprintf(x->method, sizeof(x->method), "%s", llhttp_method_name((llhttp_method_t)m->method));
     int body = (m->flags & PX_MSG_CHUNKED) || ((m->flags & PX_MSG_LENGTH) && m->length > 0);
     x->rq = body ? PX__RQ_BODY : PX__RQ_DONE;
-    x->reuse = (m->flags & PX_MSG_KEEPALIVE) && !eng->stopping;
+    x->reuse = (m->flags & PX_MSG_KEEPALIVE) && !ctx->stopping;
     int ei = px_msg_find(m, "expect");
     x->expect = body && ei >= 0 && px_msg_span_ieq(m, m->values[ei], "100-continue");
     if (m->flags & PX_MSG_UPGRADE) {
@@ -480,7 +481,7 @@ void px__x_finish(px_xchg_t *x, int reuse)
         px_up_abort(x->up);
         x->up = NULL;
     }
-    px_defer(&x->eng->loop, &x->fin, on_xchg_finished);
+    px_defer(&x->ctx->loop, &x->fin, on_xchg_finished);
 }
 
 void px_xchg_abort(px_xchg_t *x, const char *reason)
@@ -490,7 +491,7 @@ void px_xchg_abort(px_xchg_t *x, const char *reason)
     x->aborted = 1;
     if (!x->finished && reason != NULL)
         px__x_log(x, "ERROR", -1, reason);
-    px_defer_cancel(&x->eng->loop, &x->fin);
+    px_defer_cancel(&x->ctx->loop, &x->fin);
     px__release(x);
 }
 
@@ -499,7 +500,7 @@ static void on_xchg_timer(uv_timer_t *t)
     px_xchg_t *x = t->data;
     if (x->finished)
         return;
-    uint64_t now = uv_now(x->eng->loop.uv);
+    uint64_t now = uv_now(x->ctx->loop.uv);
     if (x->client_by != 0 && now >= x->client_by) {
         px__x_log(x, "ERROR", -1,
                   x->rs == PX__RS_BODY && x->up_paused ? "Client stopped reading the response"

@@ -18,7 +18,7 @@
 #include "net/px_tunnel.h"
 
 typedef struct px_xchg px_xchg_t;
-typedef struct px_engine px_engine_t;
+typedef struct px_ctx px_ctx_t;
 
 /* A response head going to the client. */
 typedef enum px_resp_body {
@@ -79,7 +79,7 @@ typedef struct px_xchg_from {
 /* Starts an exchange for request head m (taken) whose pre-check result is pre (copied). Bodies
  * then come with px_xchg_body()/px_xchg_body_end(). Returns the exchange, or NULL when out of
  * memory (m is freed; the caller closes the connection). */
-px_xchg_t *px_xchg_start(px_engine_t *eng, const px_xchg_from_t *from, px_msg_t *m,
+px_xchg_t *px_xchg_start(px_ctx_t *ctx, const px_xchg_from_t *from, px_msg_t *m,
                          const px_pre_t *pre);
 
 /* Request body bytes, framing removed (borrowed). */

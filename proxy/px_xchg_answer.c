@@ -5,7 +5,7 @@
 
 #include "audit/audit_event.h"
 #include "proxy/px_answer.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
 #include "proxy/px_xchg_int.h"
 

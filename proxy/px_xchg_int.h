@@ -23,7 +23,7 @@ typedef enum { PX__SINK_UP = 0, PX__SINK_BUFFER, PX__SINK_DISCARD } px__sink_t;
 typedef enum { PX__RS_NONE = 0, PX__RS_WAIT, PX__RS_BODY, PX__RS_DONE } px__rs_t;
 
 struct px_xchg {
-    px_engine_t *eng;
+    px_ctx_t *ctx;
     px_log_t *log;                          /* the sandbox's network log */
     px_upmgr_t *upmgr;                      /* the sandbox's upstream pool */
     struct addon_budget_table **budgets_at; /* the sandbox's budget counters (made on first use) */

@@ -59,11 +59,10 @@ known_cycles() {
     cat << 'EOF'
 dns: dns_cache dns_resolve
 addons: addon_ghapp addon_replacements
-proxy: px_client px_engine px_sandbox px_stage px_xchg
 ca uses: ca ca_cache ca_leaf ca_nc
 addons uses: addon_policy addon_policy_budget addon_policy_build addon_provider addon_provider_pass addon_provider_url
-proxy uses: px_client px_connect px_engine px_h1srv px_h2srv px_sandbox
-proxy uses: px_stage px_stage_budget px_stage_filters px_stage_upstream px_xchg px_xchg_answer px_xchg_ws
+proxy uses: px_client px_connect px_h1srv px_h2srv
+proxy uses: px_stage_budget px_stage_filters px_stage_upstream px_xchg px_xchg_answer px_xchg_run px_xchg_ws
 proxy uses: px_upconn px_uph2 px_upstream
 EOF
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/px_sandbox.h"
+#include "app/px_sandbox.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

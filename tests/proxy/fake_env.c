@@ -1,12 +1,12 @@
 /* What an exchange runs in, for its unit tests (#included by tests/proxy/test_px_xchg.c after
- * fake_upstream.c and fake_down.c): a real libuv loop and a px_engine_t holding only what the
+ * fake_upstream.c and fake_down.c): a real libuv loop and a px_ctx_t holding only what the
  * exchange reads (loop, cfg, log), a policy snapshot loaded by px_snapshot_load() from allowlist
  * and replacements text written to a temp dir, a network log there that the test reads back;
  * and heads and trailers parsed from text as a connection would parse them. */
 
 typedef struct fx {
     uv_loop_t uv;
-    px_engine_t eng;
+    px_ctx_t ctx;
     px_config_t cfg;
     char dir[64];
     char al_path[128], repl_path[128], log_path[128];
@@ -47,11 +47,12 @@ static void fx_setup(const char *policy, const char *repl)
     fx->cfg.log_path = fx->log_path;
     assert_int_equal(px_snapshot_load(&fx->cfg, 1, &fx->snap), 0);
     assert_int_equal(uv_loop_init(&fx->uv), 0);
-    assert_int_equal(px_loop_init(&fx->eng.loop, &fx->uv), 0);
-    fx->eng.cfg = &fx->cfg;
+    assert_int_equal(px_loop_init(&fx->ctx.loop, &fx->uv), 0);
+    fx->ctx.cfg = &fx->cfg;
     char err[256];
-    assert_int_equal(px_log_open(fx->log_path, 1, &fx->eng.log, err, sizeof(err)), 0);
-    fx->eng.snap = fx->snap;
+    assert_int_equal(px_log_open(fx->log_path, 1, &fx->ctx.log, err, sizeof(err)), 0);
+    fx->ctx.scope.snap = fx->snap;
+    fx->ctx.scope.log = fx->ctx.log;
 }
 
 /* A few loop turns: the deferred calls (finished) and the timers' close callbacks run. */
@@ -64,7 +65,7 @@ static void fx_run(void)
 /* The log as written, read back. */
 static const char *fx_log(void)
 {
-    px_log_flush(fx->eng.log);
+    px_log_flush(fx->ctx.log);
     FILE *f = fopen(fx->log_path, "r");
     assert_non_null(f);
     size_t n = fread(fx->logbuf, 1, sizeof(fx->logbuf) - 1, f);
@@ -81,8 +82,8 @@ static void fx_teardown(void)
     }
     fx_run();
     assert_false(fake_up.live); /* the exchange let go of its upstream request */
-    px_log_close(fx->eng.log);
-    px_loop_close(&fx->eng.loop);
+    px_log_close(fx->ctx.log);
+    px_loop_close(&fx->ctx.loop);
     uv_run(&fx->uv, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&fx->uv), 0); /* every handle closed: the exchange is freed */
     px_snapshot_unref(fx->snap);

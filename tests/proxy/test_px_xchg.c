@@ -5,7 +5,7 @@
  * substitution of px_upstream.h) and the client side is a recording px_down_ops_t. Each case is
  * a script of client and upstream events, then what each side must have seen and the log line.
  *
- * Only the public API is used (px_xchg.h, px_upstream.h, px_log.h, px_policy.h, px_engine.h):
+ * Only the public API is used (px_xchg.h, px_upstream.h, px_log.h, px_policy.h, px_ctx.h):
  * the stages inside the exchange may move without breaking these. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "addons/addon_budget.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
 #include "http/px_h1.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
@@ -265,11 +265,11 @@ static void case_run(const xcase_t *c)
     px_xchg_from_t from = {.ops = &down_ops,
                            .down = &fx->down,
                            .pre = ctx,
-                           .log = fx->eng.log,
+                           .log = fx->ctx.log,
                            .snap = fx->snap,
                            .up = (px_upmgr_t *)&fake_up, /* never read: the fake ignores it */
                            .budgets = &fx->budgets};
-    fx->x = px_xchg_start(&fx->eng, &from, m, &pre);
+    fx->x = px_xchg_start(&fx->ctx, &from, m, &pre);
     assert_non_null(fx->x);
     fx_run();
     for (const step_t *st = c->steps; st->op != END_OF_SCRIPT; st++) {

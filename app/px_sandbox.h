@@ -33,74 +33,63 @@
 
 #include "ca/ca.h"
 #include "proxy/px_config.h"
+#include "proxy/px_ctx.h"
+#include "proxy/px_scope.h"
 #include "proxy/px_srcnet.h"
 
 #define PX_SB_MAX 4096          /* sandboxes in DIR; more are refused at load */
-#define PX_SB_SOURCES_MAX 16    /* `source` lines per sandbox */
-#define PX_SB_NAME_MAX 64       /* a sandbox's directory name */
 #define PX_SB_CONF_MAX 4096     /* sandbox.conf bytes */
 #define PX_SB_CA_DIR "sandbox-ca" /* CONFDIR/sandbox-ca/NAME: a sandbox's own CA, with its key */
 
-typedef struct px_engine px_engine_t;
+typedef struct dns_resolver dns_resolver_t;
 typedef struct px_snapshot px_snapshot_t;
 typedef struct px_log px_log_t;
 typedef struct px_upmgr px_upmgr_t;
 
 typedef struct px_sandbox {
+    px_scope_t scope;          /* what its connections run under (first: a scope is a sandbox) */
     struct px_sandbox *next;
-    int refs;                  /* the engine's list, and every connection in it */
-    int gone;                  /* left DIR: takes no new connection */
-    unsigned gen;              /* moves when it goes or its sources change: a connection that
-                                * saw another value looks whether it still belongs here */
     char name[PX_SB_NAME_MAX + 1];
     char allow_path[PATH_MAX];
     char repl_path[PATH_MAX];
     char log_path[PATH_MAX];
     px_config_t cfg;           /* the engine's, with this sandbox's files */
-    px_srcnet_t src[PX_SB_SOURCES_MAX];
-    size_t nsrc;
-    size_t max_conns;          /* 0: only the engine's limit */
-    size_t conns;
-    size_t h2_heads;           /* decoded HTTP/2 request header bytes its connections hold */
-    px_snapshot_t *snap;       /* its configuration now (a reference) */
-    px_log_t *log;
-    px_upmgr_t *up;            /* its own pool: no connection is shared with another sandbox */
-    struct addon_budget_table *budgets; /* its egress budget counters (NULL until used) */
-    ca_t *ca;                  /* its own CA (the operator's, or --ca-per-conversation's); NULL:
-                                * the engine's */
     char ca_dir[PATH_MAX];     /* a CA airlock made: where its key lives (CONFDIR/sandbox-ca/NAME) */
 } px_sandbox_t;
+
+/* The engine's sandboxes: the list, and what a new sandbox needs from the engine (borrowed). */
+typedef struct px_sandboxes {
+    px_ctx_t *ctx;
+    dns_resolver_t *resolver;
+    const px_cidr_t *own; /* the machine's own addresses (refused upstream) */
+    size_t n_own;
+    px_sandbox_t *list;   /* every sandbox */
+    size_t n;             /* ... not removed */
+} px_sandboxes_t;
 
 /* Parses the text of a sandbox.conf (NUL-terminated; changed in place) into sb's sources and
  * limit. Returns 0, or -1 with a reason in err. */
 int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen);
 
-/* Reads (startup) or re-reads (SIGHUP) eng->cfg->sandboxes_dir. At startup any problem is an
+/* Reads (startup) or re-reads (SIGHUP) set->ctx->cfg->sandboxes_dir. At startup any problem is an
  * error: returns -1 after saying why on stderr. On a reload, a sandbox whose files are invalid
  * keeps its old policy (said on stderr); returns 0. After a re-read that removed a sandbox or
  * changed one's sources, the open connections are told (px_client_sandboxes_changed). */
-int px_sandboxes_load(px_engine_t *eng, int startup);
+int px_sandboxes_load(px_sandboxes_t *set, int startup);
 
 /* The sandbox whose sources hold src, or NULL (borrowed: take a reference to keep it). */
-px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src);
+px_sandbox_t *px_sandbox_for(px_sandboxes_t *set, const struct sockaddr *src);
 
 /* The same for an address as px_srcnet_addr() gives it (IPv4 mapped). */
-px_sandbox_t *px_sandbox_for_addr(px_engine_t *eng, const uint8_t addr[16]);
+px_sandbox_t *px_sandbox_for_addr(px_sandboxes_t *set, const uint8_t addr[16]);
 
-/* 1 when sb is not removed and one of its sources holds addr (IPv4 mapped). */
-int px_sandbox_holds(const px_sandbox_t *sb, const uint8_t addr[16]);
-
-/* The CA that signs the leaves of sb's connections (sb may be NULL: one conversation): its own
- * with --ca-per-conversation, else the engine's. Borrowed; NULL when none may sign. */
-ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb);
-
-px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb);
-void px_sandbox_unref(px_sandbox_t *sb);
+/* The same as a scope: ctx->scope_for, with ctx->scope_arg the set (borrowed, or NULL). */
+px_scope_t *px_sandbox_scope_for(px_ctx_t *ctx, const uint8_t src[16]);
 
 /* Shutdown: every sandbox's idle upstream connections close. */
-void px_sandboxes_stop(px_engine_t *eng);
+void px_sandboxes_stop(px_sandboxes_t *set);
 
 /* After the loop ran dry: the engine's references go; upstream managers are freed. */
-void px_sandboxes_free(px_engine_t *eng);
+void px_sandboxes_free(px_sandboxes_t *set);
 
 #endif

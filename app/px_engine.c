@@ -1,4 +1,4 @@
-#include "proxy/px_engine.h"
+#include "app/px_engine.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,54 +21,11 @@
 #include "proxy/px_client.h"
 #include "base/px_err.h"
 #include "proxy/px_policy.h"
-#include "proxy/px_sandbox.h"
+#include "app/px_sandbox.h"
 #include "net/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
 #include "proxy/px_caconv.h"
-
-px_snapshot_t *px_engine_snapshot_ref(px_engine_t *eng)
-{
-    return px_snapshot_ref(eng->snap);
-}
-
-/* The engine keeps its clients in a list for the shutdown; the links live at the start of
- * every px_client_t (px_client.c puts them there). */
-typedef struct px__links {
-    px_client_t *prev, *next;
-} px__links_t;
-
-static px__links_t *px__links(px_client_t *c)
-{
-    return (px__links_t *)px_client_links(c);
-}
-
-void px_engine_client_added(px_engine_t *eng, px_client_t *c)
-{
-    px__links_t *l = px__links(c);
-    l->prev = NULL;
-    l->next = eng->clients;
-    if (eng->clients != NULL)
-        px__links(eng->clients)->prev = c;
-    eng->clients = c;
-    eng->nclients++;
-    eng->next_id++;
-    if (eng->nclients > eng->nclients_peak)
-        eng->nclients_peak = eng->nclients;
-}
-
-void px_engine_client_removed(px_engine_t *eng, px_client_t *c)
-{
-    px__links_t *l = px__links(c);
-    if (l->prev != NULL)
-        px__links(l->prev)->next = l->next;
-    else if (eng->clients == c)
-        eng->clients = l->next;
-    if (l->next != NULL)
-        px__links(l->next)->prev = l->prev;
-    l->prev = l->next = NULL;
-    eng->nclients--;
-}
 
 static void on_listener_closed(uv_handle_t *h)
 {
@@ -82,22 +39,18 @@ static void on_dns_closed(void *data)
 
 static void px__engine_stop(px_engine_t *eng)
 {
-    if (eng->stopping)
+    if (eng->ctx.stopping)
         return;
-    eng->stopping = 1;
+    eng->ctx.stopping = 1;
     px_diag(PX_DIAG_INFO, "shutting down");
     for (int i = 0; i < eng->nlisteners; i++)
         uv_close((uv_handle_t *)&eng->listeners[i].tcp, on_listener_closed);
     if (eng->dns != NULL)
         dns_server_close(eng->dns, on_dns_closed, NULL);
     eng->dns = NULL;
-    for (px_client_t *c = eng->clients; c != NULL;) {
-        px_client_t *next = px__links(c)->next;
-        px_client_close(c, "proxy shutting down");
-        c = next;
-    }
-    px_upmgr_close_idle(eng->up);
-    px_sandboxes_stop(eng);
+    px_client_close_all(&eng->ctx, "proxy shutting down");
+    px_upmgr_close_idle(eng->ctx.scope.up);
+    px_sandboxes_stop(&eng->sandboxes);
     if (eng->resolver != NULL)
         dns_resolver_close(eng->resolver, NULL, NULL);
     eng->resolver = NULL;
@@ -113,10 +66,10 @@ static void px__engine_stop(px_engine_t *eng)
 static void on_log_timer(uv_timer_t *t)
 {
     px_engine_t *eng = t->data;
-    int left = px_log_kick(eng->log, 1);
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
-        if (sb->log != NULL)
-            left |= px_log_kick(sb->log, 1);
+    int left = px_log_kick(eng->ctx.log, 1);
+    for (px_sandbox_t *sb = eng->sandboxes.list; sb != NULL; sb = sb->next)
+        if (sb->scope.log != NULL)
+            left |= px_log_kick(sb->scope.log, 1);
     if (left)
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0); /* writer busy */
 }
@@ -126,10 +79,10 @@ static void on_log_timer(uv_timer_t *t)
 static void on_log_kick(uv_check_t *h)
 {
     px_engine_t *eng = h->data;
-    int left = px_log_kick(eng->log, 0);
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
-        if (px_log_touched(sb->log))
-            left |= px_log_kick(sb->log, 0);
+    int left = px_log_kick(eng->ctx.log, 0);
+    for (px_sandbox_t *sb = eng->sandboxes.list; sb != NULL; sb = sb->next)
+        if (px_log_touched(sb->scope.log))
+            left |= px_log_kick(sb->scope.log, 0);
     if (left && !uv_is_active((uv_handle_t *)&eng->log_timer))
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0);
 }
@@ -143,13 +96,13 @@ static void on_trim(uv_timer_t *t)
     /* a burst of connections ended, or the traffic went quiet (no read for a whole check
      * interval) after some: handshakes and large bodies leave their buffers' memory in the
      * heap, scattered between the connections that stay */
-    int burst_over = eng->nclients_peak >= eng->nclients + PX_TRIM_DROP;
-    uint64_t reads = eng->loop.reads;
+    int burst_over = eng->ctx.nclients_peak >= eng->ctx.nclients + PX_TRIM_DROP;
+    uint64_t reads = eng->ctx.loop.reads;
     int quiet = reads == eng->reads_seen && reads != eng->reads_trimmed;
     eng->reads_seen = reads;
     if (!burst_over && !quiet)
         return;
-    eng->nclients_peak = eng->nclients;
+    eng->ctx.nclients_peak = eng->ctx.nclients;
     eng->reads_trimmed = reads;
 #ifdef __GLIBC__
     malloc_trim(0);
@@ -159,20 +112,20 @@ static void on_trim(uv_timer_t *t)
 static void on_signal(uv_signal_t *s, int signum)
 {
     px_engine_t *eng = s->data;
-    if (signum == SIGHUP && eng->cfg->sandboxes_dir != NULL) {
-        px_sandboxes_load(eng, 0);
+    if (signum == SIGHUP && eng->ctx.cfg->sandboxes_dir != NULL) {
+        px_sandboxes_load(&eng->sandboxes, 0);
         return;
     }
     if (signum == SIGHUP) {
         px_snapshot_t *n = NULL;
-        if (px_snapshot_load(eng->cfg, 0, &n) == 0) {
-            px_snapshot_t *old = eng->snap;
-            eng->snap = n;
+        if (px_snapshot_load(eng->ctx.cfg, 0, &n) == 0) {
+            px_snapshot_t *old = eng->ctx.scope.snap;
+            eng->ctx.scope.snap = n;
             px_snapshot_unref(old);
-            if (eng->budgets != NULL) /* budgets still named keep their counts (else: lazily) */
-                addon_budget_table_sync(eng->budgets, n->cfg.policy, uv_now(eng->loop.uv));
+            if (eng->ctx.scope.budgets != NULL) /* budgets still named keep their counts (else: lazily) */
+                addon_budget_table_sync(eng->ctx.scope.budgets, n->cfg.policy, uv_now(eng->ctx.loop.uv));
             px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
-                    eng->cfg->allowlist_path,
+                    eng->ctx.cfg->allowlist_path,
                     addon_policy_count(n->cfg.policy, ADDON_POLICY_DOMAINS),
                     addon_policy_count(n->cfg.policy, ADDON_POLICY_URL_PREFIXES));
         }
@@ -188,7 +141,7 @@ static void on_accept(uv_stream_t *server, int status)
         px_diag(PX_DIAG_WARN, "accept failed: %s", uv_strerror(status));
         return;
     }
-    px_client_accept(l);
+    px_client_accept(&l->eng->ctx, server, l->kind);
 }
 
 static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind_t kind,
@@ -197,7 +150,7 @@ static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind
     px_listener_t *l = &eng->listeners[eng->nlisteners];
     l->eng = eng;
     l->kind = kind;
-    uv_tcp_init(eng->loop.uv, &l->tcp);
+    uv_tcp_init(eng->ctx.loop.uv, &l->tcp);
     int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&cfg->addr, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&l->tcp, 4096, on_accept);
@@ -245,20 +198,20 @@ static void px__dns_log(px_log_t *log, const px_snapshot_t *snap, const char *li
 static void on_dns_log(void *data, const char *line, size_t len)
 {
     px_engine_t *eng = data;
-    px__dns_log(eng->log, eng->snap, line, len);
+    px__dns_log(eng->ctx.log, eng->ctx.scope.snap, line, len);
 }
 
 static void on_sandbox_dns_log(void *data, const char *line, size_t len)
 {
     px_sandbox_t *sb = data;
-    px__dns_log(sb->log, sb->snap, line, len);
+    px__dns_log(sb->scope.log, sb->scope.snap, line, len);
 }
 
 /* --sandboxes: a query is answered for the sandbox of its source, or not at all. */
 static void *on_dns_route(void *data, const struct sockaddr *src)
 {
     px_engine_t *eng = data;
-    px_sandbox_t *sb = px_sandbox_for(eng, src);
+    px_sandbox_t *sb = px_sandbox_for(&eng->sandboxes, src);
     if (sb != NULL)
         return sb;
     char ip[INET6_ADDRSTRLEN] = "?";
@@ -268,7 +221,7 @@ static void *on_dns_route(void *data, const struct sockaddr *src)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)src)->sin6_addr, ip, sizeof(ip));
     audit_event_t ev = audit_event_access(AUDIT_EV_CONNECTION, AUDIT_EV_BLOCKED, "DNS", NULL, -1);
     ev.reason = audit_s("no answer");
-    px_log_eventf(eng->log, &ev, "source %s is in no sandbox", ip);
+    px_log_eventf(eng->ctx.log, &ev, "source %s is in no sandbox", ip);
     return NULL;
 }
 
@@ -299,9 +252,9 @@ static void px__own_addresses(px_engine_t *eng)
 /* PROXY_IP unset: the DNS listener's address if specific, else the first non-loopback IPv4. */
 static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
 {
-    const px_config_t *cfg = eng->cfg;
+    const px_config_t *cfg = eng->ctx.cfg;
     if (cfg->proxy_ip[0] != '\0') {
-        eng->proxy_ip = cfg->proxy_ip4.s_addr;
+        eng->ctx.proxy_ip = cfg->proxy_ip4.s_addr;
         size_t n = strnlen(cfg->proxy_ip, sizeof(cfg->proxy_ip));
         if (n >= cap)
             n = cap - 1;
@@ -311,17 +264,17 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
     }
     const struct sockaddr_in *d = (const struct sockaddr_in *)&cfg->listen_dns.addr;
     if (cfg->listen_dns.enabled && d->sin_family == AF_INET && d->sin_addr.s_addr != 0) {
-        eng->proxy_ip = d->sin_addr.s_addr;
+        eng->ctx.proxy_ip = d->sin_addr.s_addr;
     } else {
-        eng->proxy_ip = htonl(INADDR_LOOPBACK);
+        eng->ctx.proxy_ip = htonl(INADDR_LOOPBACK);
         for (size_t i = 0; i < eng->n_own; i++) {
             if (eng->own[i].family == AF_INET && eng->own[i].addr[0] != 127) {
-                memcpy(&eng->proxy_ip, eng->own[i].addr, 4);
+                memcpy(&eng->ctx.proxy_ip, eng->own[i].addr, 4);
                 break;
             }
         }
     }
-    inet_ntop(AF_INET, &eng->proxy_ip, text, (socklen_t)cap);
+    inet_ntop(AF_INET, &eng->ctx.proxy_ip, text, (socklen_t)cap);
     if (cfg->listen_dns.enabled) /* only the DNS answers use it */
         px_diag(PX_DIAG_WARN, "PROXY_IP not set; answering DNS with %s", text);
 }
@@ -329,12 +282,12 @@ static void px__pick_proxy_ip(px_engine_t *eng, char *text, size_t cap)
 /* --ca-per-conversation: the CA is made from the allowlist unless this conversation has one. */
 static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
 {
-    const px_config_t *cfg = eng->cfg;
+    const px_config_t *cfg = eng->ctx.cfg;
     char ip[INET_ADDRSTRLEN] = "";
     int created = 0;
     if (!cfg->ca_per_conversation)
         return 0;
-    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
+    inet_ntop(AF_INET, &eng->ctx.proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
     int rc = px_caconv_ensure(cfg->confdir, cfg->allowlist_path,
                               (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
                               &created, err, errlen);
@@ -407,7 +360,7 @@ static int px__sandbox_ca_check(const px_config_t *cfg)
  * after saying why on stderr. */
 static int px__engine_ca(px_engine_t *eng)
 {
-    const px_config_t *cfg = eng->cfg;
+    const px_config_t *cfg = eng->ctx.cfg;
     char err[512];
     /* --sandboxes --ca-per-conversation: each sandbox gets its own CA when it is loaded
      * (px_sandbox.c); the engine has none, so no connection can fall back to one */
@@ -416,24 +369,24 @@ static int px__engine_ca(px_engine_t *eng)
             return -1;
     } else {
         if (px__conv_ca(eng, err, sizeof(err)) != 0 ||
-            ca_load(&eng->ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
+            ca_load(&eng->ctx.ca, cfg->confdir, cfg->ca_per_conversation ? 0 : CA_CREATE, 0, err,
                     sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "CA: %s", err);
             return -1;
         }
-        if (cfg->ca_per_conversation && ca_get_constraints(eng->ca) == NULL) {
+        if (cfg->ca_per_conversation && ca_get_constraints(eng->ctx.ca) == NULL) {
             px_diag(PX_DIAG_ERROR,
                     "CA: %s/%s " PX_CACONV_UNCONSTRAINED " (give it an empty confdir)",
                     cfg->confdir, CA_FILE_KEY_CERT);
             return -1;
         }
-        if (ca_was_generated(eng->ca))
+        if (ca_was_generated(eng->ctx.ca))
             px_diag(PX_DIAG_WARN,
                     "created a new CA in %s: agents must trust %s/%s (see the documentation "
                     "for each runtime)",
                     cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
     }
-    if (px_tls_server_ctx_new(px_client_cert_cb, eng, &eng->tls_server, err, sizeof(err)) != 0) {
+    if (px_tls_server_ctx_new(px_client_cert_cb, &eng->ctx, &eng->ctx.tls_server, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;
     }
@@ -444,19 +397,25 @@ static int px__engine_ca(px_engine_t *eng)
  * manager. Returns 0, or -1 after saying why on stderr. */
 static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 {
-    const px_config_t *cfg = eng->cfg;
+    const px_config_t *cfg = eng->ctx.cfg;
     char err[512];
-    if (px_log_open(cfg->log_path, cfg->log_create, &eng->log, err, sizeof(err)) != 0) {
+    if (px_log_open(cfg->log_path, cfg->log_create, &eng->ctx.log, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;
     }
-    if (!px_log_enabled(eng->log))
+    eng->ctx.scope.log = eng->ctx.log; /* one conversation: its log is the process's */
+    eng->ctx.scope.refs = 1;            /* the engine's, for good */
+    if (cfg->sandboxes_dir != NULL) {
+        eng->ctx.scope_for = px_sandbox_scope_for;
+        eng->ctx.scope_arg = &eng->sandboxes;
+    }
+    if (!px_log_enabled(eng->ctx.log))
         px_diag(PX_DIAG_WARN,
                 "network log %s does not exist: no audit log will be written (create the file, "
                 "or pass --log-create)",
                 cfg->log_path);
     /* with --sandboxes every connection has its sandbox's configuration; none is the engine's */
-    if (cfg->sandboxes_dir == NULL && px_snapshot_load(cfg, 1, &eng->snap) != 0)
+    if (cfg->sandboxes_dir == NULL && px_snapshot_load(cfg, 1, &eng->ctx.scope.snap) != 0)
         return -1;
     px__own_addresses(eng);
     px__pick_proxy_ip(eng, ipbuf, iplen);
@@ -465,19 +424,23 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
          cfg->listen_transparent.enabled) &&
         px__engine_ca(eng) != 0)
         return -1;
-    if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->tls_client, err, sizeof(err)) != 0) {
+    if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->ctx.tls_client, err, sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;
     }
-    if (dns_resolver_create(eng->loop.uv, cfg->upstream_dns, &eng->resolver) != 0) {
+    if (dns_resolver_create(eng->ctx.loop.uv, cfg->upstream_dns, &eng->resolver) != 0) {
         px_diag(PX_DIAG_ERROR, "cannot use upstream DNS server %s", cfg->upstream_dns);
         return -1;
     }
-    eng->up = px_upmgr_new(&eng->loop, cfg, eng->resolver, eng->tls_client);
-    if (eng->up == NULL)
+    eng->ctx.scope.up = px_upmgr_new(&eng->ctx.loop, cfg, eng->resolver, eng->ctx.tls_client);
+    if (eng->ctx.scope.up == NULL)
         return -1;
-    px_upmgr_set_own(eng->up, eng->own, eng->n_own, eng->proxy_ip);
-    if (cfg->sandboxes_dir != NULL && px_sandboxes_load(eng, 1) != 0)
+    px_upmgr_set_own(eng->ctx.scope.up, eng->own, eng->n_own, eng->ctx.proxy_ip);
+    eng->sandboxes.ctx = &eng->ctx;
+    eng->sandboxes.resolver = eng->resolver;
+    eng->sandboxes.own = eng->own;
+    eng->sandboxes.n_own = eng->n_own;
+    if (cfg->sandboxes_dir != NULL && px_sandboxes_load(&eng->sandboxes, 1) != 0)
         return -1;
     return 0;
 }
@@ -486,10 +449,10 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
  * to ready (" dns ip:port, http ip:port, ..."). Returns 0, or -1 after saying why. */
 static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, size_t cap)
 {
-    const px_config_t *cfg = eng->cfg;
+    const px_config_t *cfg = eng->ctx.cfg;
     size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
-        int rc = dns_server_start(eng->loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
+        int rc = dns_server_start(eng->ctx.loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
                                   ipbuf, cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log,
                                   eng, &eng->dns);
         if (rc == 0 && cfg->sandboxes_dir != NULL)
@@ -537,32 +500,32 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
 /* Signals, the log's end-of-turn flush and the heap-trim timer; then the task-start line. */
 static void px__engine_start(px_engine_t *eng)
 {
-    uv_signal_init(eng->loop.uv, &eng->sig_term);
-    uv_signal_init(eng->loop.uv, &eng->sig_int);
-    uv_signal_init(eng->loop.uv, &eng->sig_hup);
+    uv_signal_init(eng->ctx.loop.uv, &eng->sig_term);
+    uv_signal_init(eng->ctx.loop.uv, &eng->sig_int);
+    uv_signal_init(eng->ctx.loop.uv, &eng->sig_hup);
     eng->sig_term.data = eng->sig_int.data = eng->sig_hup.data = eng;
     uv_signal_start(&eng->sig_term, on_signal, SIGTERM);
     uv_signal_start(&eng->sig_int, on_signal, SIGINT);
     uv_signal_start(&eng->sig_hup, on_signal, SIGHUP);
-    uv_check_init(eng->loop.uv, &eng->log_kick);
+    uv_check_init(eng->ctx.loop.uv, &eng->log_kick);
     eng->log_kick.data = eng;
     uv_check_start(&eng->log_kick, on_log_kick);
     uv_unref((uv_handle_t *)&eng->log_kick);
-    uv_timer_init(eng->loop.uv, &eng->log_timer);
+    uv_timer_init(eng->ctx.loop.uv, &eng->log_timer);
     eng->log_timer.data = eng;
-    uv_timer_init(eng->loop.uv, &eng->trim);
+    uv_timer_init(eng->ctx.loop.uv, &eng->trim);
     eng->trim.data = eng;
     uv_timer_start(&eng->trim, on_trim, PX_TRIM_CHECK_MS, PX_TRIM_CHECK_MS);
     uv_unref((uv_handle_t *)&eng->trim);
-    px_log_set_batched(eng->log, 1);
-    px_log_task_start(eng->log);
+    px_log_set_batched(eng->ctx.log, 1);
+    px_log_task_start(eng->ctx.log);
 }
 
 /* Closes what is still open, lets the loop run dry, and frees the engine. */
 static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
 {
-    if (!eng->stopping) {
-        eng->stopping = 1;
+    if (!eng->ctx.stopping) {
+        eng->ctx.stopping = 1;
         for (int i = 0; i < eng->nlisteners; i++)
             uv_close((uv_handle_t *)&eng->listeners[i].tcp, NULL);
         if (eng->dns != NULL)
@@ -572,18 +535,18 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
         uv_run(loop, UV_RUN_DEFAULT);
     }
     uv_run(loop, UV_RUN_DEFAULT);
-    px_loop_close(&eng->loop); /* nothing is queued once the loop ran dry */
+    px_loop_close(&eng->ctx.loop); /* nothing is queued once the loop ran dry */
     uv_run(loop, UV_RUN_DEFAULT);
     if (uv_loop_close(loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
-    px_snapshot_unref(eng->snap);
-    px_sandboxes_free(eng);
-    addon_budget_table_free(eng->budgets);
-    px_upmgr_free(eng->up);
-    SSL_CTX_free(eng->tls_server);
-    SSL_CTX_free(eng->tls_client);
-    ca_free(eng->ca);
-    px_log_close(eng->log);
+    px_snapshot_unref(eng->ctx.scope.snap);
+    px_sandboxes_free(&eng->sandboxes);
+    addon_budget_table_free(eng->ctx.scope.budgets);
+    px_upmgr_free(eng->ctx.scope.up);
+    SSL_CTX_free(eng->ctx.tls_server);
+    SSL_CTX_free(eng->ctx.tls_client);
+    ca_free(eng->ctx.ca);
+    px_log_close(eng->ctx.log);
     free(eng);
 }
 
@@ -594,8 +557,8 @@ int px_engine_run(const px_config_t *cfg)
         return 1;
     uv_loop_t loop;
     uv_loop_init(&loop);
-    eng->cfg = cfg;
-    if (px_loop_init(&eng->loop, &loop) != 0) {
+    eng->ctx.cfg = cfg;
+    if (px_loop_init(&eng->ctx.loop, &loop) != 0) {
         free(eng);
         return 1;
     }

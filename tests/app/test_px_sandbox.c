@@ -14,8 +14,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
-#include "proxy/px_engine.h"
-#include "proxy/px_sandbox.h"
+#include "app/px_sandbox.h"
 #include "proxy/px_srcnet.h"
 
 /* a.b.c.d as AF_INET, anything else as AF_INET6 (so "::ffff:a.b.c.d" is a dual-stack source) */
@@ -159,7 +158,7 @@ static void test_px_sandbox_for_table(void **state)
         {"v6", "source 2001:db8::/32\n"},
         {"gone", "source 10.77.4.0/24\n"},
     };
-    px_engine_t *eng = calloc(1, sizeof(*eng));
+    px_sandboxes_t *eng = calloc(1, sizeof(*eng));
     px_sandbox_t *sbs = calloc(4, sizeof(*sbs));
     assert_non_null(eng);
     assert_non_null(sbs);
@@ -169,10 +168,10 @@ static void test_px_sandbox_for_table(void **state)
         snprintf(sbs[i].name, sizeof(sbs[i].name), "%s", confs[i][0]);
         if (px_sandbox_conf_parse(&sbs[i], text, err, sizeof(err)) != 0)
             fail_msg("%s: %s", confs[i][0], err);
-        sbs[i].next = eng->sandboxes;
-        eng->sandboxes = &sbs[i];
+        sbs[i].next = eng->list;
+        eng->list = &sbs[i];
     }
-    sbs[3].gone = 1;
+    sbs[3].scope.gone = 1;
     for (size_t i = 0; i < sizeof(for_cases) / sizeof(for_cases[0]); i++) {
         struct sockaddr_storage ss;
         px_sandbox_t *sb = px_sandbox_for(eng, sa_of(&ss, for_cases[i].src));

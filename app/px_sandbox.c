@@ -1,6 +1,6 @@
 /* Many sandboxes behind one airlock: the directory of sandboxes, each one's files, and the
  * choice of a sandbox by source address (px_sandbox.h). */
-#include "proxy/px_sandbox.h"
+#include "app/px_sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include "base/px_err.h"
 #include "proxy/px_caconv.h"
 #include "proxy/px_client.h"
-#include "proxy/px_engine.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_upstream.h"
@@ -25,8 +24,8 @@
 
 int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen)
 {
-    sb->nsrc = 0;
-    sb->max_conns = 0;
+    sb->scope.nsrc = 0;
+    sb->scope.max_conns = 0;
     int lineno = 0;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
@@ -44,12 +43,12 @@ int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen
             return -1;
         }
         if (strcmp(key, "source") == 0) {
-            if (sb->nsrc >= PX_SB_SOURCES_MAX || px_srcnet_parse(&sb->src[sb->nsrc], val) != 0) {
+            if (sb->scope.nsrc >= PX_SB_SOURCES_MAX || px_srcnet_parse(&sb->scope.src[sb->scope.nsrc], val) != 0) {
                 snprintf(err, errlen, "line %d: bad or too many sources ('%s'; at most %d)",
                          lineno, val, PX_SB_SOURCES_MAX);
                 return -1;
             }
-            sb->nsrc++;
+            sb->scope.nsrc++;
         } else if (strcmp(key, "max-connections") == 0) {
             uint64_t v;
             if (px_parse_u64(val, 1, PX_CONNS_MAX, &v) != 0) {
@@ -57,13 +56,13 @@ int px_sandbox_conf_parse(px_sandbox_t *sb, char *text, char *err, size_t errlen
                          PX_CONNS_MAX);
                 return -1;
             }
-            sb->max_conns = (size_t)v;
+            sb->scope.max_conns = (size_t)v;
         } else {
             snprintf(err, errlen, "line %d: unknown key '%s'", lineno, key);
             return -1;
         }
     }
-    if (sb->nsrc == 0) {
+    if (sb->scope.nsrc == 0) {
         snprintf(err, errlen, "no 'source CIDR' line");
         return -1;
     }
@@ -112,24 +111,24 @@ static int px__sb_read(const px_config_t *ecfg, const char *name, px_sandbox_t *
 
 /* The live sandbox (other than self) whose sources overlap sb's, or NULL. IPv4 and IPv6
  * sources are compared in one space (px_srcnet.h): `::/0` overlaps `10.0.0.0/8`. */
-static px_sandbox_t *px__sb_overlap(px_engine_t *eng, const px_sandbox_t *sb,
+static px_sandbox_t *px__sb_overlap(px_sandboxes_t *set, const px_sandbox_t *sb,
                                     const px_sandbox_t *self)
 {
-    for (px_sandbox_t *o = eng->sandboxes; o != NULL; o = o->next) {
-        if (o == self || o->gone)
+    for (px_sandbox_t *o = set->list; o != NULL; o = o->next) {
+        if (o == self || o->scope.gone)
             continue;
-        for (size_t i = 0; i < sb->nsrc; i++)
-            for (size_t j = 0; j < o->nsrc; j++)
-                if (px_srcnet_overlap(&sb->src[i], &o->src[j]))
+        for (size_t i = 0; i < sb->scope.nsrc; i++)
+            for (size_t j = 0; j < o->scope.nsrc; j++)
+                if (px_srcnet_overlap(&sb->scope.src[i], &o->scope.src[j]))
                     return o;
     }
     return NULL;
 }
 
-static px_sandbox_t *px__sb_named(px_engine_t *eng, const char *name)
+static px_sandbox_t *px__sb_named(px_sandboxes_t *set, const char *name)
 {
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
-        if (!sb->gone && strcmp(sb->name, name) == 0)
+    for (px_sandbox_t *sb = set->list; sb != NULL; sb = sb->next)
+        if (!sb->scope.gone && strcmp(sb->name, name) == 0)
             return sb;
     return NULL;
 }
@@ -159,28 +158,28 @@ static int px__sb_own_ca(const px_config_t *ecfg, const px_sandbox_t *sb, const 
 }
 
 /* sb's CA, if it has one of its own: the operator's in its directory, or with
- * --ca-per-conversation one made from its allowlist (sb->snap) the first time, whose key stays
+ * --ca-per-conversation one made from its allowlist (sb->scope.snap) the first time, whose key stays
  * in CONFDIR/sandbox-ca/NAME and whose certificate goes into the sandbox's directory.
  * Returns 0 (*made: 1 when a CA was made now) or -1 with err. */
-static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, size_t errlen)
+static int px__sb_ca(px_sandboxes_t *set, px_sandbox_t *sb, int *made, char *err, size_t errlen)
 {
-    const px_config_t *ecfg = eng->cfg;
+    const px_config_t *ecfg = set->ctx->cfg;
     char pubdir[PATH_MAX], ip[INET_ADDRSTRLEN] = "", why[1024], *desc = NULL;
-    if (eng->tls_server == NULL)
+    if (set->ctx->tls_server == NULL)
         return 0; /* no TLS is served */
     snprintf(pubdir, sizeof(pubdir), "%s/%s", ecfg->sandboxes_dir, sb->name);
-    int own = px__sb_own_ca(ecfg, sb, pubdir, &sb->ca, err, errlen);
+    int own = px__sb_own_ca(ecfg, sb, pubdir, &sb->scope.ca, err, errlen);
     if (own != 0 || !ecfg->ca_per_conversation)
         return own < 0 ? -1 : 0; /* without: the sandbox shares the engine's CA */
     snprintf(sb->ca_dir, sizeof(sb->ca_dir), "%s/" PX_SB_CA_DIR "/%s", ecfg->confdir, sb->name);
-    inet_ntop(AF_INET, &eng->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
+    inet_ntop(AF_INET, &set->ctx->proxy_ip, ip, sizeof(ip)); /* clients without SNI get its leaf */
     px_caconv_sb_t a = {.privdir = sb->ca_dir,
                         .pubdir = pubdir,
-                        .policy = sb->snap->cfg.policy,
+                        .policy = sb->scope.snap->cfg.policy,
                         .path = sb->allow_path,
                         .days = ecfg->ca_days,
                         .proxy_ip = ip};
-    if (px_caconv_sandbox(&a, &sb->ca, made, &desc, why, sizeof(why)) != 0) {
+    if (px_caconv_sandbox(&a, &sb->scope.ca, made, &desc, why, sizeof(why)) != 0) {
         snprintf(err, errlen, "sandbox %s: %s", sb->name, why);
         return -1;
     }
@@ -193,8 +192,20 @@ static int px__sb_ca(px_engine_t *eng, px_sandbox_t *sb, int *made, char *err, s
     return 0;
 }
 
+/* The last reference of a removed sandbox: its log and policy go; the structure (its pool's
+ * configuration) stays until the engine ends. */
+static void px__sb_release(px_scope_t *s)
+{
+    px_snapshot_unref(s->snap);
+    s->snap = NULL;
+    px_log_close(s->log);
+    s->log = NULL;
+    ca_free(s->ca); /* leaves handed out keep what they need */
+    s->ca = NULL;
+}
+
 /* A sandbox new to the engine: its files, CA, log and pool. Returns 0 or -1 with err. */
-static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errlen)
+static int px__sb_add(px_sandboxes_t *set, const char *name, char *err, size_t errlen)
 {
     px_sandbox_t *sb = calloc(1, sizeof(*sb));
     if (sb == NULL) {
@@ -203,58 +214,61 @@ static int px__sb_add(px_engine_t *eng, const char *name, char *err, size_t errl
     }
     px_sandbox_t *o = NULL;
     int ca_made = 0;
-    if (px__sb_read(eng->cfg, name, sb, err, errlen) != 0)
+    if (px__sb_read(set->ctx->cfg, name, sb, err, errlen) != 0)
         goto fail;
-    if ((o = px__sb_overlap(eng, sb, NULL)) != NULL) {
+    if ((o = px__sb_overlap(set, sb, NULL)) != NULL) {
         snprintf(err, errlen, "sandbox %s: its sources overlap those of sandbox %s", name,
                  o->name);
         goto fail;
     }
-    if (px_snapshot_load(&sb->cfg, 1, &sb->snap) != 0) {
+    if (px_snapshot_load(&sb->cfg, 1, &sb->scope.snap) != 0) {
         snprintf(err, errlen, "sandbox %s: its files are invalid (see above)", name);
         goto fail;
     }
-    if (px__sb_ca(eng, sb, &ca_made, err, errlen) != 0)
+    if (px__sb_ca(set, sb, &ca_made, err, errlen) != 0)
         goto fail;
-    if (px_log_open(sb->log_path, 1, &sb->log, err, errlen) != 0)
+    if (px_log_open(sb->log_path, 1, &sb->scope.log, err, errlen) != 0)
         goto fail;
-    px_log_set_batched(sb->log, 1); /* kicked once per loop turn with the engine's */
-    px_log_task_start(sb->log);     /* a sandbox's log starts like a conversation's */
-    sb->up = px_upmgr_new(&eng->loop, &sb->cfg, eng->resolver, eng->tls_client);
-    if (sb->up == NULL) {
+    px_log_set_batched(sb->scope.log, 1); /* kicked once per loop turn with the engine's */
+    px_log_task_start(sb->scope.log);     /* a sandbox's log starts like a conversation's */
+    sb->scope.up = px_upmgr_new(&set->ctx->loop, &sb->cfg, set->resolver, set->ctx->tls_client);
+    if (sb->scope.up == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    px_upmgr_set_own(sb->up, eng->own, eng->n_own, eng->proxy_ip);
-    sb->refs = 1;
-    sb->next = eng->sandboxes;
-    eng->sandboxes = sb;
-    eng->nsandboxes++;
+    px_upmgr_set_own(sb->scope.up, set->own, set->n_own, set->ctx->proxy_ip);
+    sb->scope.refs = 1;
+    sb->scope.name = sb->name;
+    sb->scope.own_ca_only = set->ctx->cfg->ca_per_conversation;
+    sb->scope.release = px__sb_release;
+    sb->next = set->list;
+    set->list = sb;
+    set->n++;
     return 0;
 fail:
     if (ca_made) { /* nothing of a sandbox left out stays behind */
         char cert[PATH_MAX];
         ca_remove_confdir(sb->ca_dir);
-        if ((size_t)snprintf(cert, sizeof(cert), "%s/%s/%s", eng->cfg->sandboxes_dir, name,
+        if ((size_t)snprintf(cert, sizeof(cert), "%s/%s/%s", set->ctx->cfg->sandboxes_dir, name,
                              CA_FILE_CERT_PEM) < sizeof(cert))
             unlink(cert);
     }
-    ca_free(sb->ca);
-    px_snapshot_unref(sb->snap);
-    px_log_close(sb->log);
+    ca_free(sb->scope.ca);
+    px_snapshot_unref(sb->scope.snap);
+    px_log_close(sb->scope.log);
     free(sb);
     return -1;
 }
 
 /* A known sandbox re-reads its files; anything invalid keeps what it had. Returns 1 when its
  * sources changed (its generation moved), else 0. */
-static int px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
+static int px__sb_reload(px_sandboxes_t *set, px_sandbox_t *sb)
 {
     px_sandbox_t fresh;
     char err[512];
     memset(&fresh, 0, sizeof(fresh));
-    if (px__sb_read(eng->cfg, sb->name, &fresh, err, sizeof(err)) != 0 ||
-        (px__sb_overlap(eng, &fresh, sb) != NULL &&
+    if (px__sb_read(set->ctx->cfg, sb->name, &fresh, err, sizeof(err)) != 0 ||
+        (px__sb_overlap(set, &fresh, sb) != NULL &&
          snprintf(err, sizeof(err), "sandbox %s: its new sources overlap another's", sb->name))) {
         px_diag(PX_DIAG_WARN, "sandbox %s keeps its previous configuration: %s", sb->name, err);
         return 0;
@@ -264,26 +278,26 @@ static int px__sb_reload(px_engine_t *eng, px_sandbox_t *sb)
         px_diag(PX_DIAG_WARN, "sandbox %s keeps its previous policy", sb->name);
         return 0;
     }
-    int moved = fresh.nsrc != sb->nsrc || memcmp(fresh.src, sb->src, sizeof(sb->src)) != 0;
+    int moved = fresh.scope.nsrc != sb->scope.nsrc || memcmp(fresh.scope.src, sb->scope.src, sizeof(sb->scope.src)) != 0;
     if (moved)
-        sb->gen++; /* its open connections check that their source is still in */
-    memcpy(sb->src, fresh.src, sizeof(sb->src));
-    sb->nsrc = fresh.nsrc;
-    sb->max_conns = fresh.max_conns;
-    px_snapshot_t *old = sb->snap;
-    sb->snap = n;
+        sb->scope.gen++; /* its open connections check that their source is still in */
+    memcpy(sb->scope.src, fresh.scope.src, sizeof(sb->scope.src));
+    sb->scope.nsrc = fresh.scope.nsrc;
+    sb->scope.max_conns = fresh.scope.max_conns;
+    px_snapshot_t *old = sb->scope.snap;
+    sb->scope.snap = n;
     px_snapshot_unref(old);
-    if (sb->budgets != NULL) /* budgets still named keep their counts */
-        addon_budget_table_sync(sb->budgets, n->cfg.policy, uv_now(eng->loop.uv));
+    if (sb->scope.budgets != NULL) /* budgets still named keep their counts */
+        addon_budget_table_sync(sb->scope.budgets, n->cfg.policy, uv_now(set->ctx->loop.uv));
     return moved;
 }
 
-static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
+static void px__sb_gone(px_sandboxes_t *set, px_sandbox_t *sb)
 {
-    sb->gone = 1;
-    sb->gen++; /* its open connections take no new request */
-    eng->nsandboxes--;
-    px_upmgr_close_idle(sb->up);
+    sb->scope.gone = 1;
+    sb->scope.gen++; /* its open connections take no new request */
+    set->n--;
+    px_upmgr_close_idle(sb->scope.up);
     /* its conversation ends: the CA's key goes (open connections keep the CA in memory), and
      * a sandbox of the same name later is a new conversation with a new CA */
     if (sb->ca_dir[0] != '\0' && ca_remove_confdir(sb->ca_dir) != 0)
@@ -291,7 +305,7 @@ static void px__sb_gone(px_engine_t *eng, px_sandbox_t *sb)
     px_diag(PX_DIAG_WARN,
             "sandbox %s removed (its requests in flight finish; its connections then close)",
             sb->name);
-    px_sandbox_unref(sb);
+    px_scope_unref(&sb->scope);
 }
 
 static int px__sb_dirent(const struct dirent *d)
@@ -299,9 +313,9 @@ static int px__sb_dirent(const struct dirent *d)
     return d->d_name[0] != '.';
 }
 
-int px_sandboxes_load(px_engine_t *eng, int startup)
+int px_sandboxes_load(px_sandboxes_t *set, int startup)
 {
-    const char *dir = eng->cfg->sandboxes_dir;
+    const char *dir = set->ctx->cfg->sandboxes_dir;
     struct dirent **names = NULL;
     int n = scandir(dir, &names, px__sb_dirent, alphasort);
     if (n < 0) {
@@ -313,12 +327,12 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
     size_t added = 0, kept = 0;
     int moved = 0; /* a sandbox went, or one's sources changed: open connections may not belong */
     /* the ones gone from DIR first, so that a renamed sandbox's sources are free again */
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next) {
+    for (px_sandbox_t *sb = set->list; sb != NULL; sb = sb->next) {
         int found = 0;
         for (int i = 0; i < n && !found; i++)
             found = strcmp(names[i]->d_name, sb->name) == 0;
-        if (!sb->gone && !found) {
-            px__sb_gone(eng, sb);
+        if (!sb->scope.gone && !found) {
+            px__sb_gone(set, sb);
             moved = 1;
         }
     }
@@ -329,15 +343,15 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || strlen(name) > PX_SB_NAME_MAX)
             continue;
-        px_sandbox_t *sb = px__sb_named(eng, name);
+        px_sandbox_t *sb = px__sb_named(set, name);
         char err[1536]; /* a CA's refusal names the allowlist's path and entry */
         if (sb != NULL) {
-            moved |= px__sb_reload(eng, sb);
+            moved |= px__sb_reload(set, sb);
             kept++;
-        } else if (eng->nsandboxes >= PX_SB_MAX) {
+        } else if (set->n >= PX_SB_MAX) {
             px_diag(PX_DIAG_ERROR, "sandbox %s: more than %d sandboxes", name, PX_SB_MAX);
             rc = -1;
-        } else if (px__sb_add(eng, name, err, sizeof(err)) != 0) {
+        } else if (px__sb_add(set, name, err, sizeof(err)) != 0) {
             px_diag(PX_DIAG_ERROR, "%s", err);
             rc = -1;
         } else {
@@ -348,81 +362,49 @@ int px_sandboxes_load(px_engine_t *eng, int startup)
         free(names[i]);
     free(names);
     if (moved)
-        px_client_sandboxes_changed(eng);
+        px_client_sandboxes_changed(set->ctx);
     px_diag(startup ? PX_DIAG_INFO : PX_DIAG_WARN, "sandboxes %s: %zu in force (%zu new, %zu re-read)",
-            dir, eng->nsandboxes, added, kept);
+            dir, set->n, added, kept);
     return startup ? rc : 0;
 }
 
-int px_sandbox_holds(const px_sandbox_t *sb, const uint8_t addr[16])
+px_sandbox_t *px_sandbox_for_addr(px_sandboxes_t *set, const uint8_t addr[16])
 {
-    if (sb->gone)
-        return 0;
-    for (size_t i = 0; i < sb->nsrc; i++)
-        if (px_srcnet_contains(&sb->src[i], addr))
-            return 1;
-    return 0;
-}
-
-px_sandbox_t *px_sandbox_for_addr(px_engine_t *eng, const uint8_t addr[16])
-{
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
-        if (px_sandbox_holds(sb, addr))
+    for (px_sandbox_t *sb = set->list; sb != NULL; sb = sb->next)
+        if (px_scope_holds(&sb->scope, addr))
             return sb;
     return NULL;
 }
 
-px_sandbox_t *px_sandbox_for(px_engine_t *eng, const struct sockaddr *src)
+px_scope_t *px_sandbox_scope_for(px_ctx_t *ctx, const uint8_t src[16])
+{
+    px_sandbox_t *sb = px_sandbox_for_addr(ctx->scope_arg, src);
+    return sb != NULL ? &sb->scope : NULL;
+}
+
+px_sandbox_t *px_sandbox_for(px_sandboxes_t *set, const struct sockaddr *src)
 {
     uint8_t addr[16];
     if (px_srcnet_addr(src, addr) != 0)
         return NULL;
-    return px_sandbox_for_addr(eng, addr);
+    return px_sandbox_for_addr(set, addr);
 }
 
-ca_t *px_sandbox_ca(px_engine_t *eng, const px_sandbox_t *sb)
+void px_sandboxes_stop(px_sandboxes_t *set)
 {
-    /* with --ca-per-conversation never the engine's: there is none to fall back to */
-    if (sb != NULL && (sb->ca != NULL || eng->cfg->ca_per_conversation))
-        return sb->ca;
-    return eng->ca;
+    for (px_sandbox_t *sb = set->list; sb != NULL; sb = sb->next)
+        px_upmgr_close_idle(sb->scope.up);
 }
 
-px_sandbox_t *px_sandbox_ref(px_sandbox_t *sb)
+void px_sandboxes_free(px_sandboxes_t *set)
 {
-    sb->refs++;
-    return sb;
-}
-
-/* The last reference of a removed sandbox: its log and policy go; the structure (its pool's
- * configuration) stays until the engine ends. */
-void px_sandbox_unref(px_sandbox_t *sb)
-{
-    if (sb == NULL || --sb->refs > 0)
-        return;
-    px_snapshot_unref(sb->snap);
-    sb->snap = NULL;
-    px_log_close(sb->log);
-    sb->log = NULL;
-    ca_free(sb->ca); /* leaves handed out keep what they need */
-    sb->ca = NULL;
-}
-
-void px_sandboxes_stop(px_engine_t *eng)
-{
-    for (px_sandbox_t *sb = eng->sandboxes; sb != NULL; sb = sb->next)
-        px_upmgr_close_idle(sb->up);
-}
-
-void px_sandboxes_free(px_engine_t *eng)
-{
-    while (eng->sandboxes != NULL) {
-        px_sandbox_t *sb = eng->sandboxes;
-        eng->sandboxes = sb->next;
-        if (!sb->gone)
-            px_sandbox_unref(sb);
-        px_upmgr_free(sb->up);
-        addon_budget_table_free(sb->budgets);
+    while (set->list != NULL) {
+        px_sandbox_t *sb = set->list;
+        set->list = sb->next;
+        if (!sb->scope.gone)
+            px_scope_unref(&sb->scope);
+        px_upmgr_free(sb->scope.up);
+        addon_budget_table_free(sb->scope.budgets);
         free(sb);
     }
 }

@@ -1,0 +1,53 @@
+/* The engine: one libuv loop running the DNS responder and the proxy listeners, and the
+ * context every connection and exchange of that loop shares. */
+#ifndef PX_ENGINE_H
+#define PX_ENGINE_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "proxy/px_config.h"
+#include "app/px_sandbox.h"
+#include "proxy/px_ctx.h"
+#include "proxy/px_log.h"
+#include "net/px_loop.h"
+#include "proxy/px_precheck.h"
+
+typedef struct px_engine px_engine_t;
+typedef struct px_snapshot px_snapshot_t;
+typedef struct px_upmgr px_upmgr_t;
+typedef struct px_client px_client_t;
+typedef struct dns_server dns_server_t;
+typedef struct dns_resolver dns_resolver_t;
+typedef struct ca ca_t;
+typedef struct ssl_ctx_st SSL_CTX;
+
+typedef struct px_listener {
+    uv_tcp_t tcp;
+    px_engine_t *eng;
+    px_listener_kind_t kind;
+} px_listener_t;
+
+/* The engine: the context its connections share (ctx, first), and what only it touches. */
+struct px_engine {
+    px_ctx_t ctx;
+    px_cidr_t own[64];          /* the machine's own addresses (refused upstream) */
+    size_t n_own;
+    px_listener_t listeners[4];
+    int nlisteners;
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_check_t log_kick;        /* hands the loop turn's log lines to the writer */
+    uv_timer_t log_timer;       /* hands lines left pending to the writer within PX_LOG_DELAY_MS */
+    uv_timer_t trim;            /* returns a finished burst's heap to the OS */
+    dns_server_t *dns;
+    dns_resolver_t *resolver;
+    px_sandboxes_t sandboxes;   /* --sandboxes (px_sandbox.h) */
+    uint64_t reads_seen;        /* loop.reads at the last trim check */
+    uint64_t reads_trimmed;     /* ... and at the last trim */
+};
+
+/* Runs airlock until SIGTERM/SIGINT. Borrows cfg. Returns the process exit code: 0 after a
+ * clean shutdown, 1 when start-up failed (the reason went to stderr). */
+int px_engine_run(const px_config_t *cfg);
+
+#endif

@@ -1,0 +1,49 @@
+/* The context every client connection and exchange of one loop shares: the loop, the
+ * configuration, the TLS contexts and the process's CA, the list of connections, and the scope
+ * of single-conversation mode. The engine (app/px_engine.h) owns one and fills it in; the
+ * connections read it and change only their own counters here (the list, the HTTP/2 header
+ * bytes, the TLS REJECTED memory). Nothing here knows about sandboxes: a connection asks
+ * scope_for() for its scope when there is one to choose. */
+#ifndef PX_CTX_H
+#define PX_CTX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/px_limits.h"
+#include "net/px_loop.h"
+#include "proxy/px_config.h"
+#include "proxy/px_scope.h"
+
+typedef struct px_ctx px_ctx_t;
+typedef struct px_client px_client_t;
+typedef struct ssl_ctx_st SSL_CTX;
+
+struct px_ctx {
+    px_loop_t loop;
+    const px_config_t *cfg;
+    px_log_t *log;       /* the process's log (--log; the conversation's in one-scope mode) */
+    ca_t *ca;            /* the process's CA (a scope may have its own) */
+    SSL_CTX *tls_server; /* client side: airlock is the server */
+    SSL_CTX *tls_client; /* upstream side */
+    uint32_t proxy_ip;   /* network order */
+    int stopping;
+    px_scope_t scope; /* single-conversation mode: every connection's scope */
+    /* --sandboxes: the scope of a source address (borrowed: the caller takes a reference), or
+     * NULL when the source is in none. NULL when every connection is in `scope`. */
+    px_scope_t *(*scope_for)(px_ctx_t *ctx, const uint8_t src[16]);
+    void *scope_arg;      /* scope_for's */
+    size_t h2_heads;      /* decoded HTTP/2 request header bytes held (px_h2_share) */
+    px_client_t *clients; /* every client connection, for the shutdown */
+    size_t nclients;
+    size_t nclients_peak; /* highest since the last heap trim */
+    uint64_t next_id;     /* connections accepted so far */
+    /* TLS REJECTED lines written lately: at most one per host per PX_REJECT_EVERY_MS */
+    struct {
+        char host[PX_HOST_MAX + 1];
+        uint64_t at;
+    } rejected[PX_REJECT_HOSTS];
+    size_t rejected_next;
+};
+
+#endif
