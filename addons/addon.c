@@ -7,6 +7,9 @@
 #include <strings.h>
 
 #include "base/px_err.h"
+#include "base/px_host.h"
+#include "base/px_path.h"
+#include "base/px_pct.h"
 
 /* A bump allocator of chained blocks with a hard total cap. */
 typedef struct addon__block {
@@ -163,4 +166,109 @@ void addon_req_log(addon_req_t *req, const char *fmt, ...)
         return;
     size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
     req->log_cb(req->log_data, line, len);
+}
+
+/* The readings of the decoded path part d[0..dlen) into the view: d itself first (borrowed when
+ * it is the raw path part, else copied), then each distinct reading, copied. */
+static int addon__readings(addon_req_t *req, const char *d, size_t dlen, int borrowed)
+{
+    unsigned changes = px_path_changes(d, dlen);
+    if (!borrowed && (d = addon_req_dup(req, d, dlen)) == NULL)
+        return PX_ENOMEM;
+    req->readings[0] = (addon_str_t){d, dlen};
+    req->nreadings = 1;
+    if (changes == 0)
+        return 0;
+    char *buf = malloc(dlen + 1);
+    if (buf == NULL)
+        return PX_ENOMEM;
+    int rc = 0;
+    for (unsigned how = 1; how <= PX_PATH_ALL && rc == 0; how++) {
+        if (!px_path_worth(changes, how))
+            continue;
+        size_t n = px_path_reading(d, dlen, how, buf);
+        size_t k = 0;
+        while (k < req->nreadings &&
+               !(req->readings[k].len == n && memcmp(req->readings[k].base, buf, n) == 0))
+            k++;
+        if (k < req->nreadings)
+            continue; /* the same as one made already: each reading is listed once */
+        const char *copy = addon_req_dup(req, buf, n);
+        if (copy == NULL)
+            rc = PX_ENOMEM;
+        else
+            req->readings[req->nreadings++] = (addon_str_t){copy, n};
+    }
+    free(buf);
+    return rc;
+}
+
+int addon_req_view(addon_req_t *req)
+{
+    req->view = 0;
+    req->nreadings = 0;
+    char host[256];
+    int hl = req->host_norm.base != NULL
+                 ? 0 /* the caller's (the proxy's pre-check made it) */
+                 : px_host_norm(host, sizeof(host), req->host.base, req->host.len);
+    if (req->host_norm.base == NULL)
+        req->host_norm = (addon_str_t){"", 0};
+    if (hl > 0) {
+        const char *h = addon_req_dup(req, host, (size_t)hl);
+        if (h == NULL)
+            return PX_ENOMEM;
+        req->host_norm = (addon_str_t){h, (size_t)hl};
+    }
+    const char *raw = req->path.base;
+    const char *q = memchr(raw, '?', req->path.len);
+    size_t rlen = q != NULL ? (size_t)(q - raw) : req->path.len;
+    int rc = 0;
+    if (rlen > PX_PATH_ANY_MAX) {
+        rc = 0; /* unreadable: nreadings 0 (the features apply: fail-secure) */
+    } else if (memchr(raw, '%', rlen) == NULL) {
+        rc = addon__readings(req, raw, rlen, 1); /* nothing to decode: the raw path part */
+    } else {
+        char *dec = malloc(rlen + 1);
+        if (dec == NULL)
+            return PX_ENOMEM;
+        size_t dlen = px_pct_unquote(raw, rlen, dec);
+        rc = addon__readings(req, dec, dlen, 0);
+        free(dec);
+    }
+    if (rc != 0) {
+        req->nreadings = 0;
+        return rc;
+    }
+    req->view = 1;
+    return 0;
+}
+
+int addon_req_path_any(const addon_req_t *req, int (*pred)(const char *path, size_t len, void *ctx),
+                       void *ctx)
+{
+    if (!req->view)
+        return px_path_any(req->path.base, req->path.len, pred, ctx);
+    if (req->nreadings == 0)
+        return 1; /* over-long: fail-secure, as px_path_any() */
+    for (size_t i = 0; i < req->nreadings; i++) {
+        int r = pred(req->readings[i].base, req->readings[i].len, ctx);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+int addon_req_path_under(const addon_req_t *req, const char *base)
+{
+    return addon_req_path_any(req, px_path_is_under, (void *)base);
+}
+
+int addon_req_host_is(const addon_req_t *req, const char *name)
+{
+    size_t n = strlen(name);
+    if (req->view)
+        return req->host_norm.len == n && memcmp(req->host_norm.base, name, n) == 0;
+    char host[256];
+    int hl = px_host_norm(host, sizeof(host), req->host.base, req->host.len);
+    return hl >= 0 && (size_t)hl == n && memcmp(host, name, n) == 0;
 }

@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 /* Hard caps (named so that tests and docs can refer to them). */
-#define ADDON_MAX_HEADERS 100          /* request headers accepted by the proxy */
-#define ADDON_ARENA_MAX (256 * 1024)   /* bytes an addon may allocate per request */
-#define ADDON_ANNOT_MAX 512            /* access-line annotation text */
+#define ADDON_MAX_HEADERS 100        /* request headers accepted by the proxy */
+#define ADDON_ARENA_MAX (256 * 1024) /* bytes an addon may allocate per request */
+#define ADDON_ANNOT_MAX 512          /* access-line annotation text */
 
 /* A non-owning byte range; no NUL terminator is assumed. */
 typedef struct addon_str {
@@ -49,6 +49,13 @@ typedef enum addon_body_mode {
 /* Writes one line (without newline) to the network log; used for STRIPPED/COLLAPSED/WARNING. */
 typedef void (*addon_log_cb)(void *data, const char *line, size_t len);
 
+#define ADDON_READINGS_MAX 8 /* readings of a path: every subset of base/px_path.h's three */
+
+struct addon_policy_graphql;
+
+/* The canonical request: the one read-only view of a request every stage and addon reads,
+ * built once after parsing (addon_req_view() makes its derived parts). No addon re-parses the
+ * raw target or re-normalizes the host: it reads host_norm and the readings. */
 typedef struct addon_req {
     addon_str_t method; /* as sent */
     addon_str_t target; /* request-target as sent (origin or absolute form) */
@@ -56,27 +63,54 @@ typedef struct addon_req {
     addon_str_t host;   /* Host header host: case kept, no port, no IPv6 brackets */
     uint16_t port;      /* effective destination port */
     int tls;            /* 1 when the scheme is https */
+    /* made by addon_req_view(); until then (view 0) the accessors below derive them again */
+    int view;              /* 1: host_norm and the readings are made */
+    addon_str_t host_norm; /* the host normalized once (base/px_host.h); empty: not a name */
+    addon_str_t readings[ADDON_READINGS_MAX]; /* the path part decoded, as sent first, then each
+                                                 distinct reading (base/px_path.h) */
+    size_t nreadings; /* 0 with view 1: the path is over PX_PATH_ANY_MAX (unreadable) */
+    /* the allowlist's decision, made once by the allowlist addon: later addons read it */
+    int decided;
+    int allowed;
+    const struct addon_policy_graphql *graphql;    /* the graphql block of the entry that allowed */
     addon_header_t headers[ADDON_MAX_HEADERS + 8]; /* room for a few added headers */
     size_t nheaders;
-    addon_arena_t *arena; /* lazily created; freed by addon_req_reset() */
+    addon_arena_t *arena;        /* lazily created; freed by addon_req_reset() */
     char annot[ADDON_ANNOT_MAX]; /* " [masked: 1] [region: us-east-1]" */
     size_t annot_len;
     addon_log_cb log_cb; /* may be NULL */
     void *log_data;
     const addon_config_t *config; /* the snapshot this request is decided under */
-    const char *url;      /* the log line's URL: scheme://host[:port]path?query, as sent */
+    const char *url;              /* the log line's URL: scheme://host[:port]path?query, as sent */
     int credentials_done; /* one credential mechanism per request: set by the one that ran */
     addon_body_mode_t body_mode;
-    uint64_t body_cap;    /* ADDON_BODY_BUFFER: more than this is answered 413 */
-    uint64_t filter_cap;  /* set by a body filter's on_request_head: the body is gathered whole
-                             (up to the largest cap asked) and filtered before the credential
-                             addon's body hooks and before the head goes upstream */
-    void *state;          /* the credential addon's per-request state (freed by on_end) */
+    uint64_t body_cap;   /* ADDON_BODY_BUFFER: more than this is answered 413 */
+    uint64_t filter_cap; /* set by a body filter's on_request_head: the body is gathered whole
+                            (up to the largest cap asked) and filtered before the credential
+                            addon's body hooks and before the head goes upstream */
+    void *state;         /* the credential addon's per-request state (freed by on_end) */
     const struct addon *state_owner;
 } addon_req_t;
 
 /* Clears the view for reuse and frees the arena. */
 void addon_req_reset(addon_req_t *req);
+
+/* Makes the view's derived parts from path and host: the normalized host (unless the caller
+ * set host_norm, normalized the same way: the proxy's pre-check did) and the path's readings
+ * (decoded once; copied only when a reading differs from the raw path part).
+ * Returns 0, or PX_ENOMEM (the view stays unmade: the accessors then derive again). */
+int addon_req_view(addon_req_t *req);
+
+/* Calls pred on each reading of req's path (query excluded), as base/px_path.h's px_path_any()
+ * does; returns the first nonzero result, else 0; 1 for an unreadable (over-long) path. */
+int addon_req_path_any(const addon_req_t *req, int (*pred)(const char *path, size_t len, void *ctx),
+                       void *ctx);
+
+/* 1 when a reading of req's path is the feature path base (px_path_under()'s rule). */
+int addon_req_path_under(const addon_req_t *req, const char *base);
+
+/* 1 when req's normalized host is name (a lowercase NUL-terminated host name). */
+int addon_req_host_is(const addon_req_t *req, const char *name);
 
 /* Copies len bytes into the request's arena; returns NULL when the arena cap is reached. */
 char *addon_req_dup(addon_req_t *req, const char *s, size_t len);
@@ -105,13 +139,13 @@ void addon_req_log(addon_req_t *req, const char *fmt, ...) __attribute__((format
  * {"error": error, ["host", "path", "method" when with_request,] "message": message} and the
  * log line "<verdict> METHOD URL -> status<annotations><log_tail>". */
 typedef struct addon_answer {
-    int status;           /* HTTP status */
-    const char *error;    /* static text, e.g. "blocked_by_network_allowlist" */
-    int with_request;     /* add the request's host, path and method to the body */
+    int status;        /* HTTP status */
+    const char *error; /* static text, e.g. "blocked_by_network_allowlist" */
+    int with_request;  /* add the request's host, path and method to the body */
     char message[512];
-    const char *verdict;  /* "BLOCKED" or "ERROR" (static) */
-    char log_tail[200];   /* e.g. " (signing failed: ...)"; may be empty */
-    int with_detail;      /* add "detail": detail after "message" (body filters) */
+    const char *verdict; /* "BLOCKED" or "ERROR" (static) */
+    char log_tail[200];  /* e.g. " (signing failed: ...)"; may be empty */
+    int with_detail;     /* add "detail": detail after "message" (body filters) */
     char detail[256];
 } addon_answer_t;
 
@@ -122,8 +156,8 @@ typedef struct addon_sink {
 } addon_sink_t;
 
 typedef enum addon_result {
-    ADDON_NEXT = 0,   /* go on with the next addon / forward */
-    ADDON_ANSWER = 1, /* ans is filled: answer it, forward nothing */
+    ADDON_NEXT = 0,      /* go on with the next addon / forward */
+    ADDON_ANSWER = 1,    /* ans is filled: answer it, forward nothing */
     ADDON_REWRITTEN = 2, /* on_request_body_filter: out holds the new body */
 } addon_result_t;
 
@@ -136,12 +170,12 @@ typedef struct addon {
     int (*on_request_head)(const struct addon *self, addon_req_t *req, addon_answer_t *ans);
     /* ADDON_BODY_STREAM: body bytes (HTTP framing removed); the output goes to out. For
      * ADDON_BODY_BUFFER the whole body arrives in one call. data is borrowed. */
-    int (*on_request_body)(const struct addon *self, addon_req_t *req, const char *data,
-                           size_t len, const addon_sink_t *out);
+    int (*on_request_body)(const struct addon *self, addon_req_t *req, const char *data, size_t len,
+                           const addon_sink_t *out);
     /* The body ended (also for empty bodies). In ADDON_BODY_BUFFER mode the head has not been
      * sent yet and may still be rewritten; an answer is still possible then. */
-    int (*on_request_body_end)(const struct addon *self, addon_req_t *req,
-                               const addon_sink_t *out, addon_answer_t *ans);
+    int (*on_request_body_end)(const struct addon *self, addon_req_t *req, const addon_sink_t *out,
+                               addon_answer_t *ans);
     /* A request-body filter, called (in list order, each seeing the previous one's output)
      * when some filter set filter_cap: the whole body in data[0..len) (borrowed), or data NULL
      * when the body went over the gathered cap (len: the bytes seen so far). Returns ADDON_NEXT

@@ -16,6 +16,9 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
     };
     addon_policy_decision_t d;
     addon_policy_decide(req->config != NULL ? req->config->policy : NULL, &q, &d);
+    req->decided = 1; /* the later addons read the decision from the view (the GraphQL block) */
+    req->allowed = d.allowed;
+    req->graphql = d.allowed ? d.graphql : NULL;
     if (d.allowed)
         return ADDON_NEXT;
     ans->status = 403;

@@ -244,7 +244,7 @@ static int ghapp_graphql_reading(const char *path, size_t len, void *ctx)
 
 int addon_ghapp_graphql_path(const addon_req_t *req)
 {
-    return px_path_any(req->path.base, req->path.len, ghapp_graphql_reading, NULL) != 0;
+    return addon_req_path_any(req, ghapp_graphql_reading, NULL) != 0;
 }
 
 /* The 403 of a scope refusal: message by verdict, detail, annotation. */

@@ -15,9 +15,12 @@
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
 
-/* The graphql block of the entry that allowed req, or NULL. */
+/* The graphql block of the entry that allowed req, or NULL: the allowlist addon's decision in
+ * the view; decided here only when no allowlist addon ran (an addon chain without one). */
 static const addon_policy_graphql_t *graphql_rules(const addon_req_t *req)
 {
+    if (req->decided)
+        return req->graphql;
     if (req->config == NULL)
         return NULL;
     addon_policy_query_t q = {

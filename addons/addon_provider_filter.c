@@ -73,12 +73,9 @@ int addon_provider_parse(const char *data, size_t len, size_t flags, json_t **ou
  * /v1/chat/completions, alone or followed by '/' or a format suffix, in any case. */
 static int pv_openai_applies(const addon_req_t *req)
 {
-    char host[260];
-    if (px_host_norm(host, sizeof(host), req->host.base, req->host.len) < 0 ||
-        strcmp(host, "api.openai.com") != 0)
-        return 0;
-    return px_path_under(req->path.base, req->path.len, "/v1/responses") ||
-           px_path_under(req->path.base, req->path.len, "/v1/chat/completions");
+    return addon_req_host_is(req, "api.openai.com") &&
+           (addon_req_path_under(req, "/v1/responses") ||
+            addon_req_path_under(req, "/v1/chat/completions"));
 }
 
 static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t *ans)

@@ -35,11 +35,7 @@ typedef struct td_ctx {
 /* 1 for api.anthropic.com and a path any reading of which (base/px_path) is /v1/messages... */
 static int td_applies(const addon_req_t *req)
 {
-    char host[260];
-    if (px_host_norm(host, sizeof(host), req->host.base, req->host.len) < 0 ||
-        strcmp(host, "api.anthropic.com") != 0)
-        return 0;
-    return px_path_under(req->path.base, req->path.len, "/v1/messages");
+    return addon_req_host_is(req, "api.anthropic.com") && addon_req_path_under(req, "/v1/messages");
 }
 
 static int td_prefix(const char *type, const char *const *list)

@@ -86,7 +86,7 @@ int px_path_any(const char *raw, size_t len, int (*pred)(const char *path, size_
     return 0;
 }
 
-static int px__under(const char *path, size_t len, void *ctx)
+int px_path_is_under(const char *path, size_t len, void *ctx)
 {
     const char *base = ctx;
     size_t bl = strlen(base);
@@ -97,5 +97,5 @@ static int px__under(const char *path, size_t len, void *ctx)
 
 int px_path_under(const char *raw, size_t len, const char *base)
 {
-    return px_path_any(raw, len, px__under, (void *)base);
+    return px_path_any(raw, len, px_path_is_under, (void *)base);
 }

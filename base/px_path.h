@@ -44,4 +44,8 @@ int px_path_any(const char *raw, size_t len, int (*pred)(const char *path, size_
  * reach it. Borrows both. */
 int px_path_under(const char *raw, size_t len, const char *base);
 
+/* The same rule on one reading path[0..len) (ctx: the NUL-terminated base), as a px_path_any()
+ * predicate. */
+int px_path_is_under(const char *path, size_t len, void *ctx);
+
 #endif

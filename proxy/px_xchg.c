@@ -80,6 +80,8 @@ int px__x_view(px_xchg_t *x)
     r->path.len = x->pre.path_len;
     r->host.base = x->pre.host;
     r->host.len = x->pre.host_len;
+    r->host_norm.base = x->pre.norm_host; /* px_host_norm() of the host, as the view's is */
+    r->host_norm.len = strlen(x->pre.norm_host);
     r->port = x->pre.port;
     r->tls = x->tls;
     for (size_t i = 0; i < m->n && r->nheaders < ADDON_MAX_HEADERS; i++) {
@@ -92,6 +94,7 @@ int px__x_view(px_xchg_t *x)
     x->snap = px_snapshot_ref(x->snap_from);
     r->config = &x->snap->cfg;
     r->url = x->pre.url;
+    (void)addon_req_view(r); /* unmade (a path too long for the arena): derived again on use */
     return 0;
 }
 
