@@ -10,16 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/px_str.h"
+
 /* Hard caps (named so that tests and docs can refer to them). */
 #define ADDON_MAX_HEADERS 100        /* request headers accepted by the proxy */
 #define ADDON_ARENA_MAX (256 * 1024) /* bytes an addon may allocate per request */
 #define ADDON_ANNOT_MAX 512          /* access-line annotation text */
 
-/* A non-owning byte range; no NUL terminator is assumed. */
-typedef struct addon_str {
-    const char *base;
-    size_t len;
-} addon_str_t;
+/* A non-owning byte range; no NUL terminator is assumed (base/px_str.h). */
+typedef px_str_t addon_str_t;
 
 typedef struct addon_header {
     addon_str_t name;

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/px_str.h"
+
 /* The longest line text: longer lines are cut here (at a whole \xNN) and end in the mark. */
 #define AUDIT_EVENT_TEXT_MAX 8192
 #define AUDIT_EVENT_TRUNC_MARK " ...(truncated)"
@@ -20,10 +22,7 @@
 
 /* A non-owning byte range. In a record built by a writer it holds the raw bytes (rendering
  * escapes them); in a parsed record it points into the line, still escaped (audit_unescape()). */
-typedef struct audit_str {
-    const char *base;
-    size_t len;
-} audit_str_t;
+typedef px_str_t audit_str_t;
 
 /* A C string as a view (NULL: empty). */
 audit_str_t audit_s(const char *s);

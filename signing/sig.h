@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "base/px_str.h"
+
 /* Hard caps. Inputs beyond them fail with PX_ETOOBIG (or PX_EPARSE for framing). */
 /* canonical request / canonical query text */
 #define SIG_CANON_MAX (256 * 1024)
@@ -39,17 +41,11 @@
 #define SIG_V4A_SIGN_TRIES 64
 #define SIG_V4A_MIN_WIDTH 136
 
-/* A non-owning byte range; no NUL terminator is assumed. Same layout as addon_str_t. */
-typedef struct sig_str {
-    const char *base;
-    size_t len;
-} sig_str_t;
+/* A non-owning byte range; no NUL terminator is assumed (base/px_str.h). */
+typedef px_str_t sig_str_t;
 
 /* One request header as received (name and value are borrowed byte ranges). */
-typedef struct sig_header {
-    sig_str_t name;
-    sig_str_t value;
-} sig_header_t;
+typedef px_field_t sig_header_t;
 
 typedef enum sig_alg {
     SIG_ALG_V4 = 1, /* AWS4-HMAC-SHA256 */
