@@ -39,8 +39,15 @@
  * px_stage_pass(), or it ended the exchange). on_body_end (trailers t) runs when the body ended:
  * CONTINUE, or REFUSE when the exchange ended. on_body_over: the gathered body went over its cap;
  * 1 with ans filled when the stage refuses it its own way (the stage that gathers it asks first).
- * on_response_head/on_response_data: the upstream's answer (REFUSE: the stage cut it). on_end:
- * the exchange is released; the stage lets go of its per-request state. */
+ * The response, on the same contract: on_response_head sees the final head (not 1xx, not 101)
+ * just before it goes to the client and may change it (its fields, and the body's framing: a
+ * stage that changes the body's length turns PX_RESP_LENGTH into PX_RESP_CHUNKED, which the
+ * client side carries as chunks on HTTP/1.1 and as DATA frames on HTTP/2). on_response_data:
+ * each piece of the body, in table order: CONTINUE hands it on as it is; REFUSE means the stage
+ * took it (it cut the response, or it hands on what it lets go with px_stage_resp_pass()).
+ * on_response_end: the body ended (before the client is told): a stage that holds bytes hands
+ * them on now with px_stage_resp_pass(). on_end: the exchange is released; the stage lets go of
+ * its per-request state. */
 #ifndef PX_STAGE_H
 #define PX_STAGE_H
 
@@ -50,6 +57,7 @@
 #include "http/px_msg.h"
 
 typedef struct px_xchg px_xchg_t;
+typedef struct px_resp px_resp_t;
 
 enum { PX_STAGE_CONTINUE = 0, PX_STAGE_REFUSE = 1, PX_STAGE_WAIT = 2 };
 
@@ -62,8 +70,9 @@ typedef struct px_stage {
     int (*on_body)(px_xchg_t *x, const char *data, size_t len);
     int (*on_body_end)(px_xchg_t *x, const px_fields_t *t);
     int (*on_body_over)(px_xchg_t *x, addon_answer_t *ans);
-    void (*on_response_head)(px_xchg_t *x, int status);
+    void (*on_response_head)(px_xchg_t *x, px_resp_t *r);
     int (*on_response_data)(px_xchg_t *x, const char *data, size_t len);
+    void (*on_response_end)(px_xchg_t *x);
     void (*on_end)(px_xchg_t *x);
 } px_stage_t;
 
@@ -88,9 +97,13 @@ void px_stage_pass(px_xchg_t *x, const px_stage_t *s, const char *data, size_t l
 int px_stage_body_end(px_xchg_t *x, const px_fields_t *t);
 /* The gathered body went over its cap: 1 with ans filled when a stage refuses it its way. */
 int px_stage_body_over(px_xchg_t *x, addon_answer_t *ans);
-void px_stage_response_head(px_xchg_t *x, int status);
-/* 1 when a stage cut the response. */
+void px_stage_response_head(px_xchg_t *x, px_resp_t *r);
+/* 1 when a stage took the piece (it went on through px_stage_resp_pass(), or was cut). */
 int px_stage_response_data(px_xchg_t *x, const char *data, size_t len);
+/* Stage s lets go of response bytes: they go through the response hooks after s, then to the
+ * client. */
+void px_stage_resp_pass(px_xchg_t *x, const px_stage_t *s, const char *data, size_t len);
+void px_stage_response_end(px_xchg_t *x);
 void px_stage_end(px_xchg_t *x);
 
 #endif

@@ -138,7 +138,7 @@ static int on_response_data(px_xchg_t *x, const char *data, size_t len)
         return PX_STAGE_CONTINUE;
     }
     if (fit > 0)
-        x->ops->data(x->down, data, (size_t)fit);
+        px_stage_resp_pass(x, &px_stage_budget, data, (size_t)fit);
     xb->received += fit;
     if (x->up != NULL) {
         px_up_abort(x->up);

@@ -12,9 +12,9 @@ static int aws_head(px_xchg_t *x)
     return px__x_addon_head(x, addon_aws());
 }
 
-static void aws_response_head(px_xchg_t *x, int status)
+static void aws_response_head(px_xchg_t *x, px_resp_t *r)
 {
-    px__x_addon_response_head(x, addon_aws(), status);
+    px__x_addon_response_head(x, addon_aws(), r->status);
 }
 
 static void aws_end(px_xchg_t *x)
@@ -27,9 +27,9 @@ static int masking_head(px_xchg_t *x)
     return px__x_addon_head(x, addon_masking());
 }
 
-static void masking_response_head(px_xchg_t *x, int status)
+static void masking_response_head(px_xchg_t *x, px_resp_t *r)
 {
-    px__x_addon_response_head(x, addon_masking(), status);
+    px__x_addon_response_head(x, addon_masking(), r->status);
 }
 
 static void masking_end(px_xchg_t *x)

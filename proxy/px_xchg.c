@@ -346,7 +346,6 @@ static void on_up_head(void *owner, px_msg_t *m)
     }
     x->status = status;
     x->rs = PX__RS_BODY;
-    px_stage_response_head(x, status);
     px_resp_t r = {.status = status,
                    .fields = m,
                    .reason = m->buf + m->target.off,
@@ -369,27 +368,36 @@ static void on_up_head(void *owner, px_msg_t *m)
         x->body_unwanted = 1;
     }
     r.close = !x->reuse;
+    px_stage_response_head(x, &r); /* the response stages may change the head (px_stage.h) */
     x->ops->head(x->down, &r);
     px_msg_free(m);
     px__x_waits(x);
 }
 
-static void on_up_data(void *owner, const char *data, size_t len)
+/* Response bytes the stages passed go to the client; a full client side pauses the upstream. */
+void px__x_resp_sink(px_xchg_t *x, const char *data, size_t len)
 {
-    px_xchg_t *x = owner;
-    if (px_stage_response_data(x, data, len))
-        return; /* a response stage cut it (the received-bytes budget, px_stage_budget.c) */
     x->ops->data(x->down, data, len);
-    if (!x->up_paused && x->ops->full(x->down)) {
+    if (!x->up_paused && x->up != NULL && x->ops->full(x->down)) {
         x->up_paused = 1;
         px_up_pause(x->up, 1);
     }
-    px__x_waits(x);
+}
+
+static void on_up_data(void *owner, const char *data, size_t len)
+{
+    px_xchg_t *x = owner;
+    if (!px_stage_response_data(x, data, len))
+        px__x_resp_sink(x, data, len);
+    /* else a response stage took it: it passed it on, or cut the response (the budget) */
+    if (!x->finished)
+        px__x_waits(x);
 }
 
 static void on_up_end(void *owner, const px_fields_t *t)
 {
     px_xchg_t *x = owner;
+    px_stage_response_end(x); /* a stage that holds bytes hands them on first */
     x->ops->end(x->down, t);
     x->rs = PX__RS_DONE;
     px__x_log(x, "allowed", x->status, NULL);

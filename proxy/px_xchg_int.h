@@ -104,6 +104,8 @@ void px__x_finish(px_xchg_t *x, int reuse);
 void px__x_sink(px_xchg_t *x, const char *data, size_t len);
 /* Arms the exchange's timers for who it waits for now (the client, the upstream). */
 void px__x_waits(px_xchg_t *x);
+/* Response bytes the stages passed, to the client (px_stage_resp_pass). */
+void px__x_resp_sink(px_xchg_t *x, const char *data, size_t len);
 /* The view handed to the addons (x->view, x->snap); 0 or PX_ENOMEM. */
 int px__x_view(px_xchg_t *x);
 /* Grows a buffer to hold need bytes; 0 or PX_ENOMEM. */

@@ -81,20 +81,41 @@ int px_stage_body_over(px_xchg_t *x, addon_answer_t *ans)
     return 0;
 }
 
-void px_stage_response_head(px_xchg_t *x, int status)
+void px_stage_response_head(px_xchg_t *x, px_resp_t *r)
 {
     for (size_t i = 0; i < px_stage_count; i++)
         if (px_stage_table[i]->on_response_head != NULL)
-            px_stage_table[i]->on_response_head(x, status);
+            px_stage_table[i]->on_response_head(x, r);
 }
 
-int px_stage_response_data(px_xchg_t *x, const char *data, size_t len)
+static int px__resp_from(px_xchg_t *x, size_t from, const char *data, size_t len)
 {
-    for (size_t i = 0; i < px_stage_count; i++)
+    for (size_t i = from; i < px_stage_count; i++)
         if (px_stage_table[i]->on_response_data != NULL &&
             px_stage_table[i]->on_response_data(x, data, len) != PX_STAGE_CONTINUE)
             return 1;
     return 0;
+}
+
+int px_stage_response_data(px_xchg_t *x, const char *data, size_t len)
+{
+    return px__resp_from(x, 0, data, len);
+}
+
+void px_stage_resp_pass(px_xchg_t *x, const px_stage_t *s, const char *data, size_t len)
+{
+    size_t i = 0;
+    while (i < px_stage_count && px_stage_table[i] != s)
+        i++;
+    if (len > 0 && !px__resp_from(x, i + 1, data, len))
+        px__x_resp_sink(x, data, len);
+}
+
+void px_stage_response_end(px_xchg_t *x)
+{
+    for (size_t i = 0; i < px_stage_count; i++)
+        if (px_stage_table[i]->on_response_end != NULL)
+            px_stage_table[i]->on_response_end(x);
 }
 
 void px_stage_end(px_xchg_t *x)
