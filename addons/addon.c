@@ -153,19 +153,38 @@ void addon_req_annotate(addon_req_t *req, const char *fmt, ...)
     req->annot_len += 3 + w;
 }
 
-void addon_req_log(addon_req_t *req, const char *fmt, ...)
+static void addon__note(addon_req_t *req, const char *url, addon_note_kind_t kind,
+                        const char *header, unsigned count, const char *fmt, va_list ap)
 {
     if (req->log_cb == NULL)
         return;
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
+    char tail[2048];
+    int n = vsnprintf(tail, sizeof(tail), fmt, ap);
     if (n < 0)
         return;
-    size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
-    req->log_cb(req->log_data, line, len);
+    addon_note_t note = {.kind = kind, .method = req->method, .count = count};
+    note.url = (addon_str_t){url != NULL ? url : "", url != NULL ? strlen(url) : 0};
+    note.header = (addon_str_t){header != NULL ? header : "", header != NULL ? strlen(header) : 0};
+    note.tail = (addon_str_t){tail, (size_t)n < sizeof(tail) ? (size_t)n : sizeof(tail) - 1};
+    req->log_cb(req->log_data, &note);
+}
+
+void addon_req_note(addon_req_t *req, addon_note_kind_t kind, const char *header, unsigned count,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    addon__note(req, req->url, kind, header, count, fmt, ap);
+    va_end(ap);
+}
+
+void addon_req_note_at(addon_req_t *req, const char *url, addon_note_kind_t kind,
+                       const char *header, unsigned count, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    addon__note(req, url, kind, header, count, fmt, ap);
+    va_end(ap);
 }
 
 /* The readings of the decoded path part d[0..dlen) into the view: d itself first (borrowed when

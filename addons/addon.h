@@ -45,8 +45,27 @@ typedef enum addon_body_mode {
     ADDON_BODY_BUFFER,   /* gathered whole (up to body_cap) before the head is sent */
 } addon_body_mode_t;
 
-/* Writes one line (without newline) to the network log; used for STRIPPED/COLLAPSED/WARNING. */
-typedef void (*addon_log_cb)(void *data, const char *line, size_t len);
+/* A network-log line an addon asks for, as named fields: the proxy turns it into its one audit
+ * event (audit/audit_note.h) and writes it; no addon formats a log line. */
+typedef enum addon_note_kind {
+    ADDON_NOTE_STRIPPED = 1,  /* a foreign credential header removed: header, tail */
+    ADDON_NOTE_COLLAPSED,     /* duplicate credential headers made one: header, count, tail */
+    ADDON_NOTE_WARNING,       /* tail */
+    ADDON_NOTE_GHAPP_TOKEN,   /* a GitHub App token refresh failed: tail (why) */
+    ADDON_NOTE_GHAPP_REPOS,   /* repo node ID resolution failed: tail */
+    ADDON_NOTE_GRAPHQL_SCOPE, /* the GraphQL repo-scope check failed: tail */
+} addon_note_kind_t;
+
+typedef struct addon_note {
+    addon_note_kind_t kind;
+    addon_str_t method; /* the request's (STRIPPED, COLLAPSED, GHAPP_TOKEN) */
+    addon_str_t url;    /* its log URL (req->url), empty: "-" */
+    addon_str_t header; /* STRIPPED, COLLAPSED: the header's name as it may be logged */
+    unsigned count;     /* COLLAPSED */
+    addon_str_t tail;   /* the line's text in parentheses, or after its colon */
+} addon_note_t;
+
+typedef void (*addon_log_cb)(void *data, const addon_note_t *note);
 
 #define ADDON_READINGS_MAX 8 /* readings of a path: every subset of base/px_path.h's three */
 
@@ -131,8 +150,14 @@ int addon_req_add_header(addon_req_t *req, const char *name, size_t nlen, const 
 void addon_req_annotate(addon_req_t *req, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Writes a network-log line through req->log_cb (printf-style). */
-void addon_req_log(addon_req_t *req, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Asks for a network-log line through req->log_cb: kind, the header and count where the kind
+ * has them (else NULL, 0), the tail printf-style; method and URL are req's. */
+void addon_req_note(addon_req_t *req, addon_note_kind_t kind, const char *header, unsigned count,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The same with the URL given (NULL: "-") instead of req's. */
+void addon_req_note_at(addon_req_t *req, const char *url, addon_note_kind_t kind,
+                       const char *header, unsigned count, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 
 /* An answer an addon makes itself instead of forwarding. The proxy writes the JSON body
  * {"error": error, ["host", "path", "method" when with_request,] "message": message} and the

@@ -190,10 +190,10 @@ static void addon__skew(addon_req_t *req, const char *amz, size_t len)
     gmtime_r(&now, &nt);
     char nowbuf[32];
     strftime(nowbuf, sizeof(nowbuf), "%Y%m%dT%H%M%SZ", &nt);
-    addon_req_log(req,
-                  "WARNING: Container clock skew detected: x-amz-date=%s, proxy-time=%s "
-                  "(drift=%ldm). Upstream rejection likely.",
-                  buf, nowbuf, drift / 60);
+    addon_req_note(req, ADDON_NOTE_WARNING, NULL, 0,
+                   "Container clock skew detected: x-amz-date=%s, proxy-time=%s (drift=%ldm). "
+                   "Upstream rejection likely.",
+                   buf, nowbuf, drift / 60);
 }
 
 /* " [masked: 1] [region: R]"; R is client text, so only plain bytes reach the log. */

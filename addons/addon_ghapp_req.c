@@ -158,11 +158,8 @@ int addon_ghapp_apply(addon_req_t *req, const addon_replacements_t *r, size_t i,
     if (rc != 0)
         goto out;
     if (count > 1)
-        addon_req_log(req,
-                      "COLLAPSED %zu duplicate 'authorization' headers in %.*s %s (duplicate "
-                      "credential headers removed)",
-                      count, (int)req->method.len, req->method.base,
-                      req->url != NULL ? req->url : "-");
+        addon_req_note(req, ADDON_NOTE_COLLAPSED, "authorization", (unsigned)count,
+                       "duplicate credential headers removed");
     addon_req_annotate(req, "github-app: %s%s",
                        flags & ADDON_GHAPP_REFRESHED ? "refreshed" : "cached",
                        flags & ADDON_GHAPP_SCOPED ? ", graphql-scoped" : "");
@@ -198,10 +195,7 @@ int addon_ghapp_strip_foreign(addon_req_t *req, const addon_replacements_t *r)
         }
     }
     if (removed)
-        addon_req_log(req,
-                      "STRIPPED header 'authorization' from %.*s %s (foreign credential "
-                      "blocked)",
-                      (int)req->method.len, req->method.base, req->url != NULL ? req->url : "-");
+        addon_req_note(req, ADDON_NOTE_STRIPPED, "authorization", 0, "foreign credential blocked");
     return removed;
 }
 
@@ -271,7 +265,7 @@ int addon_ghapp_graphql_scope(addon_req_t *req, const struct addon_ghrepos *repo
     static const char unreadable[] =
         "airlock could not read the repositories this GraphQL request targets and refused it.";
     if (len > ADDON_GHSCOPE_BODY_CAP) {
-        addon_req_log(req, "GraphQL repo-scope check failed: unreadable: <too-large>");
+        addon_req_note(req, ADDON_NOTE_GRAPHQL_SCOPE, NULL, 0, "unreadable: <too-large>");
         ghapp_scope_answer(req, ans, unreadable, "<too-large>");
         return 1;
     }
@@ -286,7 +280,7 @@ int addon_ghapp_graphql_scope(addon_req_t *req, const struct addon_ghrepos *repo
     if (e >= 0 && req->headers[e].value.len > 0 &&
         !(req->headers[e].value.len == 8 &&
           strncasecmp(req->headers[e].value.base, "identity", 8) == 0)) {
-        addon_req_log(req, "GraphQL repo-scope check failed: unreadable: <content-encoding>");
+        addon_req_note(req, ADDON_NOTE_GRAPHQL_SCOPE, NULL, 0, "unreadable: <content-encoding>");
         ghapp_scope_answer(req, ans, unreadable, "<content-encoding>");
         return 1;
     }
@@ -296,10 +290,10 @@ int addon_ghapp_graphql_scope(addon_req_t *req, const struct addon_ghrepos *repo
     if (v == ADDON_GHSCOPE_PASS)
         return 0;
     if (v < 0) {
-        addon_req_log(req, "GraphQL repo-scope check failed: internal: out of memory");
+        addon_req_note(req, ADDON_NOTE_GRAPHQL_SCOPE, NULL, 0, "internal: out of memory");
         snprintf(detail, sizeof(detail), "<internal-error>");
     } else if (v == ADDON_GHSCOPE_UNREADABLE) {
-        addon_req_log(req, "GraphQL repo-scope check failed: unreadable: %s", detail);
+        addon_req_note(req, ADDON_NOTE_GRAPHQL_SCOPE, NULL, 0, "unreadable: %s", detail);
     }
     ghapp_scope_answer(req, ans, v == ADDON_GHSCOPE_OUTSIDE ? outside : unreadable, detail);
     return 1;
@@ -307,8 +301,7 @@ int addon_ghapp_graphql_scope(addon_req_t *req, const struct addon_ghrepos *repo
 
 void addon_ghapp_refresh_failed(addon_req_t *req, addon_answer_t *ans, const char *why)
 {
-    addon_req_log(req, "GitHub App token refresh failed for %.*s %s: %s", (int)req->method.len,
-                  req->method.base, req->url != NULL ? req->url : "-", why);
+    addon_req_note(req, ADDON_NOTE_GHAPP_TOKEN, NULL, 0, "%s", why);
     addon_req_annotate(req, "github-app: refresh-failed");
     ans->status = 502;
     ans->error = "github_app_token_refresh_failed";

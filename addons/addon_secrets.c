@@ -206,11 +206,8 @@ static int secrets_one_name(addon_req_t *req, size_t first, addon_str_t sur, add
     if (count > 1) {
         char lname[ADDON_SECRETS_LOG_NAME_MAX + 1];
         secrets_log_name(name, lname);
-        addon_req_log(req,
-                      "COLLAPSED %zu duplicate '%s' headers in %.*s %s (duplicate credential "
-                      "headers removed)",
-                      count, lname, (int)req->method.len, req->method.base,
-                      url != NULL ? url : "-");
+        addon_req_note_at(req, url, ADDON_NOTE_COLLAPSED, lname, (unsigned)count,
+                       "duplicate credential headers removed");
         (*collapsed)++;
     }
     return 0;
@@ -332,8 +329,7 @@ static int secrets_entries(addon_req_t *req, const addon_replacements_t *repl, c
         res->dropped++;
         char lname[ADDON_SECRETS_LOG_NAME_MAX + 1];
         secrets_log_name(name, lname);
-        addon_req_log(req, "STRIPPED header '%s' from %.*s %s (foreign credential blocked)", lname,
-                      (int)req->method.len, req->method.base, url != NULL ? url : "-");
+        addon_req_note_at(req, url, ADDON_NOTE_STRIPPED, lname, 0, "foreign credential blocked");
     }
     return 0;
 }

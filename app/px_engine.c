@@ -177,34 +177,37 @@ static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind
     return 0;
 }
 
-/* A DNS line ("DNS TYPE NAME -> ANSWER") is written as it is, unless the query name holds a
- * real value or a canary of the snapshot's secret guard: the network log never holds a real
- * secret (docs/network-log.md), so the name is withheld and the entry named instead. The query
- * was answered like any other: nothing leaves airlock for a DNS query. */
-static void px__dns_log(px_log_t *log, const px_snapshot_t *snap, const char *line, size_t len)
+/* A DNS line ("DNS TYPE NAME -> ANSWER"), unless the query name holds a real value or a canary
+ * of the snapshot's secret guard: the network log never holds a real secret
+ * (docs/network-log.md), so the name is withheld and the entry named instead. The query was
+ * answered like any other: nothing leaves airlock for a DNS query. */
+static void px__dns_log(px_log_t *log, const px_snapshot_t *snap, const dns_log_fields_t *f)
 {
+    audit_event_t ev = {.kind = AUDIT_EV_DNS};
+    ev.dns_type = audit_s(f->type);
+    ev.host = (audit_str_t){f->name, f->name_len};
+    ev.reason = audit_s(f->answer);
     addon_leak_match_t mt;
-    const char *name = len > 4 ? memchr(line + 4, ' ', len - 4) : NULL;
-    const char *arrow = name != NULL ? memmem(name, len - (size_t)(name - line), " -> ", 4) : NULL;
-    if (snap == NULL || arrow == NULL || !addon_leak_scan(snap->leak, line, len, &mt)) {
-        px_log_line(log, line, len);
-        return;
+    char withheld[600];
+    if (snap != NULL && addon_leak_scan(snap->leak, f->name, f->name_len, &mt)) {
+        int n = snprintf(withheld, sizeof(withheld), "[name withheld: it holds %s %s]",
+                         addon_leak_kind_name(mt.kind), mt.name);
+        ev.host = (audit_str_t){withheld, n > 0 && (size_t)n < sizeof(withheld) ? (size_t)n
+                                                                                  : strlen(withheld)};
     }
-    px_log_printf(log, "%.*s [name withheld: it holds %s %s]%.*s", (int)(name - line), line,
-                  addon_leak_kind_name(mt.kind), mt.name, (int)(len - (size_t)(arrow - line)),
-                  arrow);
+    px_log_event(log, &ev);
 }
 
-static void on_dns_log(void *data, const char *line, size_t len)
+static void on_dns_log(void *data, const dns_log_fields_t *f)
 {
     px_engine_t *eng = data;
-    px__dns_log(eng->ctx.log, eng->ctx.scope.snap, line, len);
+    px__dns_log(eng->ctx.log, eng->ctx.scope.snap, f);
 }
 
-static void on_sandbox_dns_log(void *data, const char *line, size_t len)
+static void on_sandbox_dns_log(void *data, const dns_log_fields_t *f)
 {
     px_sandbox_t *sb = data;
-    px__dns_log(sb->scope.log, sb->scope.snap, line, len);
+    px__dns_log(sb->scope.log, sb->scope.snap, f);
 }
 
 /* --sandboxes: a query is answered for the sandbox of its source, or not at all. */

@@ -1,6 +1,7 @@
 /* DNS wire codec: parses one query, builds the answer (RFC 1035, RFC 6891). See dns_codec.h. */
 #include "dns/dns_codec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "base/px_err.h"
@@ -354,23 +355,10 @@ size_t dns_codec_type_text(uint16_t qtype, char out[DNS_CODEC_TYPE_TEXT_MAX])
     return n;
 }
 
-static size_t dns__put_str(char *out, const char *s)
+int dns_codec_log_fields(const dns_answer_info_t *info, const uint8_t proxy_ip[4],
+                         dns_log_fields_t *f)
 {
-    size_t n = strlen(s);
-
-    memcpy(out, s, n);
-    return n;
-}
-
-int dns_codec_log_line(const dns_answer_info_t *info, const uint8_t proxy_ip[4], char *buf,
-                       size_t cap)
-{
-    char type[DNS_CODEC_TYPE_TEXT_MAX];
     const char *status = NULL;
-    size_t type_len;
-    size_t n = 0;
-    int i;
-
     switch (info->kind) {
     case DNS_ANSWER_NONE:
         return 0;
@@ -390,35 +378,24 @@ int dns_codec_log_line(const dns_answer_info_t *info, const uint8_t proxy_ip[4],
         break;
     }
     if (info->name_known) {
-        type_len = dns_codec_type_text(info->qtype, type);
+        dns_codec_type_text(info->qtype, f->type);
+        f->name = info->name;
+        f->name_len = info->name_len;
     } else {
-        type[0] = '?';
-        type[1] = '\0';
-        type_len = 1;
+        snprintf(f->type, sizeof(f->type), "?");
+        f->name = "?";
+        f->name_len = 1;
     }
-    /* 4 "DNS ", 1 " ", 4 " -> ", 15 dotted quad or a status word, 1 NUL */
-    if (cap < 4 + type_len + 1 + (info->name_known ? info->name_len : 1) + 4 + 15 + 1)
-        return PX_ETOOBIG;
-    n += dns__put_str(buf + n, "DNS ");
-    memcpy(buf + n, type, type_len);
-    n += type_len;
-    buf[n++] = ' ';
-    if (info->name_known) {
-        memcpy(buf + n, info->name, info->name_len);
-        n += info->name_len;
-    } else {
-        buf[n++] = '?';
-    }
-    n += dns__put_str(buf + n, " -> ");
     if (status != NULL) {
-        n += dns__put_str(buf + n, status);
+        snprintf(f->answer, sizeof(f->answer), "%s", status);
     } else {
-        for (i = 0; i < 4; i++) {
+        size_t n = 0;
+        for (int i = 0; i < 4; i++) {
             if (i != 0)
-                buf[n++] = '.';
-            n += dns__put_u(buf + n, proxy_ip[i]);
+                f->answer[n++] = '.';
+            n += dns__put_u(f->answer + n, proxy_ip[i]);
         }
+        f->answer[n] = '\0';
     }
-    buf[n] = '\0';
-    return (int)n;
+    return 1;
 }

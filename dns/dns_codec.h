@@ -53,11 +53,19 @@ typedef struct dns_answer_info {
 int dns_codec_answer(const uint8_t *query, size_t len, const uint8_t proxy_ip[4], uint8_t *out,
                      size_t cap, dns_answer_info_t *info);
 
-/* Writes the log line for info ("DNS A example.com -> 10.199.1.100", "DNS AAAA x -> NODATA",
- * "DNS ? ? -> FORMERR" when the question was unreadable) into buf, NUL-terminated, without a
- * newline. Returns its length, 0 for DNS_ANSWER_NONE, or PX_ETOOBIG when cap is too small. */
-int dns_codec_log_line(const dns_answer_info_t *info, const uint8_t proxy_ip[4], char *buf,
-                       size_t cap);
+/* What the network log says of an answer, as fields (the proxy's audit event writes the line:
+ * "DNS A example.com -> 10.199.1.100", "DNS AAAA x -> NODATA", "DNS ? ? -> FORMERR" when the
+ * question was unreadable). */
+typedef struct dns_log_fields {
+    char type[DNS_CODEC_TYPE_TEXT_MAX]; /* the query type's mnemonic, "?" when unreadable */
+    const char *name;                   /* the query name (dig-style), "?" when unreadable */
+    size_t name_len;
+    char answer[16]; /* the dotted quad, or NODATA, NOTIMP, FORMERR, BADVERS */
+} dns_log_fields_t;
+
+/* Fills f for info (f->name borrows info). Returns 1, or 0 for DNS_ANSWER_NONE (no line). */
+int dns_codec_log_fields(const dns_answer_info_t *info, const uint8_t proxy_ip[4],
+                         dns_log_fields_t *f);
 
 /* Writes the mnemonic of qtype (A, AAAA, HTTPS, ..., else TYPE<n>) NUL-terminated into out
  * and returns its length. */

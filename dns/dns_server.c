@@ -71,7 +71,6 @@ struct dns_server {
     dns__udp_send_t sends[DNS_SERVER_UDP_SEND_POOL];
     uint8_t *udp_rbuf;
     uint8_t sbuf[DNS_CODEC_ANSWER_MAX];
-    char line[DNS_CODEC_LOG_LINE_MAX];
 };
 
 static void dns__conn_close(dns__conn_t *c);
@@ -99,8 +98,8 @@ static int dns__server_answer(dns_server_t *srv, const struct sockaddr *src, con
                               size_t len, uint8_t *out, size_t cap)
 {
     dns_answer_info_t info;
+    dns_log_fields_t f;
     int n;
-    int l;
     void *data = srv->data;
 
     if (srv->route != NULL && (data = srv->route(srv->data, src)) == NULL)
@@ -108,11 +107,8 @@ static int dns__server_answer(dns_server_t *srv, const struct sockaddr *src, con
     n = dns_codec_answer(q, len, srv->proxy_ip, out, cap, srv->log_cb != NULL ? &info : NULL);
     if (n <= 0)
         return 0;
-    if (srv->log_cb != NULL) {
-        l = dns_codec_log_line(&info, srv->proxy_ip, srv->line, sizeof(srv->line));
-        if (l > 0)
-            srv->log_cb(data, srv->line, (size_t)l);
-    }
+    if (srv->log_cb != NULL && dns_codec_log_fields(&info, srv->proxy_ip, &f))
+        srv->log_cb(data, &f);
     return n;
 }
 

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "dns/dns_codec.h"
+
 /* Concurrent TCP clients; one more is accepted and closed at once. */
 #define DNS_SERVER_TCP_CONNS_MAX 256
 /* A TCP client that neither completes a query nor takes an answer for this long is dropped
@@ -22,9 +24,10 @@
 
 typedef struct dns_server dns_server_t;
 
-/* Receives one line per answered query ("DNS A example.com -> 10.199.1.100"), NUL-terminated,
- * without a newline; line is borrowed for the call. Never called when no answer is sent. */
-typedef void (*dns_server_log_cb)(void *data, const char *line, size_t len);
+/* Receives what the log says of each answered query (the proxy writes the line "DNS A
+ * example.com -> 10.199.1.100"); f is borrowed for the call. Never called when no answer is
+ * sent. */
+typedef void (*dns_server_log_cb)(void *data, const dns_log_fields_t *f);
 /* Where a query from src goes (several sandboxes behind one responder): the data handed to
  * log_cb for its line, or NULL to send no answer at all. Called for every query, synchronously;
  * the pointer is used only within the call. */

@@ -84,7 +84,7 @@ static void px__repos_failed(px__ghmint_t *mt, const char *why)
         for (px_xchg_t *y = mt->waiters; y != x && !seen; y = y->gh.next)
             seen = y->log == x->log;
         if (!seen)
-            addon_req_log(x->view, "GitHub App repo node ID resolution failed: %s", why);
+            addon_req_note(x->view, ADDON_NOTE_GHAPP_REPOS, NULL, 0, "%s", why);
     }
     addon_ghrepos_free(mt->repos);
     mt->repos = NULL;

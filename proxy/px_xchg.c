@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "addons/addon_policy.h"
+#include "audit/audit_note.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
@@ -18,10 +19,11 @@
 
 /* ---- the addons' log lines ------------------------------------------------------------------- */
 
-static void on_addon_log(void *data, const char *line, size_t len)
+static void on_addon_log(void *data, const addon_note_t *note)
 {
     px_xchg_t *x = data;
-    px_log_line(x->log, line, len);
+    audit_event_t ev = audit_event_from_note(note);
+    px_log_event(x->log, &ev);
 }
 
 /* ---- timers ---------------------------------------------------------------------------------- */

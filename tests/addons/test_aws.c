@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "audit/audit_note.h"
 #include <openssl/evp.h>
 
 #include "addons/addon.h"
@@ -49,8 +50,13 @@ typedef struct fixture {
     size_t bodylen;
 } fixture_t;
 
-static void on_log(void *data, const char *line, size_t len)
+static void on_log(void *data, const addon_note_t *note)
 {
+    /* the line as the proxy writes it: the note as its audit event, rendered */
+    audit_event_t ev = audit_event_from_note(note);
+    char line[AUDIT_EVENT_LINE_CAP];
+    int rendered = audit_event_render(&ev, line, sizeof(line));
+    size_t len = rendered > 0 ? (size_t)rendered : 0;
     fixture_t *f = data;
     if (f->loglen + len + 2 > sizeof(f->log))
         fail_msg("log overflow");

@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "audit/audit_note.h"
 #include "addons/addon_ghapp.h"
 #include "addons/addon_replacements.h"
 #include "base/px_err.h"
@@ -371,8 +372,13 @@ static void test_ghapp_cache_expiry(void **state)
 
 static char logged[4096];
 
-static void on_log(void *data, const char *line, size_t len)
+static void on_log(void *data, const addon_note_t *note)
 {
+    /* the line as the proxy writes it: the note as its audit event, rendered */
+    audit_event_t ev = audit_event_from_note(note);
+    char line[AUDIT_EVENT_LINE_CAP];
+    int rendered = audit_event_render(&ev, line, sizeof(line));
+    size_t len = rendered > 0 ? (size_t)rendered : 0;
     (void)data;
     size_t o = strlen(logged);
     snprintf(logged + o, sizeof(logged) - o, "%.*s\n", (int)len, line);

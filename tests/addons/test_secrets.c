@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "audit/audit_note.h"
 #include "addons/addon.h"
 #include "addons/addon_replacements.h"
 #include "addons/addon_secrets.h"
@@ -23,8 +24,13 @@ typedef struct log_capture {
     unsigned lines;
 } log_capture_t;
 
-static void on_test_log(void *data, const char *line, size_t len)
+static void on_test_log(void *data, const addon_note_t *note)
 {
+    /* the line as the proxy writes it: the note as its audit event, rendered */
+    audit_event_t ev = audit_event_from_note(note);
+    char line[AUDIT_EVENT_LINE_CAP];
+    int rendered = audit_event_render(&ev, line, sizeof(line));
+    size_t len = rendered > 0 ? (size_t)rendered : 0;
     log_capture_t *c = data;
     if (c->len + len + 2 > sizeof(c->text))
         fail_msg("log capture overflow");

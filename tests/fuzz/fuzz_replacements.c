@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/audit_note.h"
 #include "addons/addon.h"
 #include "addons/addon_replacements.h"
 #include "addons/addon_secrets.h"
@@ -25,8 +26,13 @@ static const char fuzz_fixed_map[] =
     "\"secret_access_key\": \"S\", \"scopes\": [\"*\"]}}";
 
 /* data: NULL, or a real value that must never appear in a log line. */
-static void on_fuzz_log(void *data, const char *line, size_t len)
+static void on_fuzz_log(void *data, const addon_note_t *note)
 {
+    /* the line as the proxy writes it: the note as its audit event, rendered */
+    audit_event_t ev = audit_event_from_note(note);
+    char line[AUDIT_EVENT_LINE_CAP];
+    int rendered = audit_event_render(&ev, line, sizeof(line));
+    size_t len = rendered > 0 ? (size_t)rendered : 0;
     const char *secret = data;
     if (strlen(line) != len)
         __builtin_trap();
