@@ -34,14 +34,12 @@ void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
     } else {
         ev.annot = audit_s(x->view != NULL ? x->view->annot : "");
         size_t tl = tail != NULL ? strlen(tail) : 0;
-        if (tl >= 3 && strncmp(tail, " (", 2) == 0 && tail[tl - 1] == ')') {
+        if (tl >= 3 && strncmp(tail, " (", 2) == 0 && tail[tl - 1] == ')')
             ev.tail = (audit_str_t){tail + 2, tl - 3};
-        } else if (tl > 0) {
-            /* not the " (...)" shape: written as it is */
-            px_log_printf(x->log, "%s %s %s -> %d%.*s%s", verdict, x->method, url, status,
-                          (int)ev.annot.len, ev.annot.base, tail);
-            return;
-        }
+        else if (tl >= 2 && strncmp(tail, " (", 2) == 0)
+            ev.tail = (audit_str_t){tail + 2, tl - 2}; /* cut short by its buffer: closed here */
+        else if (tl > 0)
+            ev.tail = (audit_str_t){tail, tl};
     }
     px_log_event(x->log, &ev);
 }
