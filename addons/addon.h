@@ -90,7 +90,8 @@ typedef struct addon_req {
     /* the allowlist's decision, made once by the allowlist addon: later addons read it */
     int decided;
     int allowed;
-    const struct addon_policy_graphql *graphql;    /* the graphql block of the entry that allowed */
+    const struct addon_policy_graphql *graphql; /* the graphql block of the entry that allowed */
+    int warn; /* warn mode let it go on (the allowlist would block it): logged WARN */
     addon_header_t headers[ADDON_MAX_HEADERS + 8]; /* room for a few added headers */
     size_t nheaders;
     addon_arena_t *arena;        /* lazily created; freed by addon_req_reset() */

@@ -4,6 +4,30 @@
 
 #include "addons/addon_policy.h"
 
+/* Warn mode (docs/allowlist.md): the request goes on; its line says WARN and what would have
+ * blocked it. */
+static void allowlist_warn(addon_req_t *req, const addon_policy_t *p, addon_policy_verdict_t v,
+                           size_t index)
+{
+    req->warn = 1;
+    switch (v) {
+    case ADDON_POLICY_BLOCK_LISTED: {
+        const char *src = addon_policy_entry_src(p, ADDON_POLICY_BLOCKS, index);
+        addon_req_annotate(req, "warn: block[%zu]%s%s", index, src[0] ? " " : "", src);
+        break;
+    }
+    case ADDON_POLICY_BLOCK_METHOD:
+        addon_req_annotate(req, "warn: method not allowed");
+        break;
+    case ADDON_POLICY_BLOCK_PORT:
+        addon_req_annotate(req, "warn: port not allowed");
+        break;
+    default:
+        addon_req_annotate(req, "warn: host/path not in allowlist");
+        break;
+    }
+}
+
 static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t *ans)
 {
     (void)self;
@@ -15,7 +39,16 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
         .tls = req->tls,
     };
     addon_policy_decision_t d;
-    addon_policy_decide(req->config != NULL ? req->config->policy : NULL, &q, &d);
+    const addon_policy_t *p = req->config != NULL ? req->config->policy : NULL;
+    addon_policy_decide(p, &q, &d);
+    if (d.allowed && d.warn_block != 0) /* a block entry in warn mode matched: noted only */
+        allowlist_warn(req, p, ADDON_POLICY_BLOCK_LISTED, d.warn_block - 1);
+    else if (!d.allowed && addon_policy_warn_mode(p) && d.verdict != ADDON_POLICY_BLOCK_PRECHECK)
+        allowlist_warn(req, p, d.verdict, d.index); /* the pre-checks are never relaxed */
+    if (req->warn && !d.allowed) {
+        d.allowed = 1;
+        d.graphql = NULL; /* no entry allowed it: no GraphQL operation list applies */
+    }
     req->decided = 1; /* the later addons read the decision from the view (the GraphQL block) */
     req->allowed = d.allowed;
     req->graphql = d.allowed ? d.graphql : NULL;

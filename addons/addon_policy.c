@@ -223,6 +223,11 @@ static void policy_decide_reading(const addon_policy_t *p, const addon_policy_qu
         const addon__policy_entry_t *e = &p->blocks.v[i];
         if (policy_host_ok(e, host) && policy_path_ok(e, path, plen, 1) &&
             policy_method_ok(e, q->method)) {
+            if (e->warn) { /* blocks nothing: noted, and the request is decided without it */
+                if (d->warn_block == 0)
+                    d->warn_block = i + 1;
+                continue;
+            }
             d->verdict = ADDON_POLICY_BLOCK_LISTED;
             d->kind = ADDON_POLICY_BLOCKS;
             d->index = i;
@@ -302,7 +307,10 @@ static void policy_decide_others(const addon_policy_t *p, const addon_policy_que
         size_t r_len = n + len - plen;
         policy_decide_reading(p, q, host, buf, r_len, &r);
         r.reading = how;
+        if (d->warn_block == 0)
+            d->warn_block = r.warn_block;
         if (r.verdict == ADDON_POLICY_BLOCK_LISTED) {
+            r.warn_block = d->warn_block;
             *d = r;
             return;
         }
@@ -311,8 +319,11 @@ static void policy_decide_others(const addon_policy_t *p, const addon_policy_que
         if (d->graphql == NULL)
             d->graphql = r.graphql != NULL ? r.graphql : policy_graphql_any(p, host, buf, n, r_len);
     }
-    if (d->allowed && first_no.reading != 0)
+    if (d->allowed && first_no.reading != 0) {
+        size_t wb = d->warn_block; /* a warn block entry that matched any reading is noted */
         *d = first_no;
+        d->warn_block = wb;
+    }
 }
 
 /* path[0..len) is the decoded path+query, its path part path[0..plen). */
@@ -397,6 +408,19 @@ int addon_policy_has_host(const addon_policy_t *p, addon_str_t host, uint16_t po
     return 0;
 }
 
+const char *addon_policy_entry_src(const addon_policy_t *p, addon_policy_kind_t kind, size_t index)
+{
+    const addon__policy_list_t *l = addon__policy_list(p, kind);
+    if (l == NULL || index >= l->n || l->v[index].src == NULL)
+        return "";
+    return l->v[index].src;
+}
+
+int addon_policy_warn_mode(const addon_policy_t *p)
+{
+    return p != NULL && p->warn;
+}
+
 int addon_policy_host_blocked(const addon_policy_t *p, addon_str_t host, size_t *index)
 {
     if (p == NULL)
@@ -405,7 +429,7 @@ int addon_policy_host_blocked(const addon_policy_t *p, addon_str_t host, size_t 
     host = policy_norm_host(host, hbuf);
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
-        if (e->path.len == 0 && e->nmethods == 0 && policy_host_ok(e, host)) {
+        if (!e->warn && e->path.len == 0 && e->nmethods == 0 && policy_host_ok(e, host)) {
             if (index != NULL)
                 *index = i;
             return 1;
@@ -431,7 +455,7 @@ int addon_policy_host_get_open(const addon_policy_t *p, addon_str_t host)
     /* a block on any path of the host takes some GET away: not open */
     for (size_t i = 0; i < p->blocks.n; i++) {
         const addon__policy_entry_t *e = &p->blocks.v[i];
-        if (policy_host_ok(e, host) && policy_method_ok(e, get))
+        if (!e->warn && policy_host_ok(e, host) && policy_method_ok(e, get))
             return 0;
     }
     for (size_t i = 0; i < p->domains.n; i++) {

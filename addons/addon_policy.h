@@ -112,8 +112,10 @@ typedef struct addon_policy_decision {
     const addon_policy_graphql_t *graphql; /* allowed by a url_prefixes entry with a graphql
                                               block (for any reading of the path): its rules
                                               (borrowed), else NULL */
-    unsigned reading; /* blocked: the reading of the path that was (PX_PATH_* bits of
-                         base/px_path.h; 0 = as sent) */
+    unsigned reading;  /* blocked: the reading of the path that was (PX_PATH_* bits of
+                          base/px_path.h; 0 = as sent) */
+    size_t warn_block; /* 1 + the index of a block entry with `mode: warn` that matched (it
+                          blocked nothing: the request was decided without it); 0: none */
 } addon_policy_decision_t;
 
 /* The readings of a path (base/px_path.h): a request is allowed only if every reading of its
@@ -170,6 +172,12 @@ size_t addon_policy_count(const addon_policy_t *p, addon_policy_kind_t kind);
  * allocates. The decision's patterns stay valid while the caller holds p. */
 void addon_policy_decide(const addon_policy_t *p, const addon_policy_query_t *q,
                          addon_policy_decision_t *d);
+
+/* Where entry index of list kind was written ("file:line"), or "" (static storage or p's). */
+const char *addon_policy_entry_src(const addon_policy_t *p, addon_policy_kind_t kind, size_t index);
+
+/* 1 when the allowlist says `mode: warn`: a request it would block goes on, logged WARN. */
+int addon_policy_warn_mode(const addon_policy_t *p);
 
 /* 1 when some entry (domains first, then url_prefixes) matches host and allows port, whatever
  * the path and method (CONNECT and SNI-time checks); else 0. *passthrough (may be NULL) gets

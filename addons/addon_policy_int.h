@@ -29,6 +29,8 @@ typedef struct addon__policy_entry {
     int passthrough;
     addon_policy_graphql_t *graphql; /* url_prefixes only; NULL = no graphql block */
     char *src; /* where it was written: "file:line", "default", ...; NULL = not said */
+    int warn;  /* block entries: `mode: warn`: it blocks nothing, a request it matches is logged
+                  WARN (addon_policy_decision_t.warn_block) */
 } addon__policy_entry_t;
 
 /* An entry that a block entry took out of the effective list (agentbox's block_hosts). */
@@ -60,6 +62,8 @@ struct addon_policy {
     size_t nbudgets;
     char **fetch_pass; /* provider_fetch_pass names (addon_provider_pass.c) */
     size_t nfetch_pass;
+    int warn; /* `mode: warn`: what the policy would block goes on, logged WARN (the guards of
+                 the proxy itself stay: docs/allowlist.md, "Warn mode") */
 };
 
 /* A new policy named name (copied), one reference; NULL when out of memory. */

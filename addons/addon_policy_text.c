@@ -197,6 +197,8 @@ static void out_yaml_map(addon_out_t *o, const addon__policy_entry_t *e)
     }
     if (e->passthrough)
         addon_out_fmt(o, "    tls: passthrough\n");
+    if (e->warn)
+        addon_out_fmt(o, "    mode: warn\n");
     if (e->graphql != NULL)
         out_graphql(o, e->graphql, 1);
 }
@@ -215,6 +217,8 @@ size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t l
                           "allow_file) - block_hosts\n");
     addon_out_fmt(&o, "# airlock's own format: it loads unchanged with --allowlist. Blocks are "
                       "checked first and win.\n");
+    if (p != NULL && p->warn)
+        addon_out_fmt(&o, "mode: warn  # what this allowlist would block goes on, logged WARN\n");
     static const addon_policy_kind_t kinds[] = {ADDON_POLICY_BLOCKS, ADDON_POLICY_DOMAINS,
                                                 ADDON_POLICY_URL_PREFIXES};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {

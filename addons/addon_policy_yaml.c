@@ -10,12 +10,12 @@
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
-static const char *const policy_top_keys[] = {"domains", "url_prefixes",        "block",
-                                              "budgets", "provider_fetch_pass", NULL};
+static const char *const policy_top_keys[] = {
+    "domains", "url_prefixes", "block", "budgets", "provider_fetch_pass", "mode", NULL};
 static const char *const policy_entry_keys[] = {"host",  "path",    "methods",
                                                 "ports", "tls",     "graphql", NULL};
 static const char *const policy_graphql_keys[] = {"queries", "mutations", "subscriptions", NULL};
-static const char *const policy_block_keys[] = {"host", "path", "methods", NULL};
+static const char *const policy_block_keys[] = {"host", "path", "methods", "mode", NULL};
 
 static int policy_nomem(char *err, size_t errlen)
 {
@@ -203,7 +203,8 @@ static int policy_url_entry(const addon_yaml_node_t *n, const char *list, size_t
     int rc = addon_yaml_expect(n, ADDON_YAML_MAP, what, err, errlen);
     if (rc != 0)
         return rc;
-    rc = addon_yaml_check_keys(n, policy_entry_keys, what, err, errlen);
+    if (strcmp(list, "block") != 0) /* a block entry's keys were checked against its own list */
+        rc = addon_yaml_check_keys(n, policy_entry_keys, what, err, errlen);
     if (rc != 0)
         return rc;
     char sub[ADDON__POLICY_WHAT_MAX + 16];
@@ -315,6 +316,24 @@ static int policy_urls(addon_policy_t *p, const addon_yaml_node_t *n, char *err,
 }
 
 /* block: [ "host glob", {host, path, methods}, ... ] */
+/* `mode: enforce` (the default) or `mode: warn`: *warn 0 or 1. */
+static int policy_mode(const addon_yaml_node_t *n, const char *what, int *warn, char *err,
+                       size_t errlen)
+{
+    const char *s;
+    size_t len;
+    int rc = addon_yaml_get_string(n, what, &s, &len, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (len == 7 && memcmp(s, "enforce", 7) == 0)
+        *warn = 0;
+    else if (len == 4 && memcmp(s, "warn", 4) == 0)
+        *warn = 1;
+    else
+        return addon_yaml_errorf(n, err, errlen, "%s: expected 'enforce' or 'warn'", what);
+    return 0;
+}
+
 static int policy_block_entry(const addon_yaml_node_t *n, size_t idx, addon__policy_entry_t *e,
                               char *err, size_t errlen)
 {
@@ -331,6 +350,13 @@ static int policy_block_entry(const addon_yaml_node_t *n, size_t idx, addon__pol
     rc = addon_yaml_check_keys(n, policy_block_keys, what, err, errlen);
     if (rc != 0)
         return rc;
+    const addon_yaml_node_t *mode = addon_yaml_get(n, "mode");
+    if (mode != NULL) {
+        snprintf(what, sizeof(what), "block[%zu].mode", idx);
+        rc = policy_mode(mode, what, &e->warn, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
     /* The same keys as a url_prefixes entry, minus ports and tls: a block holds on every port. */
     return policy_url_entry(n, "block", idx, e, err, errlen);
 }
@@ -358,6 +384,8 @@ static int policy_from_root(addon_policy_t *p, const addon_yaml_node_t *root, ch
                                  "'url_prefixes', got %s",
                                  addon_yaml_type_name(addon_yaml_type(root)));
     int rc = addon_yaml_check_keys(root, policy_top_keys, NULL, err, errlen);
+    if (rc == 0 && addon_yaml_get(root, "mode") != NULL)
+        rc = policy_mode(addon_yaml_get(root, "mode"), "mode", &p->warn, err, errlen);
     if (rc != 0)
         return rc;
     const addon_yaml_node_t *blocks = addon_yaml_get(root, "block");

@@ -295,6 +295,8 @@ static int audit__access(audit_str_t s, audit_event_t *out)
         out->verdict = AUDIT_EV_ALLOWED;
     else if (audit_str_eq(w, "BLOCKED"))
         out->verdict = AUDIT_EV_BLOCKED;
+    else if (audit_str_eq(w, "WARN"))
+        out->verdict = AUDIT_EV_WARN; /* warn mode: forwarded, the allowlist would block it */
     else
         out->verdict = AUDIT_EV_ERROR;
     out->kind = AUDIT_EV_REQUEST;
@@ -476,7 +478,8 @@ static int audit__dispatch(audit_str_t s, audit_event_t *out)
         out->kind = AUDIT_EV_TASK_START;
         return 0;
     }
-    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") || audit__starts(s, "ERROR "))
+    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") ||
+        audit__starts(s, "ERROR ") || audit__starts(s, "WARN "))
         return audit__access(s, out);
     if (audit__starts(s, "DNS "))
         return audit__dns(s, out);
@@ -731,6 +734,8 @@ const char *audit_event_verdict_word(audit_event_verdict_t v)
         return "BLOCKED";
     case AUDIT_EV_ERROR:
         return "ERROR";
+    case AUDIT_EV_WARN:
+        return "WARN";
     default:
         return "";
     }

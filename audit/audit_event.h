@@ -117,7 +117,7 @@ typedef struct audit_event {
 audit_event_t audit_event_access(audit_event_kind_t kind, audit_event_verdict_t verdict,
                                  const char *method, const char *url, int status);
 
-/* The verdict's word ("allowed", "BLOCKED", "ERROR"; "" for the others). */
+/* The verdict's word ("allowed", "BLOCKED", "ERROR", "WARN"; "" for the others). */
 const char *audit_event_verdict_word(audit_event_verdict_t v);
 
 /* Writes ev's line (no newline) into buf (cap bytes, NUL-terminated): every byte that is not

@@ -43,6 +43,7 @@ static int audit__access(const audit_event_t *ev, audit_line_t *out)
         return audit__fail(out, "unexpected text after the status");
     out->verdict = ev->verdict == AUDIT_EV_ALLOWED   ? AUDIT_ALLOWED
                    : ev->verdict == AUDIT_EV_BLOCKED ? AUDIT_BLOCKED
+                   : ev->verdict == AUDIT_EV_WARN    ? AUDIT_WARNED
                                                      : AUDIT_ERROR;
     out->status = ev->status;
     out->annot = ev->annot;

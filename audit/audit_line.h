@@ -35,6 +35,7 @@ typedef enum audit_verdict {
     AUDIT_ALLOWED = 0,
     AUDIT_BLOCKED,
     AUDIT_ERROR,
+    AUDIT_WARNED, /* WARN: forwarded in warn mode; the allowlist would have blocked it */
 } audit_verdict_t;
 
 typedef struct audit_line {

@@ -88,7 +88,7 @@ static void audit__timeline(audit_report_t *r, audit_verdict_t v)
     audit_rep_bucket_t *b = &r->buckets[i / r->width];
     if (v == AUDIT_ALLOWED)
         b->allowed++;
-    else if (v == AUDIT_BLOCKED)
+    else if (v == AUDIT_BLOCKED || v == AUDIT_WARNED)
         b->blocked++;
     else
         b->errors++;
@@ -230,7 +230,8 @@ static void audit__access(audit_report_t *r, const audit_line_t *l, const char *
         r->allowed++;
         if (h != NULL)
             h->allowed++;
-    } else if (l->verdict == AUDIT_BLOCKED) {
+    } else if (l->verdict == AUDIT_BLOCKED || l->verdict == AUDIT_WARNED) {
+        /* a WARN line is counted with what the allowlist blocks: warn mode is for seeing that */
         r->blocked++;
         if (h != NULL)
             h->blocked++;

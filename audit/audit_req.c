@@ -32,6 +32,8 @@ static int audit__then_allowed(const audit_line_t *l)
 {
     if (l->verdict == AUDIT_ALLOWED)
         return 1;
+    if (l->verdict == AUDIT_WARNED)
+        return 0; /* warn mode let it go on: the allowlist would have blocked it */
     if (l->verdict == AUDIT_ERROR)
         return 1; /* upstream failures, signing failures: all after the policy */
     if (l->status == 403 && l->tail.len == 0)
@@ -79,7 +81,8 @@ int audit_req_from_line(const audit_line_t *l, audit_req_t *r)
     if (connect) {
         if (l->verdict == AUDIT_ALLOWED && l->status == 200)
             then = 1;
-        else if (l->verdict == AUDIT_BLOCKED && l->status == 403 && l->tail.len == 0)
+        else if ((l->verdict == AUDIT_BLOCKED && l->status == 403 && l->tail.len == 0) ||
+                 (l->verdict == AUDIT_WARNED && l->status == 200))
             then = 0;
         else
             return audit__not(r, "CONNECT line not decided by the allowlist");

@@ -182,7 +182,12 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     size_t bi;
     if (!ok && addon_policy_host_blocked(snap->cfg.policy, h, &bi))
         addon_policy_block_message(snap->cfg.policy, bi, block_msg, sizeof(block_msg));
+    /* warn mode: the CONNECT is intercepted (never passed through) and each request inside is
+     * decided, and logged WARN, on its own */
+    int warn = !ok && addon_policy_warn_mode(snap->cfg.policy);
     px_snapshot_unref(snap);
+    if (warn)
+        ok = 1;
     if (!ok) {
         audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
         px_log_event(c->log, &ev);
@@ -209,7 +214,9 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     px_msg_free(m);
     snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
     c->tunnel_port = pre->port;
-    audit_event_t ev = px__connect_ev(c, AUDIT_EV_ALLOWED, 200);
+    audit_event_t ev = px__connect_ev(c, warn ? AUDIT_EV_WARN : AUDIT_EV_ALLOWED, 200);
+    if (warn)
+        ev.annot = audit_s(" [warn: host not in allowlist]");
     if (passthrough)
         ev.kind = AUDIT_EV_TUNNEL;
     px_log_event(c->log, &ev);

@@ -15,6 +15,8 @@ static audit_event_verdict_t px__x_verdict(const char *v)
         return AUDIT_EV_ALLOWED;
     if (strcmp(v, "ERROR") == 0)
         return AUDIT_EV_ERROR;
+    if (strcmp(v, "WARN") == 0)
+        return AUDIT_EV_WARN;
     return AUDIT_EV_BLOCKED;
 }
 
@@ -27,6 +29,8 @@ void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
         return;
     x->logged = 1;
     const char *url = x->pre.url[0] != '\0' ? x->pre.url : "-";
+    if (x->view != NULL && x->view->warn && strcmp(verdict, "allowed") == 0)
+        verdict = "WARN"; /* warn mode let it go on: the allowlist would have blocked it */
     audit_event_t ev =
         audit_event_access(AUDIT_EV_REQUEST, px__x_verdict(verdict), x->method, url, status);
     if (status < 0) {

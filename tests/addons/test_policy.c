@@ -696,8 +696,8 @@ typedef struct error_case {
 static const error_case_t error_cases[] = {
     /* Unknown keys, top level and in an entry. */
     {"domains: [a.com]\ndomain: [b.com]\n", PX_ECONFIG,
-     "al.yaml:2:1: unknown key 'domain' (expected domains, url_prefixes, block, budgets or "
-     "provider_fetch_pass)"},
+     "al.yaml:2:1: unknown key 'domain' (expected domains, url_prefixes, block, budgets, "
+     "provider_fetch_pass or mode)"},
     {"url_prefixes:\n  - host: a.com\n    paths: /x\n", PX_ECONFIG,
      "al.yaml:3:5: url_prefixes[0]: unknown key 'paths' (expected host, path, methods, ports, "
      "tls or graphql)"},
@@ -711,7 +711,7 @@ static const error_case_t error_cases[] = {
     {"url_prefixes:\n  - host: api.github.com\n    graphql: [viewer]\n", PX_ECONFIG,
      "al.yaml:3:14: url_prefixes[0].graphql: expected a mapping, got a sequence"},
     {"block:\n  - host: api.github.com\n    graphql: {}\n", PX_ECONFIG,
-     "al.yaml:3:5: block[0]: unknown key 'graphql' (expected host, path or methods)"},
+     "al.yaml:3:5: block[0]: unknown key 'graphql' (expected host, path, methods or mode)"},
     /* Top level that is not a mapping. */
     {"- a.com\n- b.com\n", PX_ECONFIG,
      "al.yaml:1:1: the allowlist must be a mapping with 'domains' and/or 'url_prefixes', got a "

@@ -487,7 +487,7 @@ static const format_error_case_t format_error_cases[] = {
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {path: /x}\n", PX_ECONFIG,
      "al.yaml:2:5: block[0]: missing required key 'host'"},
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {host: a.com, ports: [1]}\n", PX_ECONFIG,
-     "al.yaml:2:19: block[0]: unknown key 'ports' (expected host, path or methods)"},
+     "al.yaml:2:19: block[0]: unknown key 'ports' (expected host, path, methods or mode)"},
     {"al.yaml", ADDON_POLICY_FORMAT_NATIVE, "block:\n  - {host: a.com, methods: [\"G T\"]}\n",
      PX_ECONFIG,
      "al.yaml:2:29: block[0].methods[0]: a method is an HTTP token (letters, digits, "
