@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
     char err[200] = "";
     int rc = px_sandbox_conf_parse(sb, text, err, sizeof(err));
-    if (rc == 0 && (sb->nsrc == 0 || sb->nsrc > PX_SB_SOURCES_MAX))
+    if (rc == 0 && (sb->scope.nsrc == 0 || sb->scope.nsrc > PX_SB_SOURCES_MAX))
         __builtin_trap();
     if (rc != 0 && err[0] == '\0')
         __builtin_trap();
