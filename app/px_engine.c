@@ -22,6 +22,8 @@
 #include "base/px_err.h"
 #include "proxy/px_policy.h"
 #include "app/px_sandbox.h"
+#include "app/px_metrics_http.h"
+#include "proxy/px_metrics.h"
 #include "net/px_tls.h"
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
@@ -49,6 +51,8 @@ static void px__engine_stop(px_engine_t *eng)
         dns_server_close(eng->dns, on_dns_closed, NULL);
     eng->dns = NULL;
     px_client_close_all(&eng->ctx, "proxy shutting down");
+    px_metrics_http_stop(eng->metrics);
+    eng->metrics = NULL;
     px_upmgr_close_idle(eng->ctx.scope.up);
     px_sandboxes_stop(&eng->sandboxes);
     if (eng->resolver != NULL)
@@ -114,11 +118,17 @@ static void on_signal(uv_signal_t *s, int signum)
     px_engine_t *eng = s->data;
     if (signum == SIGHUP && eng->ctx.cfg->sandboxes_dir != NULL) {
         px_sandboxes_load(&eng->sandboxes, 0);
+        px_metrics()->reloads_ok++; /* each sandbox keeps its policy when its files are bad */
         return;
     }
     if (signum == SIGHUP) {
         px_snapshot_t *n = NULL;
-        if (px_snapshot_load(eng->ctx.cfg, 0, &n) == 0) {
+        int loaded = px_snapshot_load(eng->ctx.cfg, 0, &n) == 0;
+        if (loaded)
+            px_metrics()->reloads_ok++;
+        else
+            px_metrics()->reloads_failed++;
+        if (loaded) {
             px_snapshot_t *old = eng->ctx.scope.snap;
             eng->ctx.scope.snap = n;
             px_snapshot_unref(old);
@@ -493,6 +503,14 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
         if (!tcp[i].l->enabled)
             continue;
         if (px__listen(eng, tcp[i].l, tcp[i].kind, tcp[i].name, bound, sizeof(bound)) != 0)
+            return -1;
+        if (rlen < cap)
+            rlen += (size_t)snprintf(ready + rlen, cap - rlen, "%s %s", rlen > 0 ? "," : "", bound);
+    }
+    if (cfg->metrics.enabled) { /* its own listener: never one the agent's traffic reaches */
+        char bound[128];
+        if (px_metrics_http_start(&eng->ctx, &cfg->metrics, &eng->metrics, bound, sizeof(bound)) !=
+            0)
             return -1;
         if (rlen < cap)
             rlen += (size_t)snprintf(ready + rlen, cap - rlen, "%s %s", rlen > 0 ? "," : "", bound);

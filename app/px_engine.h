@@ -42,6 +42,7 @@ struct px_engine {
     dns_server_t *dns;
     dns_resolver_t *resolver;
     px_sandboxes_t sandboxes;   /* --sandboxes (px_sandbox.h) */
+    struct px_metrics_http *metrics; /* --metrics: its listener (px_metrics_http.h), or NULL */
     uint64_t reads_seen;        /* loop.reads at the last trim check */
     uint64_t reads_trimmed;     /* ... and at the last trim */
 };

@@ -43,6 +43,7 @@ static const char px__usage[] =
     "  --listen-https ADDR:PORT   [0.0.0.0:443]\n"
     "  --listen-proxy ADDR:PORT   explicit forward proxy (HTTP_PROXY, CONNECT) [off]\n"
     "  --listen-transparent A:P   connections redirected by iptables/nftables [off]\n"
+    "  --metrics ADDR:PORT        Prometheus /metrics on a listener of its own [off]\n"
     "  --client-idle-timeout S    idle client connection [600]\n"
     "  --upstream-timeout S       upstream first byte / stall [600]\n"
     "  --connect-timeout S        upstream connect [10]\n"

@@ -24,6 +24,7 @@ void px_config_defaults(px_config_t *cfg)
     px_listen_parse(&cfg->listen_https, "0.0.0.0:443");
     px_listen_parse(&cfg->listen_proxy, "off");
     px_listen_parse(&cfg->listen_transparent, "off");
+    px_listen_parse(&cfg->metrics, "off");
     cfg->client_idle_ms = PX_CLIENT_IDLE_MS;
     cfg->upstream_first_byte_ms = PX_UPSTREAM_FIRST_BYTE_MS;
     cfg->connect_ms = PX_CONNECT_MS;
@@ -212,6 +213,7 @@ enum {
     OPT_HANDSHAKE,
     OPT_VERBOSE,
     OPT_SANDBOXES,
+    OPT_METRICS,
     OPT_CA_CONV,
     OPT_CA_DAYS,
 };
@@ -240,6 +242,7 @@ static const struct option px__run_opts[] = {
     {"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE},
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"sandboxes", required_argument, NULL, OPT_SANDBOXES},
+    {"metrics", required_argument, NULL, OPT_METRICS},
     {NULL, 0, NULL, 0},
 };
 
@@ -270,6 +273,41 @@ static int px__ms(const char *v, uint64_t *out)
         return PX_ECONFIG;
     *out = n * mult;
     return 0;
+}
+
+/* The listener options of `airlock run`: as px__run_opt. */
+static int px__listen_opt(px_config_t *cfg, int c, const char *v, const char **what)
+{
+    int rc = 0;
+    switch (c) {
+    case OPT_LISTEN_DNS:
+        rc = px_listen_parse(&cfg->listen_dns, v);
+        *what = "--listen-dns";
+        break;
+    case OPT_LISTEN_HTTP:
+        rc = px_listen_parse(&cfg->listen_http, v);
+        *what = "--listen-http";
+        break;
+    case OPT_LISTEN_HTTPS:
+        rc = px_listen_parse(&cfg->listen_https, v);
+        *what = "--listen-https";
+        break;
+    case OPT_LISTEN_PROXY:
+        rc = px_listen_parse(&cfg->listen_proxy, v);
+        *what = "--listen-proxy";
+        break;
+    case OPT_LISTEN_TRANSPARENT:
+        rc = px_listen_parse(&cfg->listen_transparent, v);
+        *what = "--listen-transparent";
+        break;
+    case OPT_METRICS:
+        rc = px_listen_parse(&cfg->metrics, v);
+        *what = "--metrics";
+        break;
+    default:
+        break;
+    }
+    return rc;
 }
 
 /* Applies one `airlock run` option c with value v; sets *what to the option's name for an
@@ -322,24 +360,12 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
             rc = px_cidr_parse(&cfg->allow_cidrs[cfg->n_allow_cidrs++], v);
         break;
     case OPT_LISTEN_DNS:
-        rc = px_listen_parse(&cfg->listen_dns, v);
-        *what = "--listen-dns";
-        break;
     case OPT_LISTEN_HTTP:
-        rc = px_listen_parse(&cfg->listen_http, v);
-        *what = "--listen-http";
-        break;
     case OPT_LISTEN_HTTPS:
-        rc = px_listen_parse(&cfg->listen_https, v);
-        *what = "--listen-https";
-        break;
     case OPT_LISTEN_PROXY:
-        rc = px_listen_parse(&cfg->listen_proxy, v);
-        *what = "--listen-proxy";
-        break;
     case OPT_LISTEN_TRANSPARENT:
-        rc = px_listen_parse(&cfg->listen_transparent, v);
-        *what = "--listen-transparent";
+    case OPT_METRICS:
+        rc = px__listen_opt(cfg, c, v, what);
         break;
     case OPT_IDLE:
         rc = px__ms(v, &cfg->client_idle_ms);

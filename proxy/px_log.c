@@ -1,4 +1,5 @@
 #include "proxy/px_log.h"
+#include "proxy/px_metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -256,6 +257,7 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
 
 void px_log_event(px_log_t *log, const audit_event_t *ev)
 {
+    px_metrics_event(ev); /* every decision is counted, logged or not (--metrics) */
     if (!px_log_enabled(log))
         return;
     /* rendered whole (escaped, cut and marked) by the one module that also reads lines back */

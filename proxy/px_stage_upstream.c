@@ -42,7 +42,7 @@ int px__x_sink_up(void *data, const char *buf, size_t len)
     px_xchg_t *x = data;
     if (x->up == NULL)
         return PX_ESTATE;
-    px_up_data(x->up, buf, len);
+    px__x_up_data(x, buf, len);
     return 0;
 }
 
@@ -133,7 +133,7 @@ static void px__open(px_xchg_t *x)
     x->sink = PX__SINK_UP;
     if (buffered) {
         if (x->gath.outlen > 0)
-            px_up_data(x->up, x->gath.out, x->gath.outlen);
+            px__x_up_data(x, x->gath.out, x->gath.outlen);
         px_up_end(x->up, NULL);
         free(x->gath.out);
         x->gath.out = NULL;

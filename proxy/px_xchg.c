@@ -11,6 +11,7 @@
 #include "proxy/px_answer.h"
 #include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
+#include "proxy/px_metrics.h"
 #include "base/px_err.h"
 #include "http/px_h1.h"
 #include "proxy/px_policy.h"
@@ -140,6 +141,7 @@ px_xchg_t *px_xchg_start(px_ctx_t *ctx, const px_xchg_from_t *from, px_msg_t *m,
         return NULL;
     }
     x->ctx = ctx;
+    x->t0 = uv_hrtime();
     x->log = from->log;
     x->upmgr = from->up;
     x->budgets_at = from->budgets;
@@ -211,7 +213,7 @@ void px__x_sink(px_xchg_t *x, const char *data, size_t len)
                 return;
             }
         } else {
-            px_up_data(x->up, data, len);
+            px__x_up_data(x, data, len);
         }
         if (x->up != NULL && px_up_full(x->up) && !x->body_paused) {
             x->body_paused = 1;
@@ -348,6 +350,7 @@ static void on_up_head(void *owner, px_msg_t *m)
     }
     x->status = status;
     x->rs = PX__RS_BODY;
+    px_metrics_observe(&px_metrics()->first_byte_seconds, (double)(uv_hrtime() - x->t0) / 1e9);
     px_resp_t r = {.status = status,
                    .fields = m,
                    .reason = m->buf + m->target.off,
@@ -376,9 +379,16 @@ static void on_up_head(void *owner, px_msg_t *m)
     px__x_waits(x);
 }
 
+void px__x_up_data(px_xchg_t *x, const char *data, size_t len)
+{
+    px_metrics()->bytes_up += len;
+    px_up_data(x->up, data, len);
+}
+
 /* Response bytes the stages passed go to the client; a full client side pauses the upstream. */
 void px__x_resp_sink(px_xchg_t *x, const char *data, size_t len)
 {
+    px_metrics()->bytes_down += len;
     x->ops->data(x->down, data, len);
     if (!x->up_paused && x->up != NULL && x->ops->full(x->down)) {
         x->up_paused = 1;
@@ -486,6 +496,7 @@ void px__x_finish(px_xchg_t *x, int reuse)
     if (x->finished)
         return;
     x->finished = 1;
+    px_metrics_observe(&px_metrics()->request_seconds, (double)(uv_hrtime() - x->t0) / 1e9);
     x->reuse = reuse;
     if (x->rs == PX__RS_BODY || (x->rs == PX__RS_DONE && x->status != 0))
         px__x_log(x, "allowed", x->status, NULL);

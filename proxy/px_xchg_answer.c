@@ -7,6 +7,7 @@
 #include "proxy/px_answer.h"
 #include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
+#include "proxy/px_metrics.h"
 #include "proxy/px_xchg_int.h"
 
 static audit_event_verdict_t px__x_verdict(const char *v)
@@ -192,6 +193,7 @@ void px__x_refuse(px_xchg_t *x)
  * read whole); after the head: the response is cut and so is the connection. */
 void px__x_up_failed(px_xchg_t *x, const char *why)
 {
+    px_metrics()->upstream_errors[px_metrics_up_error(why)]++;
     if (x->up != NULL) {
         px_up_abort(x->up);
         x->up = NULL;

@@ -88,6 +88,7 @@ struct px_xchg {
     px_defer_t fin;
     int logged;
     int finished;
+    uint64_t t0; /* uv_hrtime() when the exchange started (--metrics latencies) */
     int aborted;
 };
 
@@ -106,6 +107,8 @@ void px__x_sink(px_xchg_t *x, const char *data, size_t len);
 void px__x_waits(px_xchg_t *x);
 /* Response bytes the stages passed, to the client (px_stage_resp_pass). */
 void px__x_resp_sink(px_xchg_t *x, const char *data, size_t len);
+/* Request body bytes to the upstream (counted for --metrics). */
+void px__x_up_data(px_xchg_t *x, const char *data, size_t len);
 /* The view handed to the addons (x->view, x->snap); 0 or PX_ENOMEM. */
 int px__x_view(px_xchg_t *x);
 /* Grows a buffer to hold need bytes; 0 or PX_ENOMEM. */
