@@ -332,7 +332,8 @@ static void on_h2_refused(void *owner, int32_t sid, int status, const char *reas
 {
     (void)sid;
     px_client_t *c = owner;
-    px_log_printf(c->log, "BLOCKED - - -> %d (%s: %s)", status,
+    audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, status);
+    px_log_eventf(c->log, &ev, "%s: %s",
                   status == 431   ? "request head too large"
                   : status == 503 ? "request refused"
                                   : "malformed request",
@@ -407,9 +408,10 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
     c->h2_busy = 0;
     if (c->closing)
         return;
-    if (rc != 0)
-        px_log_printf(c->log, "BLOCKED - - -> 400 (HTTP/2 connection error: %s)",
-                      px_h2_reason(c->h2));
+    if (rc != 0) {
+        audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, 400);
+        px_log_eventf(c->log, &ev, "HTTP/2 connection error: %s", px_h2_reason(c->h2));
+    }
     px__cl_h2_pump(c);
     if (rc != 0 && !c->closing)
         px__cl_close_flush(c); /* the GOAWAY goes out first */
@@ -633,8 +635,9 @@ void px__cl_h2c_refuse(px_client_t *c)
         0, 0, 0, 0x4, 0, 0, 0, 0, 0,                  /* SETTINGS, empty */
         0, 0, 8, 0x7, 0, 0, 0, 0, 0,                  /* GOAWAY */
         0, 0, 0, 0, 0, 0, 0, 0xd};                    /* last stream 0, HTTP_1_1_REQUIRED */
-    px_log_printf(c->log, "BLOCKED - - -> 400 (malformed request: cleartext HTTP/2 (h2c) "
-                               "is refused; use HTTP/1.1 or TLS)");
+    audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, 400);
+    px_log_eventf(c->log, &ev,
+                  "malformed request: cleartext HTTP/2 (h2c) is refused; use HTTP/1.1 or TLS");
     px_sock_write(&c->sock, (const char *)frames, sizeof(frames));
     px__cl_close_flush(c);
 }

@@ -50,6 +50,14 @@ for f in net/*.c http/*.c proxy/*.c app/*.c; do
         END { exit bad }' "$f" || bad=1
 done
 
+# One audit event per decision (README, "Layout"): the network log's lines are written as events
+# (px_log_event, rendered by audit/audit_event.c); only px_log.c (and the writer's own tests)
+# may write a preformatted line.
+if grep -nE '\bpx_log_(printf|line)\(' net/*.c http/*.c proxy/*.c app/*.c | grep -v '^proxy/px_log\.c:'; then
+    echo "layering: a log line written as text above (use px_log_event)"
+    bad=1
+fi
+
 # Include cycles inside a folder (tests/include_graph.py: a module is x.c with x.h and x_int.h;
 # "uses" is the finer graph, one node per .c, an edge when a file names a function another
 # defines). The cycles below are DEBT, each to be removed by a refactor, not a shape to keep:
