@@ -43,22 +43,22 @@ static int from_nomem(char *err, size_t errlen)
 }
 
 /* A copy of the value s[0..len) into *out after the checks a literal value passes; label is
- * the source as messages show it ("the value of NAME", "the content of PATH"). */
-static int from_take(const addon_yaml_node_t *at, const char *sub, const char *label,
-                     const char *ctl_hint, const char *s, size_t len, addon_str_t *out, char *err,
-                     size_t errlen)
+ * the source as messages show it ("the value of NAME", "the content of PATH"); is_file adds
+ * what the file reader stripped to the messages. */
+static int from_take(const addon_yaml_node_t *at, const char *sub, const char *label, int is_file,
+                     const char *s, size_t len, addon_str_t *out, char *err, size_t errlen)
 {
     if (len > ADDON_REPLACEMENTS_MAX_STRING) {
         addon_yaml_errorf(at, err, errlen, "%s: %s is longer than %d bytes%s", sub, label,
                           ADDON_REPLACEMENTS_MAX_STRING,
-                          ctl_hint[0] != '\0' ? " (one trailing newline is not counted)" : "");
+                          is_file ? " (one trailing newline is not counted)" : "");
         return PX_ETOOBIG;
     }
     if (addon__repl_has_ctl(s, len))
         return addon_yaml_errorf(at, err, errlen,
                                  "%s: %s contains a control character (%sa header value cannot "
                                  "carry CR, LF or NUL)",
-                                 sub, label, ctl_hint);
+                                 sub, label, is_file ? "one trailing newline is stripped; " : "");
     if (addon__repl_dup(s, len, 0, out) != 0)
         return from_nomem(err, errlen);
     return 0;
@@ -102,7 +102,7 @@ static int from_env(const addon_yaml_node_t *v, const char *sub, addon_str_t *ou
         return addon_yaml_errorf(v, err, errlen, "%s: %s is empty", sub, key);
     char label[ADDON__REPL_ENV_NAME_MAX + 16];
     snprintf(label, sizeof(label), "the value of %s", key);
-    rc = from_take(v, sub, label, "", val, strlen(val), out, err, errlen);
+    rc = from_take(v, sub, label, 0, val, strlen(val), out, err, errlen);
     if (rc == 0) {
         char desc[ADDON__REPL_ENV_NAME_MAX + 8];
         snprintf(desc, sizeof(desc), "env %s", key);
@@ -198,7 +198,7 @@ static int from_file(const addon_yaml_node_t *v, const char *sub, addon_str_t *o
         return addon_yaml_errorf(v, err, errlen, "%s: %s is empty", sub, path);
     char label[ADDON__REPL_PATH_MAX + 32];
     snprintf(label, sizeof(label), "the content of %s", path);
-    rc = from_take(v, sub, label, "one trailing newline is stripped; ", buf, len, out, err, errlen);
+    rc = from_take(v, sub, label, 1, buf, len, out, err, errlen);
     OPENSSL_cleanse(buf, sizeof(buf));
     if (rc == 0) {
         char desc[ADDON__REPL_PATH_MAX + 8];

@@ -1,6 +1,7 @@
 /* Names shared only by the parts of the replacement map: the loader (addon_replacements.c), the
  * accessors and describe text (addon_replacements_get.c), the canary list
- * (addon_replacements_canary.c) and the value_from sources (addon_replacements_from.c). */
+ * (addon_replacements_canary.c), the value_from sources (addon_replacements_from.c) and the
+ * string and key helpers they share (addon_replacements_str.c). */
 #ifndef ADDON_REPLACEMENTS_INT_H
 #define ADDON_REPLACEMENTS_INT_H
 
