@@ -113,12 +113,21 @@ static int from_env(const addon_yaml_node_t *v, const char *sub, addon_str_t *ou
 }
 
 /* Reads the regular file path into buf[0..cap]: *len bytes, or more than cap when it is larger.
- * O_NONBLOCK so that opening a FIFO never waits for a writer; a symlink is followed (Kubernetes
- * secret volumes are symlinks into a timestamped folder). */
+ * A symlink is followed (Kubernetes secret volumes are symlinks into a timestamped folder).
+ * Anything but a regular file is refused before it is opened (opening a device can act on it),
+ * and again after (it may have been swapped); O_NONBLOCK so that a FIFO swapped in between
+ * never makes open wait for a writer. */
 static int from_read(const char *path, char *buf, size_t cap, size_t *len, int *not_regular)
 {
     *not_regular = 0;
     *len = 0;
+    struct stat pre;
+    if (stat(path, &pre) != 0)
+        return -errno;
+    if (!S_ISREG(pre.st_mode)) {
+        *not_regular = 1;
+        return 0;
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return -errno;

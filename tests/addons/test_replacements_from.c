@@ -309,6 +309,8 @@ static const err_case_t err_cases[] = {
      "t.json:3:28: entry[0].value_from.file: @D/dir is not a regular file"},
     {"file: a FIFO (never blocks)", DOC("{\"file\": \"@D/fifo\"}"), PX_ECONFIG,
      "t.json:3:28: entry[0].value_from.file: @D/fifo is not a regular file"},
+    {"file: a device (refused before it is opened)", DOC("{\"file\": \"/dev/null\"}"), PX_ECONFIG,
+     "t.json:3:28: entry[0].value_from.file: /dev/null is not a regular file"},
     {"file: over the size cap", DOC("{\"file\": \"@D/big\"}"), PX_ETOOBIG,
      "t.json:3:28: entry[0].value_from.file: @D/big is larger than 8194 bytes"},
     {"file: value over the cap", DOC("{\"file\": \"@D/long\"}"), PX_ETOOBIG,
