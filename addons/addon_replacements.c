@@ -20,7 +20,8 @@
 #define ADDON__REPL_WHAT_MAX 64 /* "entry[1023].surrogate_session_token" */
 
 static const char *const repl_masked_keys[] = {
-    "value", "scopes", "headers", "allow_foreign_credentials", "allow_plain_http", NULL};
+    "value", "value_from", "scopes", "headers", "allow_foreign_credentials", "allow_plain_http",
+    NULL};
 static const char *const repl_aws_keys[] = {"type",
                                             "access_key_id",
                                             "secret_access_key",
@@ -50,6 +51,7 @@ static void repl_entry_free(addon__repl_entry_t *e)
 {
     repl_str_free(&e->surrogate);
     repl_str_free(&e->value);
+    repl_str_free(&e->from);
     for (size_t i = 0; i < e->nscopes; i++)
         repl_str_free(&e->scopes[i]);
     free(e->scopes);
@@ -95,34 +97,7 @@ static int repl_nomem(char *err, size_t errlen)
     return PX_ENOMEM;
 }
 
-/* A NUL-terminated copy of s[0..len), lowercased when lower is set. */
-static int repl_dup(const char *s, size_t len, int lower, addon_str_t *out)
-{
-    char *d = malloc(len + 1);
-    if (d == NULL)
-        return PX_ENOMEM;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        d[i] = lower && c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c;
-    }
-    d[len] = '\0';
-    out->base = d;
-    out->len = len;
-    return 0;
-}
-
 /* ---- validation ------------------------------------------------------------------------- */
-
-/* A value that goes into a request header must not be able to end it or smuggle another. */
-static int repl_has_ctl(const char *s, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return 1;
-    }
-    return 0;
-}
 
 /* A string field that may hold a real value: the message names the field, never the text. */
 static int repl_string(const addon_yaml_node_t *n, const char *what, int allow_empty,
@@ -140,12 +115,12 @@ static int repl_string(const addon_yaml_node_t *n, const char *what, int allow_e
                           ADDON_REPLACEMENTS_MAX_STRING);
         return PX_ETOOBIG;
     }
-    if (repl_has_ctl(s, len))
+    if (addon__repl_has_ctl(s, len))
         return addon_yaml_errorf(n, err, errlen,
                                  "%s: contains a control character (a header value cannot "
                                  "carry CR, LF or NUL)",
                                  what);
-    if (repl_dup(s, len, 0, out) != 0)
+    if (addon__repl_dup(s, len, 0, out) != 0)
         return repl_nomem(err, errlen);
     return 0;
 }
@@ -214,7 +189,7 @@ static int repl_scopes(const addon_yaml_node_t *n, const char *what, addon__repl
         }
         if (end == start)
             return addon_yaml_errorf(item, err, errlen, "%s: empty host pattern", sub);
-        if (repl_dup(s + start, end - start, 1, &e->scopes[i]) != 0)
+        if (addon__repl_dup(s + start, end - start, 1, &e->scopes[i]) != 0)
             return repl_nomem(err, errlen);
         e->nscopes = i + 1;
     }
@@ -265,7 +240,7 @@ static int repl_headers(const addon_yaml_node_t *n, const char *what, addon__rep
                                          "or a control character",
                                          sub);
         }
-        if (repl_dup(s, len, 0, &e->headers[i]) != 0)
+        if (addon__repl_dup(s, len, 0, &e->headers[i]) != 0)
             return repl_nomem(err, errlen);
         e->exact[i] = (unsigned char)repl_is_exact(s, len);
         e->nheaders = i + 1;
@@ -292,35 +267,6 @@ static const addon_yaml_node_t *repl_required(const addon_yaml_node_t *n, const 
     return v;
 }
 
-/* Like addon_yaml_check_keys, without quoting the key: in a damaged file a real value can end
- * up in key position ({"value", "secret"} is a mapping with two keys in YAML flow syntax). */
-static int repl_check_keys(const addon_yaml_node_t *n, const char *const *allowed, const char *what,
-                           char *err, size_t errlen)
-{
-    for (size_t i = 0; i < addon_yaml_count(n); i++) {
-        const addon_yaml_node_t *k = addon_yaml_key(n, i);
-        size_t klen;
-        const char *key = addon_yaml_text(k, &klen);
-        int known = 0;
-        for (size_t a = 0; allowed[a] != NULL && !known; a++)
-            known = klen == strlen(allowed[a]) && memcmp(key, allowed[a], klen) == 0;
-        if (known)
-            continue;
-        char list[256];
-        size_t o = 0;
-        list[0] = '\0';
-        for (size_t a = 0; allowed[a] != NULL; a++) {
-            const char *sep = a == 0 ? "" : allowed[a + 1] == NULL ? " or " : ", ";
-            int w = snprintf(list + o, sizeof(list) - o, "%s%s", sep, allowed[a]);
-            if (w < 0 || (size_t)w >= sizeof(list) - o)
-                break;
-            o += (size_t)w;
-        }
-        return addon_yaml_errorf(k, err, errlen, "%s: unknown key (expected %s)", what, list);
-    }
-    return 0;
-}
-
 /* The optional "allow_plain_http" flag (masked and aws-sigv4 entries). */
 static int repl_plain_http(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
                            char *err, size_t errlen)
@@ -336,14 +282,20 @@ static int repl_plain_http(const addon_yaml_node_t *n, const char *what, addon__
 static int repl_masked(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
                        char *err, size_t errlen)
 {
-    int rc = repl_check_keys(n, repl_masked_keys, what, err, errlen);
+    int rc = addon__repl_check_keys(n, repl_masked_keys, what, err, errlen);
     if (rc != 0)
         return rc;
     char sub[ADDON__REPL_WHAT_MAX + 32];
     e->kind = ADDON_REPLACEMENTS_MASKED;
-    const addon_yaml_node_t *value = repl_required(n, "value", what, &rc, err, errlen);
-    if (value == NULL)
-        return rc;
+    const addon_yaml_node_t *value = addon_yaml_get(n, "value");
+    const addon_yaml_node_t *from = addon_yaml_get(n, "value_from");
+    if (value != NULL && from != NULL)
+        return addon_yaml_errorf(repl_key_of(n, from), err, errlen,
+                                 "%s: 'value' and 'value_from' both given (give one of them)",
+                                 what);
+    if (value == NULL && from == NULL)
+        return addon_yaml_errorf(n, err, errlen,
+                                 "%s: missing required key 'value' (or 'value_from')", what);
     const addon_yaml_node_t *scopes = repl_required(n, "scopes", what, &rc, err, errlen);
     if (scopes == NULL)
         return rc;
@@ -351,7 +303,8 @@ static int repl_masked(const addon_yaml_node_t *n, const char *what, addon__repl
     if (headers == NULL)
         return rc;
     snprintf(sub, sizeof(sub), "%s.value", what);
-    rc = repl_string(value, sub, 1, &e->value, err, errlen);
+    rc = value != NULL ? repl_string(value, sub, 1, &e->value, err, errlen)
+                       : addon__repl_value_from(from, what, &e->value, &e->from, err, errlen);
     if (rc != 0)
         return rc;
     snprintf(sub, sizeof(sub), "%s.scopes", what);
@@ -387,7 +340,7 @@ static int repl_optional(const addon_yaml_node_t *n, const char *key, const char
 static int repl_aws(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e, char *err,
                     size_t errlen)
 {
-    int rc = repl_check_keys(n, repl_aws_keys, what, err, errlen);
+    int rc = addon__repl_check_keys(n, repl_aws_keys, what, err, errlen);
     if (rc != 0)
         return rc;
     char sub[ADDON__REPL_WHAT_MAX + 32];
@@ -433,7 +386,7 @@ static int repl_aws(const addon_yaml_node_t *n, const char *what, addon__repl_en
 static int repl_ghapp(const addon_yaml_node_t *n, const char *what, addon__repl_entry_t *e,
                       char *err, size_t errlen)
 {
-    int rc = repl_check_keys(n, repl_ghapp_keys, what, err, errlen);
+    int rc = addon__repl_check_keys(n, repl_ghapp_keys, what, err, errlen);
     char sub[ADDON__REPL_WHAT_MAX + 32];
     e->kind = ADDON_REPLACEMENTS_GITHUB_APP;
     const addon_yaml_node_t *scopes =
@@ -468,13 +421,13 @@ static int repl_entry(const addon_yaml_node_t *key, const addon_yaml_node_t *n, 
                           ADDON_REPLACEMENTS_MAX_STRING);
         return PX_ETOOBIG;
     }
-    if (repl_has_ctl(s, slen))
+    if (addon__repl_has_ctl(s, slen))
         return addon_yaml_errorf(key, err, errlen, "%s: the surrogate contains a control character",
                                  what);
     int rc = addon_yaml_expect(n, ADDON_YAML_MAP, what, err, errlen);
     if (rc != 0)
         return rc;
-    if (repl_dup(s, slen, 0, &e->surrogate) != 0)
+    if (addon__repl_dup(s, slen, 0, &e->surrogate) != 0)
         return repl_nomem(err, errlen);
 
     const addon_yaml_node_t *type = addon_yaml_get(n, "type");

@@ -2,8 +2,11 @@
  * accessors and the `airlock check` description.
  *
  * The file (JSON, or YAML read by addon_yaml) is a mapping keyed by the surrogate string the
- * agent holds. An entry without "type" is a masked secret {value, scopes, headers,
- * allow_foreign_credentials?, allow_plain_http?}; "type": "aws-sigv4" is an AWS credential
+ * agent holds. An entry without "type" is a masked secret {value | value_from, scopes, headers,
+ * allow_foreign_credentials?, allow_plain_http?}; value_from names where the real value is read
+ * at each load instead ({"env": NAME} of airlock's environment, {"file": "/abs/path"} with one
+ * trailing newline stripped; the AWS sources are checked and refused as not supported yet);
+ * "type": "aws-sigv4" is an AWS credential
  * {access_key_id, secret_access_key, session_token?, surrogate_session_token?, scopes,
  * allow_plain_http?} keyed by the surrogate
  * access key id; "github-app" is a GitHub App credential {app_id, private_key, installation_id,
@@ -36,6 +39,8 @@
 #define ADDON_REPLACEMENTS_MAX_PATTERNS 256 /* scopes, or header patterns, of one entry */
 #define ADDON_REPLACEMENTS_MAX_STRING 8192  /* bytes of a surrogate, value, key, token, pattern */
 #define ADDON_REPLACEMENTS_CANARY_NAME_MAX 64 /* bytes of a canary name */
+/* bytes of a "value_from" file: a value at the string cap plus one trailing CR LF */
+#define ADDON_REPLACEMENTS_FROM_FILE_MAX (ADDON_REPLACEMENTS_MAX_STRING + 2)
 
 typedef struct addon_replacements addon_replacements_t;
 

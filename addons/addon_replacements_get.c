@@ -209,6 +209,10 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
                 addon_out_fmt(&o, " allow_foreign_credentials");
             if (e->allow_plain_http)
                 addon_out_fmt(&o, " allow_plain_http");
+            if (e->from.base != NULL) {
+                addon_out_fmt(&o, " value_from ");
+                addon_out_esc(&o, e->from);
+            }
         } else if (e->kind == ADDON_REPLACEMENTS_GITHUB_APP) {
             addon_out_fmt(&o, " github-app app_id %s installation_id %s token_url https://%s:%u",
                           addon_ghapp_app_id(e->ghapp), addon_ghapp_installation_id(e->ghapp),

@@ -1,6 +1,7 @@
 /* Names shared only by the parts of the replacement map: the loader (addon_replacements.c), the
- * accessors and describe text (addon_replacements_get.c) and the canary list
- * (addon_replacements_canary.c). */
+ * accessors and describe text (addon_replacements_get.c), the canary list
+ * (addon_replacements_canary.c), the value_from sources (addon_replacements_from.c) and the
+ * string and key helpers they share (addon_replacements_str.c). */
 #ifndef ADDON_REPLACEMENTS_INT_H
 #define ADDON_REPLACEMENTS_INT_H
 
@@ -23,6 +24,7 @@ typedef struct addon__repl_entry {
     addon_replacements_kind_t kind;
     addon_str_t surrogate;
     addon_str_t value; /* masked */
+    addon_str_t from;  /* masked, from value_from: "env NAME" or "file PATH" (not secret) */
     addon_str_t *scopes;
     size_t nscopes;
     addon_str_t *headers; /* masked */
@@ -44,6 +46,28 @@ struct addon_replacements {
     size_t n;
     addon__repl_canaries_t canaries; /* the top-level "canaries" list */
 };
+
+/* A NUL-terminated copy of s[0..len) (lowercased when lower is set) into *out. 0 or
+ * PX_ENOMEM. */
+int addon__repl_dup(const char *s, size_t len, int lower, addon_str_t *out);
+
+/* 1 when s[0..len) holds a control character other than tab: a value that goes into a request
+ * header must not be able to end it or smuggle another. */
+int addon__repl_has_ctl(const char *s, size_t len);
+
+/* 0 when every key of mapping n is in allowed (NULL-terminated), else PX_ECONFIG at the key.
+ * Like addon_yaml_check_keys, without quoting the key: in a damaged file a real value can end
+ * up in key position ({"value", "secret"} is a mapping with two keys in YAML flow syntax). */
+int addon__repl_check_keys(const addon_yaml_node_t *n, const char *const *allowed, const char *what,
+                           char *err, size_t errlen);
+
+/* The "value_from" node n (borrowed) of masked entry what ("entry[3]"): reads the real value
+ * from its source (env, file; the AWS sources are checked and refused) into *out, and the
+ * source as `airlock check` shows it into *src (both taken by the entry). 0; or
+ * PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM with "name:line:col: message" naming the entry and the
+ * source, never the value (never PX_ENOENT: that means "no replacements file"). */
+int addon__repl_value_from(const addon_yaml_node_t *n, const char *what, addon_str_t *out,
+                           addon_str_t *src, char *err, size_t errlen);
 
 /* 1 when a root (key, value) pair (borrowed) is the canary list: the key "canaries" and a
  * sequence (an entry is a mapping, so no file from before canaries has one). */

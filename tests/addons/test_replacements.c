@@ -246,7 +246,7 @@ static const err_case_t err_cases[] = {
     {"missing value",
      "{\n  \"ok\": {" M_VALUE ", " M_SCOPES ", " M_HEADERS "},\n"
      "  \"s2\": {" M_SCOPES ", " M_HEADERS "}\n}",
-     PX_ECONFIG, "t.json:3:9: entry[1]: missing required key 'value'"},
+     PX_ECONFIG, "t.json:3:9: entry[1]: missing required key 'value' (or 'value_from')"},
     {"missing scopes", "{\n  \"s\": {\n    " M_VALUE ",\n    " M_HEADERS "\n  }\n}", PX_ECONFIG,
      "t.json:2:8: entry[0]: missing required key 'scopes'"},
     {"missing headers", "{\n  \"s\": {\n    " M_VALUE ",\n    " M_SCOPES "\n  }\n}", PX_ECONFIG,
@@ -273,11 +273,11 @@ static const err_case_t err_cases[] = {
      "{\n  \"s\": {\n    " M_VALUE ",\n    " M_SCOPES ",\n    " M_HEADERS
      ",\n    \"header\": [\"X\"]\n  }\n}",
      PX_ECONFIG,
-     "t.json:6:5: entry[0]: unknown key (expected value, scopes, headers, "
+     "t.json:6:5: entry[0]: unknown key (expected value, value_from, scopes, headers, "
      "allow_foreign_credentials or allow_plain_http)"},
     {"a real value in key position (damaged file)",
      "{\n  \"s\": {\"value\", \"" SECRET_MARK "\", " M_SCOPES ", " M_HEADERS "}\n}", PX_ECONFIG,
-     "t.json:2:18: entry[0]: unknown key (expected value, scopes, headers, "
+     "t.json:2:18: entry[0]: unknown key (expected value, value_from, scopes, headers, "
      "allow_foreign_credentials or allow_plain_http)"},
     {"scopes not a list",
      "{\n  \"s\": {\n    " M_VALUE ",\n    \"scopes\": \"example.com\",\n    " M_HEADERS "\n  }\n}",
