@@ -20,6 +20,9 @@
 #                 show the script failing when a README step is broken (e.g. libcmocka-dev)
 #   FRESH_KEEP    1 keeps the root filesystem afterwards (its path is printed)
 #   FRESH_TIMEOUT seconds the README command may take to reach "ready" (default 3600)
+#   FRESH_UNIT=1  instead: the README's third ```sh block (the unit tests alone: install the
+#                 build dependencies, build, `ctest -L unit`) must exit 0 with every test passed
+#                 (not part of CI's run: it adds minutes; run it by hand)
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${FRESH_CACHE:-/var/cache/airlock-fresh}
@@ -49,8 +52,11 @@ if [ -z "$mirror" ]; then
 fi
 [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list{,.d}; set FRESH_MIRROR"
 
-# The README's first ```sh block, verbatim.
-readme_cmd=$(awk '/^```sh[[:space:]]*$/ {f = 1; next} f && /^```/ {exit} f' "$SRC/README.md")
+# The README's first ```sh block, verbatim (FRESH_UNIT=1: its third, the unit tests).
+nth=1
+[ "${FRESH_UNIT:-0}" = 1 ] && nth=3
+readme_cmd=$(awk -v n="$nth" '/^```sh[[:space:]]*$/ {k++; if (k == n) {f = 1; next}}
+    f && /^```/ {exit} f' "$SRC/README.md")
 [ -n "$readme_cmd" ] || die "README.md has no \`\`\`sh block"
 say "mirror $mirror; the README's first command:"
 printf '    %s\n' "$readme_cmd"
@@ -140,6 +146,21 @@ exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bi
     /bin/sh -c "cd /root/airlock && $cmd"
 INNER
 OUT=$WORK/readme.out
+if [ "${FRESH_UNIT:-0}" = 1 ]; then
+    say "running the README's unit-test command in the chroot (output: $OUT)"
+    t0=$(date +%s)
+    unshare --mount --pid --fork --kill-child --propagation private \
+        bash "$WORK/inner.sh" "$ROOT" "$debs" "$readme_cmd" < /dev/null > "$OUT" 2>&1
+    rc=$?
+    say "$(grep -c '^Setting up' "$OUT") packages installed; the command took $(($(date +%s) - t0)) s"
+    grep -E 'tests passed|tests failed' "$OUT" | tail -1
+    if [ "$rc" != 0 ] || ! grep -q '100% tests passed' "$OUT"; then
+        tail -40 "$OUT" >&2
+        die "the README's unit-test command exited $rc"
+    fi
+    say "the README's unit-test command passed on a fresh root"
+    exit 0
+fi
 say "running the README's first command in the chroot (output: $OUT)"
 unshare --mount --pid --fork --kill-child --propagation private \
     bash "$WORK/inner.sh" "$ROOT" "$debs" "$readme_cmd" < /dev/null > "$OUT" 2>&1 &
