@@ -136,7 +136,8 @@ const uint64_t *addon_scrub_stream_counts(const addon_scrub_stream_t *st);
 
 /* One-shot (a status line, a header value): 0 when data[0..len) (borrowed) holds no value
  * (*out untouched: use data); 1 with *out and *outlen a new malloc'ed copy with every value
- * replaced (the caller frees it; it is not NUL-terminated); PX_ENOMEM. counts (may be NULL;
+ * replaced (the caller frees it; not NUL-terminated; NULL when the output is empty: every byte
+ * was a value with an empty surrogate); PX_ENOMEM. counts (may be NULL;
  * one per item) is added to. */
 int addon_scrub_once(const addon_scrub_t *m, const void *data, size_t len, char **out,
                      size_t *outlen, uint64_t *counts);
