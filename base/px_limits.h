@@ -26,6 +26,7 @@
 #define PX_TRIM_CHECK_MS 1000                  /* how often to look for a finished burst or quiet */
 #define PX_TRIM_DROP 64                        /* connections gone since the peak = a burst ended */
 #define PX_TLS_SESSIONS_MAX 1024               /* upstream host:port keys with TLS sessions (LRU) */
+#define PX_SCRUB_HOLD_MAX (64 * 1024)          /* a scrubbed body held to keep its Content-Length */
 #define PX_TLS_TICKETS_PER_KEY 4 /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
 /* Decoded HTTP/2 request header bytes (name + value + 32 a field, as RFC 9113 counts them) held
  * by streams from their HEADERS frame until they close: HPACK lets ~50 bytes on the wire decode

@@ -6,6 +6,7 @@
 #include "addons/addon_aws.h"
 #include "addons/addon_graphql.h"
 #include "addons/addon_leak.h"
+#include "addons/addon_scrub.h"
 #include "addons/addon_masking.h"
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
@@ -65,18 +66,42 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
             leak = NULL;
         }
     }
+    /* the response scrubber over the same values (its short-value warnings are the guard's) */
+    addon_scrub_t *scrub = NULL;
+    if (r != NULL && (rc = addon_scrub_from_replacements(r, &scrub, NULL, 0, NULL)) != 0) {
+        px_diag(PX_DIAG_ERROR, "%s: cannot build the response scrubber: %s%s",
+                cfg->replacements_path, px_strerror(rc), why);
+        addon_policy_unref(p);
+        addon_replacements_unref(r);
+        addon_leak_free(leak);
+        return rc;
+    }
+    if (scrub != NULL && addon_scrub_pattern_count(scrub) == 0) {
+        addon_scrub_free(scrub);
+        scrub = NULL;
+    }
+    int same_length = 1; /* a scrubbed body keeps its Content-Length only then */
+    for (size_t i = 0; scrub != NULL && i < addon_scrub_pattern_count(scrub); i++) {
+        addon_str_t repl;
+        addon_str_t pat = addon_scrub_pattern(scrub, i, &repl, NULL, NULL);
+        if (pat.len != repl.len)
+            same_length = 0;
+    }
     px_snapshot_t *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         addon_policy_unref(p);
         if (r != NULL)
             addon_replacements_unref(r);
         addon_leak_free(leak);
+        addon_scrub_free(scrub);
         return PX_ENOMEM;
     }
     s->refs = 1;
     s->cfg.policy = p;
     s->cfg.replacements = r;
     s->leak = leak;
+    s->scrub = scrub;
+    s->scrub_same_length = same_length;
     *out = s;
     return 0;
 }
@@ -95,6 +120,7 @@ void px_snapshot_unref(px_snapshot_t *s)
     if (s->cfg.replacements != NULL)
         addon_replacements_unref(s->cfg.replacements);
     addon_leak_free(s->leak);
+    addon_scrub_free(s->scrub);
     free(s);
 }
 

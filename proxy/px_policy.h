@@ -12,6 +12,8 @@ typedef struct px_snapshot {
     int refs;
     addon_config_t cfg;
     addon_leak_t *leak; /* the real secret values and canaries no request may carry; NULL: none */
+    struct addon_scrub *scrub; /* the real values no response may carry to the agent; NULL: none */
+    int scrub_same_length;     /* every replacement is as long as what it replaces */
 } px_snapshot_t;
 
 /* Loads the allowlist and replacements named in cfg. At startup a missing allowlist blocks

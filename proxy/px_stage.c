@@ -13,10 +13,12 @@
  * - budget after the credentials (a request refused earlier is not counted), but before the
  *   body is gathered for a filter (its bytes are counted as they come in);
  * - filters gathers the body when a filter or a credential addon asked for it;
- * - upstream last: what every earlier stage passed goes on. */
+ * - upstream: what every earlier stage passed goes on;
+ * - scrub, a response stage only, last: the body it sees is what the budgets counted, and what
+ *   it lets go is what the client gets (a real value in the answer becomes its surrogate). */
 const px_stage_t *const px_stage_table[] = {
     &px_stage_precheck, &px_stage_leak,   &px_stage_policy,  &px_stage_aws,      &px_stage_ghapp,
-    &px_stage_masking,  &px_stage_budget, &px_stage_filters, &px_stage_upstream,
+    &px_stage_masking,  &px_stage_budget, &px_stage_filters, &px_stage_upstream, &px_stage_scrub,
 };
 
 #define PX__NSTAGES (sizeof(px_stage_table) / sizeof(px_stage_table[0]))

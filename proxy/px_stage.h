@@ -42,7 +42,9 @@
  * The response, on the same contract: on_response_head sees the final head (not 1xx, not 101)
  * just before it goes to the client and may change it (its fields, and the body's framing: a
  * stage that changes the body's length turns PX_RESP_LENGTH into PX_RESP_CHUNKED, which the
- * client side carries as chunks on HTTP/1.1 and as DATA frames on HTTP/2). on_response_data:
+ * client side carries as chunks on HTTP/1.1 and as DATA frames on HTTP/2), and returns
+ * PX_STAGE_CONTINUE, or PX_STAGE_WAIT when it holds the head back (it sends it itself, with
+ * px__x_resp_head(), before the body it lets go). on_response_data:
  * each piece of the body, in table order: CONTINUE hands it on as it is; REFUSE means the stage
  * took it (it cut the response, or it hands on what it lets go with px_stage_resp_pass()).
  * on_response_end: the body ended (before the client is told): a stage that holds bytes hands
@@ -70,14 +72,15 @@ typedef struct px_stage {
     int (*on_body)(px_xchg_t *x, const char *data, size_t len);
     int (*on_body_end)(px_xchg_t *x, const px_fields_t *t);
     int (*on_body_over)(px_xchg_t *x, addon_answer_t *ans);
-    void (*on_response_head)(px_xchg_t *x, px_resp_t *r);
+    int (*on_response_head)(px_xchg_t *x, px_resp_t *r);
     int (*on_response_data)(px_xchg_t *x, const char *data, size_t len);
     void (*on_response_end)(px_xchg_t *x);
     void (*on_end)(px_xchg_t *x);
 } px_stage_t;
 
 extern const px_stage_t px_stage_precheck, px_stage_leak, px_stage_policy, px_stage_aws,
-    px_stage_ghapp, px_stage_masking, px_stage_budget, px_stage_filters, px_stage_upstream;
+    px_stage_ghapp, px_stage_masking, px_stage_budget, px_stage_filters, px_stage_upstream,
+    px_stage_scrub;
 
 /* The table, in order, and its length. */
 extern const px_stage_t *const px_stage_table[];
@@ -97,7 +100,8 @@ void px_stage_pass(px_xchg_t *x, const px_stage_t *s, const char *data, size_t l
 int px_stage_body_end(px_xchg_t *x, const px_fields_t *t);
 /* The gathered body went over its cap: 1 with ans filled when a stage refuses it its way. */
 int px_stage_body_over(px_xchg_t *x, addon_answer_t *ans);
-void px_stage_response_head(px_xchg_t *x, px_resp_t *r);
+/* PX_STAGE_WAIT when a stage holds the head back (it sends it later with px__x_resp_head). */
+int px_stage_response_head(px_xchg_t *x, px_resp_t *r);
 /* 1 when a stage took the piece (it went on through px_stage_resp_pass(), or was cut). */
 int px_stage_response_data(px_xchg_t *x, const char *data, size_t len);
 /* Stage s lets go of response bytes: they go through the response hooks after s, then to the

@@ -12,9 +12,10 @@ static int aws_head(px_xchg_t *x)
     return px__x_addon_head(x, addon_aws());
 }
 
-static void aws_response_head(px_xchg_t *x, px_resp_t *r)
+static int aws_response_head(px_xchg_t *x, px_resp_t *r)
 {
     px__x_addon_response_head(x, addon_aws(), r->status);
+    return PX_STAGE_CONTINUE;
 }
 
 static void aws_end(px_xchg_t *x)
@@ -27,9 +28,10 @@ static int masking_head(px_xchg_t *x)
     return px__x_addon_head(x, addon_masking());
 }
 
-static void masking_response_head(px_xchg_t *x, px_resp_t *r)
+static int masking_response_head(px_xchg_t *x, px_resp_t *r)
 {
     px__x_addon_response_head(x, addon_masking(), r->status);
+    return PX_STAGE_CONTINUE;
 }
 
 static void masking_end(px_xchg_t *x)

@@ -46,10 +46,11 @@ static int on_head(px_xchg_t *x)
     return PX_STAGE_CONTINUE;
 }
 
-static void on_response_head(px_xchg_t *x, px_resp_t *r)
+static int on_response_head(px_xchg_t *x, px_resp_t *r)
 {
     for (const addon_t *const *a = px_policy_addons(); *a != NULL; a++)
         px__x_addon_response_head(x, *a, r->status);
+    return PX_STAGE_CONTINUE;
 }
 
 static void on_end(px_xchg_t *x)

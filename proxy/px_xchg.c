@@ -373,10 +373,17 @@ static void on_up_head(void *owner, px_msg_t *m)
         x->body_unwanted = 1;
     }
     r.close = !x->reuse;
-    px_stage_response_head(x, &r); /* the response stages may change the head (px_stage.h) */
-    x->ops->head(x->down, &r);
+    /* the response stages may change the head, or hold it back (px_stage.h) */
+    if (px_stage_response_head(x, &r) != PX_STAGE_WAIT)
+        x->ops->head(x->down, &r);
     px_msg_free(m);
     px__x_waits(x);
+}
+
+void px__x_resp_head(px_xchg_t *x, const px_resp_t *r)
+{
+    if (!x->finished)
+        x->ops->head(x->down, r);
 }
 
 void px__x_up_data(px_xchg_t *x, const char *data, size_t len)

@@ -63,8 +63,9 @@ struct px_xchg {
         char *held; /* at most the longest pattern less one byte */
         size_t held_len;
     } leak;
-    struct px__xbud *budget; /* the egress budgets it counts for (px_stage_budget.c); NULL: none */
-    struct px__xgh {         /* the GitHub App stage (px_stage_ghapp.c) */
+    struct px__xbud *budget;  /* the egress budgets it counts for (px_stage_budget.c); NULL: none */
+    struct px__xscrub *scrub; /* the response's scrubbing (px_stage_scrub.c); NULL: none */
+    struct px__xgh {          /* the GitHub App stage (px_stage_ghapp.c) */
         struct px__ghmint *mint; /* the token request it waits for */
         px_xchg_t *next;         /* the next waiter */
         int outcome; /* 0: not asked yet; PX__GH_CACHED, PX__GH_REFRESHED, PX__GH_FAILED */
@@ -107,6 +108,8 @@ void px__x_sink(px_xchg_t *x, const char *data, size_t len);
 void px__x_waits(px_xchg_t *x);
 /* Response bytes the stages passed, to the client (px_stage_resp_pass). */
 void px__x_resp_sink(px_xchg_t *x, const char *data, size_t len);
+/* A response head a stage held back goes to the client now. */
+void px__x_resp_head(px_xchg_t *x, const px_resp_t *r);
 /* Request body bytes to the upstream (counted for --metrics). */
 void px__x_up_data(px_xchg_t *x, const char *data, size_t len);
 /* The view handed to the addons (x->view, x->snap); 0 or PX_ENOMEM. */

@@ -81,11 +81,13 @@ int px_stage_body_over(px_xchg_t *x, addon_answer_t *ans)
     return 0;
 }
 
-void px_stage_response_head(px_xchg_t *x, px_resp_t *r)
+int px_stage_response_head(px_xchg_t *x, px_resp_t *r)
 {
     for (size_t i = 0; i < px_stage_count; i++)
-        if (px_stage_table[i]->on_response_head != NULL)
-            px_stage_table[i]->on_response_head(x, r);
+        if (px_stage_table[i]->on_response_head != NULL &&
+            px_stage_table[i]->on_response_head(x, r) == PX_STAGE_WAIT)
+            return PX_STAGE_WAIT; /* the stages after it see the head when it is sent */
+    return PX_STAGE_CONTINUE;
 }
 
 static int px__resp_from(px_xchg_t *x, size_t from, const char *data, size_t len)

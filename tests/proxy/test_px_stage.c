@@ -29,6 +29,7 @@ static const struct {
     {"budget", 0, 1, 0, 1, 0, 1},
     {"filters", 0, 0, 0, 0, 1, 0},
     {"upstream", 0, 0, 0, 0, 0, 0},
+    {"scrub", 0, 0, 0, 1, 0, 1}, /* a response stage only: no head hook */
 };
 
 static void test_order_and_hooks(void **state)
@@ -42,7 +43,8 @@ static void test_order_and_hooks(void **state)
         assert_non_null(s);
         assert_string_equal(s->name, want[i].name);
         assert_int_equal(s->flags, want[i].flags);
-        assert_non_null(s->on_head); /* every stage decides on the head */
+        /* every stage decides on the head, but the response-only one */
+        assert_int_equal(s->on_head != NULL, strcmp(s->name, "scrub") != 0);
         assert_int_equal(s->on_body != NULL, want[i].body);
         assert_int_equal(s->on_body_end != NULL, want[i].body_end);
         assert_int_equal(s->on_response_data != NULL, want[i].response);
@@ -69,7 +71,8 @@ static void test_credentials_between_policy_and_budget(void **state)
             filters = i;
     }
     assert_true(t[0] == &px_stage_precheck && t[1] == &px_stage_leak);
-    assert_true(t[n - 1] == &px_stage_upstream);
+    /* upstream is the last stage that sees the head; scrub (response only) comes after it */
+    assert_true(t[n - 2] == &px_stage_upstream && t[n - 1] == &px_stage_scrub);
     for (size_t i = 0; i < n; i++) {
         int cred = (t[i]->flags & PX_STAGE_AFTER_FILTERS) != 0;
         assert_int_equal(cred, i > policy && i < budget);

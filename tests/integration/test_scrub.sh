@@ -1,0 +1,65 @@
+#!/bin/bash
+# Response scrubbing (docs/replacements.md, "Responses"): an upstream that echoes the request's
+# headers hands back the real value airlock put in; the agent gets the surrogate again, in the
+# body (raw and base64) and in a header, and the log line counts it by entry name. A response
+# without a value keeps its framing. Upstream: a small Python server that echoes the request's
+# Authorization value in a header and in its body (raw and base64).
+. "$(dirname "$0")/lib.sh"
+t_enter_netns "$@"
+
+REAL="ghp_REALVALUE0123456789abcdefREALVALUE"
+SURR="ghp_SurrogateSurrogateSurrogate000001"
+cat > "$T_DIR/allow.yaml" <<'YAML'
+domains: [echo.test]
+YAML
+cat > "$T_DIR/repl.json" <<JSON
+{"$SURR": {"value": "$REAL", "scopes": ["echo.test"], "headers": ["Authorization"],
+           "allow_plain_http": true}}
+JSON
+ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+# an upstream that echoes the Authorization value in a header, raw and base64 in its body
+cat > "$T_DIR/echo.py" <<'PY'
+import base64, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        a = self.headers.get("Authorization", "")
+        tok = a.split(" ", 1)[-1]
+        if self.path == "/plain":
+            body = b"nothing to see here\n"
+        else:
+            body = ("raw=%s b64=%s\n" % (tok, base64.b64encode(tok.encode()).decode())).encode()
+        self.send_response(200)
+        self.send_header("X-Echo", a)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer(("127.0.0.3", 80), H).serve_forever()
+PY
+"$PY" "$T_DIR/echo.py" > /dev/null 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 80 || exit 1
+t_start_resolver --address=/echo.test/127.0.0.3
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+    --allow-upstream-cidr 127.0.0.3/32 || exit 1
+
+b64() { printf '%s' "$1" | base64 -w0; }
+out=$(curl -sS -m 10 -D "$T_DIR/h1" -H "Authorization: Bearer $SURR" http://echo.test/echo)
+t_eq "the body: the surrogate again, raw and base64" "raw=$SURR b64=$(b64 "$SURR")" "$out"
+t_check "the header: the surrogate again" grep -qi "^X-Echo: Bearer $SURR" "$T_DIR/h1"
+t_check "no real value reached the agent" sh -c "! grep -q '$REAL\|$(b64 "$REAL")' '$T_DIR/h1'"
+t_check "... the body kept a Content-Length, the new one" \
+    grep -qi "^Content-Length: $((${#out} + 1))" "$T_DIR/h1"
+t_logged "the log line: masked on the way in, scrubbed on the way out, by entry name" \
+    '^allowed GET http://echo\.test/echo -> 200 \[masked: 1\] \[scrubbed: 3 entry\[0\]\.value\]$'
+t_check "no real value in the log" sh -c "! grep -q '$REAL' '$T_DIR/net.log'"
+
+out=$(curl -sS -m 10 -D "$T_DIR/h2" -H "Authorization: Bearer $SURR" http://echo.test/plain)
+t_eq "a body without a value: as it came" "nothing to see here" "$out"
+t_check "... its Content-Length kept" grep -qi '^Content-Length: 20' "$T_DIR/h2"
+t_logged "... nothing scrubbed in the body (the header echo was)" \
+    '^allowed GET http://echo\.test/plain -> 200 \[masked: 1\] \[scrubbed: 1 entry\[0\]\.value\]$'
+t_done
