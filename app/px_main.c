@@ -44,6 +44,7 @@ static const char px__usage[] =
     "  --listen-proxy ADDR:PORT   explicit forward proxy (HTTP_PROXY, CONNECT) [off]\n"
     "  --listen-transparent A:P   connections redirected by iptables/nftables [off]\n"
     "  --metrics ADDR:PORT        Prometheus /metrics on a listener of its own [off]\n"
+    "  --scrub-responses on|off   real values in answers become surrogates again [on]\n"
     "  --client-idle-timeout S    idle client connection [600]\n"
     "  --upstream-timeout S       upstream first byte / stall [600]\n"
     "  --connect-timeout S        upstream connect [10]\n"

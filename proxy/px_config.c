@@ -214,6 +214,7 @@ enum {
     OPT_VERBOSE,
     OPT_SANDBOXES,
     OPT_METRICS,
+    OPT_SCRUB,
     OPT_CA_CONV,
     OPT_CA_DAYS,
 };
@@ -243,6 +244,7 @@ static const struct option px__run_opts[] = {
     {"verbose", no_argument, NULL, OPT_VERBOSE},
     {"sandboxes", required_argument, NULL, OPT_SANDBOXES},
     {"metrics", required_argument, NULL, OPT_METRICS},
+    {"scrub-responses", required_argument, NULL, OPT_SCRUB},
     {NULL, 0, NULL, 0},
 };
 
@@ -385,6 +387,13 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
         break;
     case OPT_VERBOSE:
         cfg->verbose++;
+        break;
+    case OPT_SCRUB:
+        *what = "--scrub-responses (on or off)";
+        if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
+            cfg->scrub_off = strcmp(v, "off") == 0;
+        else
+            rc = PX_ECONFIG;
         break;
     case OPT_CA_CONV:
         cfg->ca_per_conversation = 1;

@@ -44,6 +44,7 @@ typedef struct px_config {
     px_listen_t listen_proxy;
     px_listen_t listen_transparent;
     px_listen_t metrics; /* --metrics ADDR: Prometheus /metrics on its own listener (off) */
+    int scrub_off;       /* --scrub-responses off: real values in answers are not replaced */
     uint64_t client_idle_ms;
     uint64_t upstream_first_byte_ms;
     uint64_t connect_ms;

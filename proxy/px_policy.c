@@ -68,7 +68,8 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
     }
     /* the response scrubber over the same values (its short-value warnings are the guard's) */
     addon_scrub_t *scrub = NULL;
-    if (r != NULL && (rc = addon_scrub_from_replacements(r, &scrub, NULL, 0, NULL)) != 0) {
+    if (r != NULL && !cfg->scrub_off &&
+        (rc = addon_scrub_from_replacements(r, &scrub, NULL, 0, NULL)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s: cannot build the response scrubber: %s%s",
                 cfg->replacements_path, px_strerror(rc), why);
         addon_policy_unref(p);

@@ -58,7 +58,7 @@ nth=1
 readme_cmd=$(awk -v n="$nth" '/^```sh[[:space:]]*$/ {k++; if (k == n) {f = 1; next}}
     f && /^```/ {exit} f' "$SRC/README.md")
 [ -n "$readme_cmd" ] || die "README.md has no \`\`\`sh block"
-say "mirror $mirror; the README's first command:"
+say "mirror $mirror; the README's $([ "$nth" = 1 ] && echo first || echo unit-test) command:"
 printf '    %s\n' "$readme_cmd"
 
 WORK=$(mktemp -d /var/tmp/airlock-fresh.XXXXXX)

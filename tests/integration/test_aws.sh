@@ -58,7 +58,9 @@ T_PIDS+=($!)
 t_wait_port 127.0.0.3 443 10 || { cat "$T_DIR/verifier.out"; exit 1; }
 grep -q "self test passed" "$T_DIR/verifier.out"
 t_check "verifier: awscrt-signed V4/V4A header+query requests verify with botocore/aws-c-auth" test $? -eq 0
-t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+# The upstream echoes what it got: answers are not scrubbed here (--scrub-responses off), so
+# the echo shows the real value that went upstream; test_scrub.sh covers scrubbing.
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" --scrub-responses off \
     --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.3/32 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 UPCA="$T_DIR/upca.pem"

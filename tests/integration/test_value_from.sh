@@ -60,7 +60,9 @@ t_contains "start-up error names the entry and the variable" "$out" \
     "repl.json:2:55: entry[0].value_from.env: AIRLOCK_TEST_API_KEY is not set in airlock's environment"
 
 export AIRLOCK_TEST_API_KEY=$REAL_ENV
-t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" \
+# The upstream echoes what it got: answers are not scrubbed here (--scrub-responses off), so
+# the echo shows the real value that went upstream; test_scrub.sh covers scrubbing.
+t_start_airlock "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" --scrub-responses off \
     --upstream-ca "$T_DIR/upca.pem" --allow-upstream-cidr 127.0.0.3/32 || exit 1
 unset AIRLOCK_TEST_API_KEY
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
