@@ -15,7 +15,8 @@
 static void on_conn_timer(uv_timer_t *t);
 static const px_sock_cbs_t px__conn_cbs;
 
-/* ---- the pool ---------------------------------------------------------------------------------- */
+/* ---- the pool ----------------------------------------------------------------------------------
+ */
 
 unsigned px__up_hash(const char *s)
 {
@@ -80,7 +81,8 @@ void px__up_key(char *out, size_t cap, const char *host, uint16_t port, int tls,
     snprintf(out, cap, "%s:%u:%s", host, port, raw ? "raw" : tls ? "https" : "http");
 }
 
-/* ---- requests ---------------------------------------------------------------------------------- */
+/* ---- requests ----------------------------------------------------------------------------------
+ */
 
 void px__up_req_free(px_upreq_t *r)
 {
@@ -164,8 +166,8 @@ void px__up_dispatch(px_upreq_t *r)
     px__up_connect_new(r, key);
 }
 
-/* ---- connections ------------------------------------------------------------------------------- */
-
+/* ---- connections -------------------------------------------------------------------------------
+ */
 
 static void on_conn_timer(uv_timer_t *t)
 {
@@ -208,7 +210,7 @@ static void on_conn_connect(px_sock_t *s, int status)
                                 u->h1only ? sizeof(h1) - 1 : 0);
     if (rc != 0) {
         px__up_req_fail(r, "Connection failed: %s",
-                     u->sock.tls_err[0] ? u->sock.tls_err : "cannot set up TLS");
+                        u->sock.tls_err[0] ? u->sock.tls_err : "cannot set up TLS");
         return;
     }
     uv_timer_start(&u->timer, on_conn_timer, u->m->cfg->connect_ms, 0);
@@ -233,7 +235,7 @@ static void on_conn_handshake(px_sock_t *s, int status)
 }
 
 px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, uint16_t port,
-                                 int tls);
+                             int tls);
 
 /* Connects to the next address that passed the destination check; a new socket each time. */
 static void px__dial(px_upconn_t *u, const char *last_err)
@@ -310,10 +312,11 @@ void px__up_connect_new(px_upreq_t *r, const char *key)
     int rc = dns_resolve(r->m->resolver, r->host, r->port, on_resolved, u, &u->resolving);
     if (rc < 0)
         px__up_req_fail(r, "Connection failed: %s",
-                     rc == UV_EBUSY ? "too many lookups in flight" : "invalid host name");
+                        rc == UV_EBUSY ? "too many lookups in flight" : "invalid host name");
 }
 
-/* ---- tunnels ------------------------------------------------------------------------------------ */
+/* ---- tunnels ------------------------------------------------------------------------------------
+ */
 
 static void end_write(void *end, const char *data, size_t len)
 {
@@ -372,7 +375,8 @@ void px_up_tunnel(px_upreq_t *r, px_tunnel_t *t, int side)
     }
 }
 
-/* ---- lifetime ----------------------------------------------------------------------------------- */
+/* ---- lifetime -----------------------------------------------------------------------------------
+ */
 
 static void px__conn_free_if_done(px_upconn_t *u)
 {
@@ -462,7 +466,7 @@ static const px_sock_cbs_t px__conn_cbs = {
 };
 
 px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, uint16_t port,
-                                 int tls)
+                             int tls)
 {
     px_upconn_t *u = calloc(1, sizeof(*u));
     if (u == NULL)
@@ -482,7 +486,8 @@ px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, u
     return u;
 }
 
-/* ---- the manager --------------------------------------------------------------------------------- */
+/* ---- the manager
+ * --------------------------------------------------------------------------------- */
 
 px_upmgr_t *px_upmgr_new(px_loop_t *loop, const px_config_t *cfg, dns_resolver_t *resolver,
                          SSL_CTX *tls)
@@ -521,4 +526,3 @@ void px_upmgr_free(px_upmgr_t *m)
 {
     free(m);
 }
-

@@ -11,7 +11,8 @@
 #include "base/px_err.h"
 #include "proxy/px_upstream_int.h"
 
-/* ---- requests ---------------------------------------------------------------------------------- */
+/* ---- requests ----------------------------------------------------------------------------------
+ */
 
 static void px__put(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
 {
@@ -41,10 +42,10 @@ static int px__serialize(px_upreq_t *r, const addon_req_t *q, int *ws)
         return PX_ENOMEM;
     size_t n = 0;
     int upgrade = 0;
-#define PX__PUT(s, l)                                                                          \
-    do {                                                                                       \
-        memcpy(out + n, (s), (l));                                                             \
-        n += (l);                                                                              \
+#define PX__PUT(s, l)                                                                              \
+    do {                                                                                           \
+        memcpy(out + n, (s), (l));                                                                 \
+        n += (l);                                                                                  \
     } while (0)
     PX__PUT(q->method.base, q->method.len);
     PX__PUT(" ", 1);
@@ -80,7 +81,6 @@ static void px__pend(px_upreq_t *r, const char *data, size_t len)
     if (r->pend_len == before)
         px__up_req_fail(r, "out of memory");
 }
-
 
 static px_upreq_t *px__req_new(px_upmgr_t *m, const char *host, uint16_t port, int tls,
                                const px_up_cbs_t *cbs, void *owner)
@@ -120,8 +120,8 @@ px_upreq_t *px_up_open(px_upmgr_t *m, const char *host, uint16_t port, int tls,
     return r;
 }
 
-px_upreq_t *px_up_open_raw(px_upmgr_t *m, const char *host, uint16_t port,
-                           const px_up_cbs_t *cbs, void *owner)
+px_upreq_t *px_up_open_raw(px_upmgr_t *m, const char *host, uint16_t port, const px_up_cbs_t *cbs,
+                           void *owner)
 {
     px_upreq_t *r = px__req_new(m, host, port, 0, cbs, owner);
     if (r == NULL)

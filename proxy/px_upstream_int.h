@@ -84,7 +84,7 @@ struct px_upmgr {
 struct px_upconn {
     px_sock_t sock;
     const px__up_conn_ops_t *ops; /* its protocol: HTTP/1.1 until the handshake picks h2 */
-    uv_timer_t timer;         /* connect, TLS handshake, idle in the pool */
+    uv_timer_t timer;             /* connect, TLS handshake, idle in the pool */
     px_defer_t defer;
     px_upmgr_t *m;
     px__cstate_t state;
@@ -95,34 +95,34 @@ struct px_upconn {
     int tls;
     px_upconn_t *pool_next, *pool_prev;
     int in_pool;
-    px_upreq_t *req;          /* the request on it, NULL while pooled */
-    px_h1_t parser;           /* the responses */
+    px_upreq_t *req; /* the request on it, NULL while pooled */
+    px_h1_t parser;  /* the responses */
     dns_resolve_req_t *resolving;
     struct sockaddr_storage addrs[DNS_RESOLVE_ADDRS_MAX];
     size_t naddrs, next_addr;
-    char *in;                 /* response bytes not delivered yet (a pause, after a 101) */
+    char *in; /* response bytes not delivered yet (a pause, after a 101) */
     size_t in_len;
     px_tunnel_t *tun;
-    int reused;               /* came out of the pool */
-    int got_bytes;            /* a response byte since it was (re)used */
-    int reusable;             /* the last exchange left it clean */
-    int keepalive;            /* the final response allows another request */
+    int reused;    /* came out of the pool */
+    int got_bytes; /* a response byte since it was (re)used */
+    int reusable;  /* the last exchange left it clean */
+    int keepalive; /* the final response allows another request */
     int handles;
     int closing;
     /* HTTP/2 (px_uph2.c) */
-    px_h2c_t *h2;             /* the upstream picked h2: req stays NULL, h2reqs carry streams */
-    px_upreq_t *h2reqs;       /* requests with a stream on it */
-    px_upreq_t *waiters;      /* requests waiting for this dial to tell h2 or not */
+    px_h2c_t *h2;        /* the upstream picked h2: req stays NULL, h2reqs carry streams */
+    px_upreq_t *h2reqs;  /* requests with a stream on it */
+    px_upreq_t *waiters; /* requests waiting for this dial to tell h2 or not */
     size_t nwaiters;
     px_upconn_t *sh_next, *sh_prev;
     int in_shared;
-    int h1only;               /* offered http/1.1 alone (a WebSocket upgrade) */
-    px_defer_t flush;         /* the codec's output to the socket */
+    int h1only;       /* offered http/1.1 alone (a WebSocket upgrade) */
+    px_defer_t flush; /* the codec's output to the socket */
 };
 
 struct px_upreq {
     px_upmgr_t *m;
-    const px_up_cbs_t *cbs;   /* NULL once the owner let go (done or abort) */
+    const px_up_cbs_t *cbs; /* NULL once the owner let go (done or abort) */
     void *owner;
     px_upconn_t *conn;
     const px__up_stream_ops_t *ops; /* its carrier; NULL until it lands (bytes wait in pend) */
@@ -133,25 +133,25 @@ struct px_upreq {
     int raw;
     px_up_body_t body;
     int is_head;
-    char *head;               /* the serialized head, kept for one retry on a stale connection */
+    char *head; /* the serialized head, kept for one retry on a stale connection */
     size_t head_len;
-    char *pend;               /* bytes written before a connection was ready */
+    char *pend; /* bytes written before a connection was ready */
     size_t pend_len, pend_cap;
-    int ended;                /* the request body ended */
+    int ended; /* the request body ended */
     int resp_done;
     int paused;
-    int full;                 /* px_up_full() said 1: on_drain comes */
+    int full; /* px_up_full() said 1: on_drain comes */
     int retried;
     int failed;
     char why[320];
     /* HTTP/2 (px_uph2.c) */
-    int h2ok;                 /* may go over h2: TLS, not raw, not a WebSocket upgrade */
-    px_h2c_req_t *h2head;     /* the head for h2, one block (until the response head) */
-    px_h2cs_t *st;            /* its stream, on an h2 connection */
-    px_upconn_t *wait;        /* the dial it waits on (not its conn) */
+    int h2ok;                      /* may go over h2: TLS, not raw, not a WebSocket upgrade */
+    px_h2c_req_t *h2head;          /* the head for h2, one block (until the response head) */
+    px_h2cs_t *st;                 /* its stream, on an h2 connection */
+    px_upconn_t *wait;             /* the dial it waits on (not its conn) */
     px_upreq_t *h2_next, *h2_prev; /* the connection's streams, or its dial's waiters */
-    px_fields_t *trailers;    /* px_up_end's trailers, before a connection was ready */
-    px_defer_t resume;        /* held response bytes after a pause */
+    px_fields_t *trailers;         /* px_up_end's trailers, before a connection was ready */
+    px_defer_t resume;             /* held response bytes after a pause */
 };
 
 /* Bytes of r queued toward upstream: kept until it lands, plus its carrier's queue (before it
