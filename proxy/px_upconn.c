@@ -1,7 +1,10 @@
 /* Upstream connections: resolve through the upstream resolver, refuse forbidden destinations
  * (px_dest.h), connect with a timeout, TLS with full verification, the pool of idle connections
- * keyed by host:port:scheme, and the end of a tunnel. */
+ * keyed by host:port:scheme, and the end of a tunnel; placing a request on one (or failing it).
+ * A connection's bytes go to its protocol's operations (u->ops): HTTP/1.1 until a handshake
+ * picks h2. */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +15,8 @@
 static void on_conn_timer(uv_timer_t *t);
 static const px_sock_cbs_t px__conn_cbs;
 
-/* ---- the pool ---------------------------------------------------------------------------------- */
+/* ---- the pool ----------------------------------------------------------------------------------
+ */
 
 unsigned px__up_hash(const char *s)
 {
@@ -41,7 +45,7 @@ void px__up_pool_remove(px_upconn_t *u)
 px_upconn_t *px__up_pool_take(px_upmgr_t *m, const char *key)
 {
     for (px_upconn_t *u = m->buckets[px__up_hash(key)]; u != NULL; u = u->pool_next) {
-        if (u->h2 == NULL && strcmp(u->key, key) == 0) { /* h2 ones are found shared */
+        if (!u->ops->multi && strcmp(u->key, key) == 0) { /* h2 ones are found shared */
             px__up_pool_remove(u);
             return u;
         }
@@ -77,10 +81,93 @@ void px__up_key(char *out, size_t cap, const char *host, uint16_t port, int tls,
     snprintf(out, cap, "%s:%u:%s", host, port, raw ? "raw" : tls ? "https" : "http");
 }
 
-/* ---- connections ------------------------------------------------------------------------------- */
+/* ---- requests ----------------------------------------------------------------------------------
+ */
 
-static const px_sock_cbs_t px__conn_cbs;
+void px__up_req_free(px_upreq_t *r)
+{
+    free(r->head);
+    free(r->h2head);
+    free(r->pend);
+    free(r->trailers);
+    free(r);
+}
 
+static void on_req_failed(px_defer_t *d)
+{
+    px_upreq_t *r = px_container_of(d, px_upreq_t, defer);
+    const px_up_cbs_t *cbs = r->cbs;
+    void *owner = r->owner;
+    char why[sizeof(r->why)];
+    memcpy(why, r->why, sizeof(why));
+    px__up_req_free(r);
+    if (cbs != NULL)
+        cbs->on_error(owner, why);
+}
+
+void px__up_req_fail(px_upreq_t *r, const char *fmt, ...)
+{
+    if (r->failed)
+        return;
+    r->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof(r->why), fmt, ap);
+    va_end(ap);
+    px_defer_cancel(r->m->loop, &r->resume);
+    if (r->ops != NULL) {
+        r->ops->release(r, 0); /* HTTP/1.1: the connection closes; h2: the stream alone */
+    } else if (r->wait != NULL) {
+        px__up_h2_unwait(r);
+    } else if (r->conn != NULL) {
+        px_upconn_t *u = r->conn;
+        r->conn = NULL;
+        u->req = NULL;
+        px__up_h2_waiters(u, r->why); /* a dial's waiters share its fate */
+        px__up_conn_close(u);
+    }
+    px_defer(r->m->loop, &r->defer, on_req_failed);
+}
+
+static void on_req_ready(px_defer_t *d)
+{
+    px_upreq_t *r = px_container_of(d, px_upreq_t, defer);
+    if (r->cbs == NULL)
+        return;
+    /* the owner was told "full" while the bytes waited for the connection; they may have left
+     * at once on attaching (the socket then never went over its mark, so no drain from it).
+     * Told before on_ready: an owner may let go of r in on_ready (a passthrough dial does). */
+    if (r->full && px__up_queued(r) < PX_WQ_LOW) {
+        r->full = 0;
+        if (r->cbs->on_drain != NULL)
+            r->cbs->on_drain(r->owner);
+    }
+    if (r->cbs->on_ready != NULL)
+        r->cbs->on_ready(r->owner);
+}
+
+void px__up_ready_later(px_upreq_t *r)
+{
+    px_defer(r->m->loop, &r->defer, on_req_ready);
+}
+
+void px__up_dispatch(px_upreq_t *r)
+{
+    char key[PX__KEY_MAX];
+    px__up_key(key, sizeof(key), r->host, r->port, r->tls, 0);
+    if (r->h2ok && px__up_h2_share(r, key))
+        return;
+    px_upconn_t *u = px__up_pool_take(r->m, key);
+    if (u != NULL) {
+        u->reused = 1;
+        u->ops->attach(u, r);
+        return;
+    }
+    px__up_connect_new(r, key);
+}
+
+/* ---- connections -------------------------------------------------------------------------------
+ */
 
 static void on_conn_timer(uv_timer_t *t)
 {
@@ -113,7 +200,7 @@ static void on_conn_connect(px_sock_t *s, int status)
     }
     if (!u->tls || r->raw) {
         u->state = PX__C_READY;
-        px__up_attach(u, r);
+        u->ops->attach(u, r);
         return;
     }
     u->state = PX__C_HANDSHAKE;
@@ -123,7 +210,7 @@ static void on_conn_connect(px_sock_t *s, int status)
                                 u->h1only ? sizeof(h1) - 1 : 0);
     if (rc != 0) {
         px__up_req_fail(r, "Connection failed: %s",
-                     u->sock.tls_err[0] ? u->sock.tls_err : "cannot set up TLS");
+                        u->sock.tls_err[0] ? u->sock.tls_err : "cannot set up TLS");
         return;
     }
     uv_timer_start(&u->timer, on_conn_timer, u->m->cfg->connect_ms, 0);
@@ -144,11 +231,11 @@ static void on_conn_handshake(px_sock_t *s, int status)
     if (px__up_h2_handshake(u))
         return;
     u->state = PX__C_READY;
-    px__up_attach(u, r);
+    u->ops->attach(u, r); /* HTTP/1.1: h2 took it above */
 }
 
 px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, uint16_t port,
-                                 int tls);
+                             int tls);
 
 /* Connects to the next address that passed the destination check; a new socket each time. */
 static void px__dial(px_upconn_t *u, const char *last_err)
@@ -225,10 +312,11 @@ void px__up_connect_new(px_upreq_t *r, const char *key)
     int rc = dns_resolve(r->m->resolver, r->host, r->port, on_resolved, u, &u->resolving);
     if (rc < 0)
         px__up_req_fail(r, "Connection failed: %s",
-                     rc == UV_EBUSY ? "too many lookups in flight" : "invalid host name");
+                        rc == UV_EBUSY ? "too many lookups in flight" : "invalid host name");
 }
 
-/* ---- tunnels ------------------------------------------------------------------------------------ */
+/* ---- tunnels ------------------------------------------------------------------------------------
+ */
 
 static void end_write(void *end, const char *data, size_t len)
 {
@@ -287,7 +375,8 @@ void px_up_tunnel(px_upreq_t *r, px_tunnel_t *t, int side)
     }
 }
 
-/* ---- lifetime ----------------------------------------------------------------------------------- */
+/* ---- lifetime -----------------------------------------------------------------------------------
+ */
 
 static void px__conn_free_if_done(px_upconn_t *u)
 {
@@ -341,22 +430,49 @@ void px__up_conn_close(px_upconn_t *u)
     px_sock_close(&u->sock);
 }
 
+/* The socket's events go to the connection's protocol, a tunnel's end aside. */
+static void on_conn_read(px_sock_t *s, const char *data, size_t len)
+{
+    px_upconn_t *u = s->data;
+    u->got_bytes = 1;
+    u->ops->read(u, data, len);
+}
+
+static void on_conn_eof(px_sock_t *s, int err)
+{
+    px_upconn_t *u = s->data;
+    if (u->state == PX__C_TUNNEL)
+        px_tunnel_eof(u->tun, 1, err);
+    else
+        u->ops->eof(u, err);
+}
+
+static void on_conn_drain(px_sock_t *s)
+{
+    px_upconn_t *u = s->data;
+    if (u->state == PX__C_TUNNEL)
+        px_tunnel_drain(u->tun, 1);
+    else
+        u->ops->flush(u);
+}
+
 static const px_sock_cbs_t px__conn_cbs = {
-    .on_read = px__up_conn_read,
-    .on_eof = px__up_conn_eof,
-    .on_drain = px__up_conn_drain,
+    .on_read = on_conn_read,
+    .on_eof = on_conn_eof,
+    .on_drain = on_conn_drain,
     .on_handshake = on_conn_handshake,
     .on_connect = on_conn_connect,
     .on_closed = on_conn_closed,
 };
 
 px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, uint16_t port,
-                                 int tls)
+                             int tls)
 {
     px_upconn_t *u = calloc(1, sizeof(*u));
     if (u == NULL)
         return NULL;
     u->m = m;
+    u->ops = &px__up_h1_conn;
     px_sock_init(m->loop, &u->sock, &px__conn_cbs, u);
     uv_timer_init(m->loop->uv, &u->timer);
     u->timer.data = u;
@@ -366,11 +482,12 @@ px_upconn_t *px__up_conn_new(px_upmgr_t *m, const char *key, const char *host, u
     snprintf(u->host, sizeof(u->host), "%s", host);
     u->port = port;
     u->tls = tls;
-    px_h1_init(&u->parser, 0, &px__up_resp_cbs, u);
+    px_h1_init(&u->parser, 0, &px__up_h1_resp_cbs, u);
     return u;
 }
 
-/* ---- the manager --------------------------------------------------------------------------------- */
+/* ---- the manager
+ * --------------------------------------------------------------------------------- */
 
 px_upmgr_t *px_upmgr_new(px_loop_t *loop, const px_config_t *cfg, dns_resolver_t *resolver,
                          SSL_CTX *tls)
@@ -409,4 +526,3 @@ void px_upmgr_free(px_upmgr_t *m)
 {
     free(m);
 }
-

@@ -13,6 +13,10 @@
 #include "proxy/px_upstream_int.h"
 
 static const px_h2c_cbs_t px__h2_cbs;
+static const px__up_stream_ops_t px__h2_stream;
+static const px__up_conn_ops_t px__h2_conn;
+static void px__sched(px_upconn_t *u);
+static void px__flush(px_upconn_t *u);
 
 /* ---- the head --------------------------------------------------------------------------- */
 
@@ -189,7 +193,7 @@ int px__up_h2_handover(px_upconn_t *u)
 /* ---- streams ------------------------------------------------------------------------------ */
 
 /* r gets a stream on h2 connection u; what it wrote so far follows. */
-static void px__attach(px_upconn_t *u, px_upreq_t *r)
+static void h2_attach(px_upconn_t *u, px_upreq_t *r)
 {
     if (u->in_pool)
         px__up_pool_remove(u);
@@ -204,6 +208,7 @@ static void px__attach(px_upconn_t *u, px_upreq_t *r)
     }
     r->st = st;
     r->conn = u;
+    r->ops = &px__h2_stream;
     r->h2_prev = NULL;
     r->h2_next = u->h2reqs;
     if (r->h2_next != NULL)
@@ -224,7 +229,7 @@ static void px__attach(px_upconn_t *u, px_upreq_t *r)
     }
     if (r->paused)
         px_h2c_pause(u->h2, st, 1);
-    px__up_h2_sched(u);
+    px__sched(u);
     px__up_ready_later(r);
 }
 
@@ -237,7 +242,7 @@ int px__up_h2_share(px_upreq_t *r, const char *key)
             continue;
         if (u->h2 != NULL) {
             if (u->state == PX__C_READY && px_h2c_can_open(u->h2)) {
-                px__attach(u, r);
+                h2_attach(u, r);
                 return 1;
             }
             continue;
@@ -263,7 +268,7 @@ static void px__idle(px_upconn_t *u)
     px__up_pool_put(u);
 }
 
-void px__up_h2_release(px_upreq_t *r, int clean)
+static void h2_release(px_upreq_t *r, int clean)
 {
     px_upconn_t *u = r->conn;
     px_defer_cancel(r->m->loop, &r->resume);
@@ -277,27 +282,28 @@ void px__up_h2_release(px_upreq_t *r, int clean)
     r->h2_next = r->h2_prev = NULL;
     r->st = NULL;
     r->conn = NULL;
-    px__up_h2_sched(u);
+    r->ops = NULL;
+    px__sched(u);
     px__idle(u);
 }
 
-void px__up_h2_data(px_upreq_t *r, const char *data, size_t len)
+static void h2_data(px_upreq_t *r, const char *data, size_t len)
 {
     px_upconn_t *u = r->conn;
     int rc = px_h2c_send_data(u->h2, r->st, data, len);
     if (rc == PX_ETOOBIG || rc == PX_ENOMEM)
         px__up_req_fail(r, "%s", rc == PX_ENOMEM ? "out of memory" : "request body queue full");
     else
-        px__up_h2_sched(u); /* PX_ESTATE: the stream closed (answered): the bytes are dropped */
+        px__sched(u); /* PX_ESTATE: the stream closed (answered): the bytes are dropped */
 }
 
-void px__up_h2_end(px_upreq_t *r, const px_fields_t *t)
+static void h2_end(px_upreq_t *r, const px_fields_t *t)
 {
     px_upconn_t *u = r->conn;
     if (px_h2c_end(u->h2, r->st, t) == PX_ENOMEM)
         px__up_req_fail(r, "out of memory");
     else
-        px__up_h2_sched(u);
+        px__sched(u);
 }
 
 static void on_req_resume(px_defer_t *d)
@@ -307,16 +313,30 @@ static void on_req_resume(px_defer_t *d)
     if (r->st == NULL || r->cbs == NULL || u == NULL)
         return;
     px_h2c_resume(u->h2, r->st); /* r may be gone after this */
-    px__up_h2_flush(u);
+    px__flush(u);
 }
 
-void px__up_h2_pause(px_upreq_t *r, int pause)
+static size_t h2_queued(const px_upreq_t *r)
+{
+    return px_h2c_queued(r->st);
+}
+
+static void h2_pause(px_upreq_t *r, int pause)
 {
     px_upconn_t *u = r->conn;
     px_h2c_pause(u->h2, r->st, pause);
     if (!pause)
         px_defer(r->m->loop, &r->resume, on_req_resume);
 }
+
+static const px__up_stream_ops_t px__h2_stream = {
+    .data = h2_data,
+    .end = h2_end,
+    .queued = h2_queued,
+    .high = PX_H2C_QUEUE_HIGH, /* a stream's mark: the connection's is every stream's */
+    .pause = h2_pause,
+    .release = h2_release,
+};
 
 /* ---- the codec's callbacks ------------------------------------------------------------------ */
 
@@ -358,7 +378,7 @@ static void on_h2_error(void *so, uint32_t code, const char *why)
         !r->retried) {
         /* not processed (a GOAWAY that came first, a refused stream): once more elsewhere */
         r->retried = 1;
-        px__up_h2_release(r, 1);
+        h2_release(r, 1);
         px__up_dispatch(r);
         return;
     }
@@ -399,18 +419,19 @@ int px__up_h2_handshake(px_upconn_t *u)
         px__up_req_fail(r, "out of memory");
         return 1;
     }
+    u->ops = &px__h2_conn;
     u->state = PX__C_READY;
     px__share(u);
     u->req = NULL;
     r->conn = NULL;
     uv_timer_stop(&u->timer);
     px_sock_read_start(&u->sock);
-    px__attach(u, r);
+    h2_attach(u, r);
     while (u->waiters != NULL && !u->closing) {
         px_upreq_t *w = u->waiters;
         px__up_h2_unwait(w);
         if (px_h2c_can_open(u->h2))
-            px__attach(u, w);
+            h2_attach(u, w);
         else
             px__up_dispatch(w);
     }
@@ -421,10 +442,10 @@ int px__up_h2_handshake(px_upconn_t *u)
 
 static void on_conn_flush(px_defer_t *d)
 {
-    px__up_h2_flush(px_container_of(d, px_upconn_t, flush));
+    px__flush(px_container_of(d, px_upconn_t, flush));
 }
 
-void px__up_h2_sched(px_upconn_t *u)
+static void px__sched(px_upconn_t *u)
 {
     if (!u->closing)
         px_defer(u->m->loop, &u->flush, on_conn_flush);
@@ -440,7 +461,7 @@ static void px__broken(px_upconn_t *u, const char *why)
     px__up_conn_close(u);
 }
 
-void px__up_h2_flush(px_upconn_t *u)
+static void px__flush(px_upconn_t *u)
 {
     while (!u->closing && u->h2 != NULL && px_sock_queued(&u->sock) < PX_WQ_HIGH) {
         const char *d;
@@ -458,7 +479,7 @@ void px__up_h2_flush(px_upconn_t *u)
     }
 }
 
-void px__up_h2_read(px_upconn_t *u, const char *data, size_t len)
+static void h2_read(px_upconn_t *u, const char *data, size_t len)
 {
     int rc = px_h2c_feed(u->h2, data, len);
     if (u->closing)
@@ -478,10 +499,10 @@ void px__up_h2_read(px_upconn_t *u, const char *data, size_t len)
             return;
         }
     }
-    px__up_h2_flush(u);
+    px__flush(u);
 }
 
-void px__up_h2_eof(px_upconn_t *u, int err)
+static void h2_eof(px_upconn_t *u, int err)
 {
     char why[200];
     snprintf(why, sizeof(why), "Server disconnected during the HTTP/2 session (%s)",
@@ -500,8 +521,16 @@ void px__up_h2_shut(px_upconn_t *u, const char *why)
     while (u->h2reqs != NULL) {
         px_upreq_t *r = u->h2reqs;
         if (r->resp_done || r->failed)
-            px__up_h2_release(r, 1); /* complete: the owner lets go when it is done */
+            h2_release(r, 1); /* complete: the owner lets go when it is done */
         else
             px__up_req_fail(r, "%s", why);
     }
 }
+
+static const px__up_conn_ops_t px__h2_conn = {
+    .attach = h2_attach,
+    .read = h2_read,
+    .eof = h2_eof,
+    .flush = px__flush,
+    .multi = 1,
+};

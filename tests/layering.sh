@@ -71,7 +71,7 @@ ca uses: ca ca_cache ca_leaf ca_nc
 addons uses: addon_policy addon_policy_budget addon_policy_build addon_provider addon_provider_pass addon_provider_url
 proxy uses: px_client px_connect px_h1srv px_h2srv
 proxy uses: px_stage_budget px_stage_filters px_stage_upstream px_xchg px_xchg_answer px_xchg_run px_xchg_ws
-proxy uses: px_upconn px_uph2 px_upstream
+proxy uses: px_upconn px_uph2
 EOF
 }
 py=/usr/bin/python3
