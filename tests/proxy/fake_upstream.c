@@ -41,6 +41,7 @@ struct px_upreq {
     char trailers[1024]; /* "name: value\n" of px_up_end's trailers */
     int aborted, done, tunnelled;
     int full;   /* what px_up_full answers */
+    int refuse; /* px_up_open fails (no memory, no pool): the next open returns NULL */
     int paused; /* last px_up_pause */
     int pause_calls;
     const px_up_cbs_t *cbs;
@@ -82,6 +83,10 @@ px_upreq_t *px_up_open(px_upmgr_t *m, const char *host, uint16_t port, int tls,
 {
     (void)m;
     assert_false(fake_up.live);
+    if (fake_up.refuse) {
+        fake_up.refuse = 0;
+        return NULL;
+    }
     fake_up.opened++;
     /* what the test checks is the last request's: the earlier ones are in opens */
     fake_up.head_len = fake_up.body_len = 0;
