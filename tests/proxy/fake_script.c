@@ -266,10 +266,10 @@ static void script_run(const scase_t *c, const char *policy)
 }
 
 /* The cases of a file as cmocka tests, each with its case as the state. */
+/* clang-format off */
 #define SCRIPT_TESTS(tests, cases, fn)                                                             \
     struct CMUnitTest tests[sizeof(cases) / sizeof(cases[0])];                                     \
     for (size_t i_ = 0; i_ < sizeof(cases) / sizeof(cases[0]); i_++)                               \
-    tests[i_] = (struct CMUnitTest)                                                                \
-    {                                                                                              \
-        .name = cases[i_].name, .test_func = fn, .initial_state = (void *)&cases[i_]               \
-    }
+        tests[i_] = (struct CMUnitTest){                                                           \
+            .name = cases[i_].name, .test_func = fn, .initial_state = (void *)&cases[i_]}
+/* clang-format on */

@@ -94,8 +94,8 @@ px_upreq_t *px_up_open(px_upmgr_t *m, const char *host, uint16_t port, int tls,
     fake_up.data_calls = fake_up.data_after_end = fake_up.ended = 0;
     fake_up.aborted = fake_up.done = fake_up.tunnelled = 0;
     fake_up_add(fake_up.opens, sizeof(fake_up.opens), &fake_up.opens_len, "%.*s %s:%u %.*s\n",
-                (int)req->method.len, req->method.base, host, (unsigned)port,
-                (int)req->path.len, req->path.base);
+                (int)req->method.len, req->method.base, host, (unsigned)port, (int)req->path.len,
+                req->path.base);
     fake_up.live = 1;
     snprintf(fake_up.host, sizeof(fake_up.host), "%s", host);
     fake_up.port = port;

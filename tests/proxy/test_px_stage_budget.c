@@ -41,7 +41,9 @@
     "      queries: [\"*\"]\n"
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
 #define OK_10 "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 #define ALL_STAGES "precheck leak policy aws ghapp masking budget filters upstream"
 #define AT_BUDGET "precheck leak policy aws ghapp masking |budget"
 #define GET_X "GET /x HTTP/1.1\r\nHost: allowed.example\r\n\r\n"
@@ -70,11 +72,12 @@ static void one_denied(void)
 /* 6 response bytes received before the case's request. */
 static void six_received(void)
 {
-    static const step_t six[] = {{.op = U_READY},
-                                 {.op = U_HEAD, .s = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n"},
-                                 {.op = U_DATA, .s = "123456"},
-                                 {.op = U_END},
-                                 {.op = END_OF_SCRIPT}};
+    static const step_t six[] = {
+        {.op = U_READY},
+        {.op = U_HEAD, .s = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n"},
+        {.op = U_DATA, .s = "123456"},
+        {.op = U_END},
+        {.op = END_OF_SCRIPT}};
     script_prior(GET_X, 0, six);
 }
 

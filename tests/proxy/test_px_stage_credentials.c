@@ -46,10 +46,10 @@
 #define REAL "REAL-secret-value-0123456789"
 #define SURR "surrogate-token-0123456789abcdef"
 #define REPL                                                                                       \
-    "{\"" SURR "\": {\"value\": \"" REAL "\", \"scopes\": [\"allowed.example\", \"gql.example\"],"  \
+    "{\"" SURR "\": {\"value\": \"" REAL "\", \"scopes\": [\"allowed.example\", \"gql.example\"]," \
     " \"headers\": [\"Authorization\"]},"                                                          \
     " \"plain-surrogate-0123456789abcdef\": {\"value\": \"REAL-plain-value-0123456789\","          \
-    " \"scopes\": [\"plain.example\"], \"headers\": [\"X-Api-Key\"], \"allow_plain_http\": true},"  \
+    " \"scopes\": [\"plain.example\"], \"headers\": [\"X-Api-Key\"], \"allow_plain_http\": true}," \
     " \"AKIASURROGATE0000000\": {\"type\": \"aws-sigv4\", \"access_key_id\": "                     \
     "\"AKIAREALKEYID0000000\", \"secret_access_key\": \"aws-real-secret-0123456789\","             \
     " \"session_token\": \"real-session-token-0123456789\","                                       \
@@ -63,7 +63,9 @@
 #define BASIC_SURR "dXNlcjpzdXJyb2dhdGUtdG9rZW4tMDEyMzQ1Njc4OWFiY2RlZg==" /* user:SURR */
 #define BASIC_REAL "dXNlcjpSRUFMLXNlY3JldC12YWx1ZS0wMTIzNDU2Nzg5"         /* user:REAL */
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 #define ALL_STAGES "precheck leak policy aws ghapp masking budget filters upstream"
 
 /* ---- AWS requests, signed "now" (an x-amz-date off airlock's clock logs a WARNING line) ---- */
@@ -87,8 +89,8 @@ static const char *const aws_tpl[] = {
     "Authorization: AWS4-HMAC-SHA256 Credential=AKIASURROGATE0000000\r\n\r\n",
     /* 3: a PUT without a payload hash: hashed once gathered */
     "PUT /bucket/key HTTP/1.1\r\nHost: s3.amazonaws.com\r\nx-amz-date: %1$s\r\n"
-    "Content-Length: 5\r\nAuthorization: " AUTH("AKIANOSESSION0000000")
-    "SignedHeaders=host;x-amz-date, Signature=" SIG64 "\r\n\r\n",
+    "Content-Length: 5\r\nAuthorization: " AUTH(
+        "AKIANOSESSION0000000") "SignedHeaders=host;x-amz-date, Signature=" SIG64 "\r\n\r\n",
     /* 4: a surrogate key id out of the entry's scopes (a domain the policy allows) */
     "GET /x HTTP/1.1\r\nHost: other.example\r\nx-amz-date: %1$s\r\n"
     "x-amz-content-sha256: UNSIGNED-PAYLOAD\r\n"
@@ -147,8 +149,8 @@ static const scase_t cases[] = {
     {.name = "masking: the surrogate as Basic's password is replaced and re-encoded",
      .repl = REPL,
      .tls = 1,
-     .req = "GET / HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Basic " BASIC_SURR
-            "\r\n\r\n",
+     .req =
+         "GET / HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Basic " BASIC_SURR "\r\n\r\n",
      .head = ALL_STAGES,
      .steps = {ANSWER_OK},
      .opens = "GET allowed.example:443 /\n",

@@ -41,7 +41,9 @@
     "url_prefixes:\n  - host: gql.example\n    path: /graphql\n    graphql:\n"                     \
     "      queries: [\"*\"]\n"
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 #define GATHERING "precheck leak policy budget |filters"
 #define GQL_CHUNKED                                                                                \
     "POST /graphql HTTP/1.1\r\nHost: gql.example\r\nTransfer-Encoding: chunked\r\n"                \

@@ -46,17 +46,21 @@
 #define SURR "ghs_SurrogateTokenValue1234567890abcde"
 #define TOKEN "ghs_RealInstallationToken0123456789abcd"
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 #define TOKEN_JSON "{\"token\": \"" TOKEN "\", \"expires_at\": \"2099-01-01T00:00:00Z\"}"
 #define REPOS_JSON                                                                                 \
     "{\"total_count\": 1, \"repositories\": [{\"id\": 42, \"node_id\": \"R_kgDOAAAAKg\", "         \
     "\"full_name\": \"o/r\"}]}"
-#define HTTP_JSON "HTTP/1.1 %d OK\r\nContent-Type: application/json\r\n\r\n"
 /* the token endpoint answers 201, then the repositories page 200 */
+/* clang-format off */
 #define MINT_OK                                                                                    \
-    {CALL, .fn = mint_asked}, {U_HEAD, "HTTP/1.1 201 Created\r\n\r\n"}, {U_DATA, TOKEN_JSON},     \
-        {U_END}, {CALL, .fn = repos_asked}, {U_HEAD, "HTTP/1.1 200 OK\r\n\r\n"},                   \
-        {U_DATA, REPOS_JSON}, {U_END}
+    {CALL, .fn = mint_asked},                                                                      \
+    {U_HEAD, "HTTP/1.1 201 Created\r\n\r\n"}, {U_DATA, TOKEN_JSON}, {U_END},                      \
+    {CALL, .fn = repos_asked},                                                                     \
+    {U_HEAD, "HTTP/1.1 200 OK\r\n\r\n"}, {U_DATA, REPOS_JSON}, {U_END}
+/* clang-format on */
 #define MINT_PATH "POST api.github.com:443 /app/installations/678/access_tokens\n"
 #define REPOS_PATH "GET api.github.com:443 /installation/repositories?per_page=100&page=1\n"
 #define MINT_BODY "{\"permissions\":{\"contents\":\"read\"}}" /* the configured scoping */
@@ -109,9 +113,8 @@ static void mint_asked(void)
     size_t slen = b64url_decode(d2 + 1, (size_t)(end - d2 - 1), buf, sizeof(buf));
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     assert_int_equal(EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, app_key), 1);
-    assert_int_equal(EVP_DigestVerify(md, buf, slen, (const unsigned char *)jwt,
-                                      (size_t)(d2 - jwt)),
-                     1);
+    assert_int_equal(
+        EVP_DigestVerify(md, buf, slen, (const unsigned char *)jwt, (size_t)(d2 - jwt)), 1);
     EVP_MD_CTX_free(md);
     assert_int_equal(fake_up.body_len, strlen(MINT_BODY));
     assert_memory_equal(fake_up.body, MINT_BODY, fake_up.body_len);
@@ -157,7 +160,8 @@ static void minted_before(void)
                  1, mint_ok);
 }
 
-#define GET_USER "GET /user HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: Bearer " SURR "\r\n\r\n"
+#define GET_USER                                                                                   \
+    "GET /user HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: Bearer " SURR "\r\n\r\n"
 
 static const scase_t cases[] = {
     {.name = "no token yet: WAIT, the token then the repositories are fetched, the token goes in",
@@ -320,8 +324,8 @@ static const scase_t cases[] = {
      .req = "POST /repos/o/r/issues HTTP/1.1\r\nHost: api.github.com\r\nAuthorization: Bearer " SURR
             "\r\nContent-Length: 4\r\n\r\n",
      .head = WAITING,
-     .steps = {MINT_OK, {U_READY}, {C_BODY, "data"}, {C_END}, {U_HEAD, OK_2}, {U_DATA, "ok"},
-               {U_END}},
+     .steps =
+         {MINT_OK, {U_READY}, {C_BODY, "data"}, {C_END}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}},
      .opens = MINT_PATH REPOS_PATH "POST api.github.com:443 /repos/o/r/issues\n",
      .up_head = "POST /repos/o/r/issues\nAuthorization: Bearer " TOKEN,
      .up_body_mode = PX_UP_BODY_LENGTH,

@@ -47,7 +47,7 @@
     " \"AKIASURROGATE0000000\": {\"type\": \"aws-sigv4\", \"access_key_id\": "                     \
     "\"AKIAREALKEYID0000000\", \"secret_access_key\": \"" AWS_SECRET "\","                         \
     " \"scopes\": [\"*.amazonaws.com\"]},"                                                         \
-    " \"canaries\": [{\"name\": \"planted-marker\", \"value\": \"" CANARY "\"},"                \
+    " \"canaries\": [{\"name\": \"planted-marker\", \"value\": \"" CANARY "\"},"                   \
     " {\"name\": \"url-marker\", \"value\": \"p@ss/w0rd+k-canary\"}]}"
 #define BASIC_REAL "dXNlcjpSRUFMLXNlY3JldC12YWx1ZS0wMTIzNDU2Nzg5" /* user:REAL_SECRET */
 #define HEX_REAL "5245414c2d7365637265742d76616c75652d30313233343536373839"
@@ -93,8 +93,8 @@ static const scase_t cases[] = {
     {.name = "the real value inside Basic base64(user:value): base64, in header",
      .repl = REPL,
      .tls = 1,
-     .req = "GET / HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Basic " BASIC_REAL
-            "\r\n\r\n",
+     .req =
+         "GET / HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Basic " BASIC_REAL "\r\n\r\n",
      .head = "precheck |leak",
      .status = 403,
      .down_json = "\"encoding\": \"base64\", \"where\": \"header\", \"header\": \"Authorization\"",
@@ -147,8 +147,8 @@ static const scase_t cases[] = {
             "header 'X-K')\n"},
     {.name = "a head refused with its body still to come: the connection closes",
      .repl = REPL,
-     .req = "POST / HTTP/1.1\r\nHost: allowed.example\r\nX-K: " CANARY
-            "\r\nContent-Length: 5\r\n\r\n",
+     .req =
+         "POST / HTTP/1.1\r\nHost: allowed.example\r\nX-K: " CANARY "\r\nContent-Length: 5\r\n\r\n",
      .head = "precheck |leak",
      .status = 403,
      .close = 1,
@@ -159,8 +159,8 @@ static const scase_t cases[] = {
     {.name = "the surrogate is no leak: it passes the guard (the masking stage swaps it)",
      .repl = REPL,
      .tls = 1,
-     .req = "GET / HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Bearer " SURROGATE
-            "\r\n\r\n",
+     .req =
+         "GET / HTTP/1.1\r\nHost: allowed.example\r\nAuthorization: Bearer " SURROGATE "\r\n\r\n",
      .head = ALL_STAGES,
      .steps = {{U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}},
      .opens = "GET allowed.example:443 /\n",
@@ -224,12 +224,8 @@ static const scase_t cases[] = {
     {.name = "the held tail goes on when the body ends",
      .repl = REPL,
      .req = POST_CHUNKED,
-     .steps = {{U_READY},
-               {C_BODY, "abc CANARY-7f3a"},
-               {C_END},
-               {U_HEAD, OK_2},
-               {U_DATA, "ok"},
-               {U_END}},
+     .steps =
+         {{U_READY}, {C_BODY, "abc CANARY-7f3a"}, {C_END}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}},
      .opens = "POST allowed.example:80 /up\n",
      .up_head = "POST /up",
      .up_body_mode = PX_UP_BODY_CHUNKED,

@@ -55,10 +55,13 @@
     "    graphql:\n"                                                                               \
     "      queries: [\"*\"]\n"
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 #define ALL_STAGES "precheck leak policy aws ghapp masking budget filters upstream"
 #define NOT_LISTED "\"message\": \"This host/path is not in the network allowlist."
 
+/* clang-format off */
 /* A request allowed by the policy: it goes upstream as sent and is answered 200. */
 #define ALLOWED(nm, method, host, path, port_, scheme, line)                                       \
     {.name = nm,                                                                                   \
@@ -84,6 +87,7 @@
      .down_json = json,                                                                            \
      .fin = FIN_REUSE,                                                                             \
      .log = "BLOCKED " method " " scheme "://" line " -> 403\n"}
+/* clang-format on */
 
 /* The stage asked the filters stage for the body. */
 static void body_asked(void)
@@ -96,10 +100,10 @@ static const scase_t cases[] = {
     /* ---- hosts ------------------------------------------------------------------------------ */
     ALLOWED("a domains entry: any path, any method", "DELETE", "allowed.example", "/any/where",
             "allowed.example:80", "http", "allowed.example/any/where"),
-    ALLOWED("hosts compare lowercased, one trailing dot dropped", "GET", "ALLOWED.Example.",
-            "/x", "allowed.example:80", "http", "ALLOWED.Example./x"),
-    ALLOWED("a glob host: a subdomain matches", "GET", "a.b.wild.example", "/", "a.b.wild.example:443",
-            "https", "a.b.wild.example/"),
+    ALLOWED("hosts compare lowercased, one trailing dot dropped", "GET", "ALLOWED.Example.", "/x",
+            "allowed.example:80", "http", "ALLOWED.Example./x"),
+    ALLOWED("a glob host: a subdomain matches", "GET", "a.b.wild.example", "/",
+            "a.b.wild.example:443", "https", "a.b.wild.example/"),
     REFUSED("a glob host: the apex does not match", "GET", "wild.example", "/", "http",
             "\"error\": \"blocked_by_network_allowlist\", \"host\": \"wild.example\"",
             "wild.example/"),
@@ -108,8 +112,8 @@ static const scase_t cases[] = {
             "blocked_by_network_allowlist", "x.evil.example/"),
     REFUSED("a blocked path on an allowed host", "GET", "allowed.example", "/admin/users", "http",
             "blocked_by_network_allowlist", "allowed.example/admin/users"),
-    REFUSED("a block matches every reading and any case: //ADMIN;v=1/./x", "GET",
-            "allowed.example", "//ADMIN;v=1/./x", "http", "blocked_by_network_allowlist",
+    REFUSED("a block matches every reading and any case: //ADMIN;v=1/./x", "GET", "allowed.example",
+            "//ADMIN;v=1/./x", "http", "blocked_by_network_allowlist",
             "allowed.example//ADMIN;v=1/./x"),
     /* ---- url_prefixes: path, methods, ports ------------------------------------------------- */
     ALLOWED("a path prefix and a listed method", "GET", "api.example", "/repos/o/r",

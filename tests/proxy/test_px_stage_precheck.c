@@ -38,7 +38,9 @@
 #define CANARY "CANARY-7f3a9b2c4d5e6f70a1"
 #define REPL "{\"canaries\": [{\"name\": \"planted-marker\", \"value\": \"" CANARY "\"}]}"
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 
 static const scase_t cases[] = {
     /* ---- malformed heads: 400, the connection closes, the URL is not logged -------------- */

@@ -41,7 +41,9 @@
     "url_prefixes:\n  - host: allowed.example\n    ports: [8443]\n"                                \
     "  - host: gql.example\n    path: /graphql\n    graphql:\n      queries: [\"*\"]\n"
 #define OK_2 "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+/* clang-format off */
 #define ANSWER_OK {U_READY}, {U_HEAD, OK_2}, {U_DATA, "ok"}, {U_END}
+/* clang-format on */
 #define ALL_STAGES "precheck leak policy aws ghapp masking budget filters upstream"
 
 static void over_tls(void)
@@ -82,7 +84,7 @@ static const scase_t cases[] = {
      .fin = FIN_REUSE,
      .log = "allowed GET https://ALLOWED.Example.:8443/x -> 200\n"},
     {.name = "this hop's fields stay: Proxy-Authorization, Proxy-Connection, TE other than "
-           "trailers",
+             "trailers",
      .req = "GET /x HTTP/1.1\r\nHost: allowed.example\r\nProxy-Authorization: Basic eDp5\r\n"
             "Proxy-Connection: keep-alive\r\nTE: gzip\r\nX-End: 1\r\n\r\n",
      .steps = {{CALL, .fn = over_tcp}, ANSWER_OK},
