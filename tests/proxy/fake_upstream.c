@@ -6,7 +6,8 @@
  * it, the body bytes, the end and its trailers, pause/abort/done) and hands the test the
  * px_up_cbs_t callbacks to answer through.
  *
- * One request at a time: px_up_open() while another is open fails the test. After
+ * One request at a time: px_up_open() while another is open fails the test; a later one starts
+ * the record anew (opens lists them all). After
  * px_up_abort(), px_up_done() or px_up_tunnel() the request is gone: any later call on it fails
  * the test (a use after free in the real client). */
 #include <stdarg.h>
@@ -40,10 +41,15 @@ struct px_upreq {
     char trailers[1024]; /* "name: value\n" of px_up_end's trailers */
     int aborted, done, tunnelled;
     int full;   /* what px_up_full answers */
+    int refuse; /* px_up_open fails (no memory, no pool): the next open returns NULL */
     int paused; /* last px_up_pause */
     int pause_calls;
     const px_up_cbs_t *cbs;
     void *owner;
+    /* "METHOD host:port target\n" per px_up_open, in order: a stage that makes requests of
+     * its own (the GitHub App token) opens several one after the other */
+    char opens[2048];
+    size_t opens_len;
 };
 
 static struct px_upreq fake_up;
@@ -77,7 +83,19 @@ px_upreq_t *px_up_open(px_upmgr_t *m, const char *host, uint16_t port, int tls,
 {
     (void)m;
     assert_false(fake_up.live);
+    if (fake_up.refuse) {
+        fake_up.refuse = 0;
+        return NULL;
+    }
     fake_up.opened++;
+    /* what the test checks is the last request's: the earlier ones are in opens */
+    fake_up.head_len = fake_up.body_len = 0;
+    fake_up.head[0] = fake_up.trailers[0] = '\0';
+    fake_up.data_calls = fake_up.data_after_end = fake_up.ended = 0;
+    fake_up.aborted = fake_up.done = fake_up.tunnelled = 0;
+    fake_up_add(fake_up.opens, sizeof(fake_up.opens), &fake_up.opens_len, "%.*s %s:%u %.*s\n",
+                (int)req->method.len, req->method.base, host, (unsigned)port, (int)req->path.len,
+                req->path.base);
     fake_up.live = 1;
     snprintf(fake_up.host, sizeof(fake_up.host), "%s", host);
     fake_up.port = port;
