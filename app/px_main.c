@@ -29,6 +29,10 @@ static const char px__usage[] =
     "  --replacements PATH        [/replacements.json]\n"
     "  --log PATH                 network log, appended if it exists [/network-sandbox.log]\n"
     "  --log-create               create the log file when missing\n"
+    "  --log-format FMT           the network log's lines: text, or json (one JSON object\n"
+    "                             per event, docs/events.md) [text]\n"
+    "  --events PATH              also write every event as JSON to PATH (created when\n"
+    "                             missing, appended), beside the log [off]\n"
     "  --sandboxes DIR            many sandboxes, one per subdirectory, chosen by source\n"
     "                             address (--log is then the host log) [off]\n"
     "  --confdir DIR              CA directory [/mitmproxy-confdir]\n"
@@ -76,7 +80,13 @@ static int px__cmd_run(int argc, char **argv)
     }
     if (cfg.verbose > 0)
         px_diag_set_level(PX_DIAG_WARN + cfg.verbose);
-    return px_engine_run(&cfg);
+    if (px_log_configure(cfg.log_json, cfg.events_path, cfg.sandboxes_dir, err, sizeof(err)) != 0) {
+        fprintf(stderr, "airlock: error: %s\n", err);
+        return 1;
+    }
+    rc = px_engine_run(&cfg);
+    px_log_unconfigure(); /* drains the events sink */
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -217,6 +217,8 @@ enum {
     OPT_SCRUB,
     OPT_CA_CONV,
     OPT_CA_DAYS,
+    OPT_LOG_FORMAT,
+    OPT_EVENTS,
 };
 
 static const struct option px__run_opts[] = {
@@ -227,6 +229,8 @@ static const struct option px__run_opts[] = {
     {"replacements", required_argument, NULL, OPT_REPLACEMENTS},
     {"log", required_argument, NULL, OPT_LOG},
     {"log-create", no_argument, NULL, OPT_LOG_CREATE},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+    {"events", required_argument, NULL, OPT_EVENTS},
     {"confdir", required_argument, NULL, OPT_CONFDIR},
     {"ca-per-conversation", no_argument, NULL, OPT_CA_CONV},
     {"ca-days", required_argument, NULL, OPT_CA_DAYS},
@@ -312,6 +316,31 @@ static int px__listen_opt(px_config_t *cfg, int c, const char *v, const char **w
     return rc;
 }
 
+/* The network log's options (px__run_opt()). */
+static int px__log_opt(px_config_t *cfg, int c, const char *v, const char **what)
+{
+    switch (c) {
+    case OPT_LOG:
+        cfg->log_path = v;
+        return 0;
+    case OPT_LOG_CREATE:
+        cfg->log_create = 1;
+        return 0;
+    case OPT_LOG_FORMAT:
+        *what = "--log-format (text or json)";
+        if (strcmp(v, "text") != 0 && strcmp(v, "json") != 0)
+            return PX_ECONFIG;
+        cfg->log_json = strcmp(v, "json") == 0;
+        return 0;
+    case OPT_EVENTS:
+        *what = "--events";
+        cfg->events_path = v;
+        return *v == '\0' ? PX_ECONFIG : 0;
+    default:
+        return 0;
+    }
+}
+
 /* Applies one `airlock run` option c with value v; sets *what to the option's name for an
  * error. Returns 0 or a negative code (a bad value). */
 static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what)
@@ -338,12 +367,6 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
     }
     case OPT_REPLACEMENTS:
         cfg->replacements_path = v;
-        break;
-    case OPT_LOG:
-        cfg->log_path = v;
-        break;
-    case OPT_LOG_CREATE:
-        cfg->log_create = 1;
         break;
     case OPT_SANDBOXES:
         cfg->sandboxes_dir = v;
@@ -406,6 +429,7 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
         break;
     }
     default:
+        rc = px__log_opt(cfg, c, v, what);
         break;
     }
     return rc;

@@ -31,6 +31,8 @@ typedef struct px_config {
     const char *replacements_path;
     const char *log_path;
     int log_create;
+    int log_json;                  /* --log-format json (0: text, the default) */
+    const char *events_path;       /* --events: a second sink of JSON events; NULL: none */
     const char *sandboxes_dir;     /* --sandboxes: many sandboxes by source address; NULL: one */
     const char *confdir;
     int ca_per_conversation;       /* --ca-per-conversation: a constrained CA, made when absent */

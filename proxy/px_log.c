@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit/audit_json.h"
 #include "base/px_err.h"
 
 /* Pending lines are stored back to back, each followed by '\n'. The writer swaps the pending
@@ -38,7 +39,18 @@ struct px_log {
     int stop;
     unsigned long lost;
     int reported;
+    int json;         /* --log-format json: objects instead of text lines */
+    px_log_t *events; /* --events: the shared JSON sink (not owned), or NULL */
+    char name[64];    /* the sandbox whose log this is ("": none) */
 };
+
+/* The process's log outputs (px_log_configure()): set once at start-up from the command line,
+ * before the loop and any log exist; read-only afterwards, like the diagnostics level. */
+static struct {
+    int json;
+    px_log_t *events;
+    char sbdir[1024]; /* --sandboxes, without a trailing '/' */
+} px__out;
 
 static int px__diag_level = PX_DIAG_WARN;
 
@@ -129,6 +141,25 @@ static void *px__writer_main(void *arg)
     return NULL;
 }
 
+/* A new log takes the configured outputs, and its sandbox's name when path lies in a
+ * sandbox's folder (<sandboxes>/<name>/...). */
+static void px__log_inherit(px_log_t *log, const char *path)
+{
+    log->json = px__out.json;
+    log->events = px__out.events;
+    size_t dl = strlen(px__out.sbdir);
+    if (dl == 0 || strncmp(path, px__out.sbdir, dl) != 0 || path[dl] != '/')
+        return;
+    const char *n = path + dl;
+    while (*n == '/')
+        n++;
+    const char *e = strchr(n, '/');
+    if (e != NULL && e > n && (size_t)(e - n) < sizeof(log->name)) {
+        memcpy(log->name, n, (size_t)(e - n));
+        log->name[e - n] = '\0';
+    }
+}
+
 int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t errlen)
 {
     px_log_t *log = calloc(1, sizeof(*log));
@@ -142,6 +173,7 @@ int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t 
     int fd = open(path, flags, 0644);
     if (fd < 0) {
         if (errno == ENOENT && !create) {
+            px__log_inherit(log, path);
             *out = log; /* a no-op sink, as the reference: no file, no logging */
             return 0;
         }
@@ -150,6 +182,7 @@ int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t 
         return PX_EIO;
     }
     log->fd = fd;
+    px__log_inherit(log, path);
     if (pthread_create(&log->thread, NULL, px__writer_main, log) != 0) {
         snprintf(err, errlen, "cannot start the log writer thread");
         px_log_close(log);
@@ -163,6 +196,12 @@ int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t 
 int px_log_enabled(const px_log_t *log)
 {
     return log != NULL && log->fd >= 0;
+}
+
+/* 1 when a line goes anywhere: the log's file or the events sink. */
+static int px__log_active(const px_log_t *log)
+{
+    return log != NULL && (log->fd >= 0 || log->events != NULL);
 }
 
 static int px__buf_reserve(px__logbuf_t *b, size_t extra)
@@ -203,80 +242,123 @@ static char *px__log_reserve(px_log_t *log, size_t need)
     return log->pending.data + log->pending.len;
 }
 
-/* Commits len bytes written at the place px__log_reserve() gave, and releases the lock. */
-static void px__log_commit(px_log_t *log, size_t len)
+/* Commits len bytes written at the place px__log_reserve() gave, and releases the lock.
+ * batched: the writing log's mode (the events sink follows the log that wrote to it). */
+static void px__log_commit(px_log_t *log, size_t len, int batched)
 {
     log->pending.len += len;
     /* a signal per line costs a context switch per request: batched logs are woken once per
      * loop turn by px_log_kick(), unless a lot is pending */
-    if (log->waiting && (!log->batched || log->pending.len > PX_LOG_QUEUE_MAX / 8))
+    if (log->waiting && (!batched || log->pending.len > PX_LOG_QUEUE_MAX / 8))
         pthread_cond_signal(&log->wake);
     pthread_mutex_unlock(&log->mu);
 }
 
-void px_log_line(px_log_t *log, const char *line, size_t len)
+/* Queues buf[0..n) and a newline on log (the events sink included). */
+static void px__log_queue(px_log_t *log, const char *buf, size_t n, int batched)
 {
-    if (!px_log_enabled(log))
-        return;
-    log->touched = 1;
-    static const char cut[] = " ...(truncated)";
-    static const char hexd[] = "0123456789abcdef";
-    /* the escaped length, capped: what is over the cap is cut */
-    size_t out = 0, used = 0;
-    while (used < len) {
-        size_t w = px__log_plain((unsigned char)line[used]) ? 1 : 4;
-        if (out + w > PX_LOG_LINE_MAX)
-            break;
-        out += w;
-        used++;
-    }
-    int truncated = used < len;
-    size_t need = out + 1 + (truncated ? sizeof(cut) - 1 : 0);
-    char *dst = px__log_reserve(log, need);
+    char *dst = px__log_reserve(log, n + 1);
     if (dst == NULL)
         return;
-    size_t off = 0;
-    for (size_t i = 0; i < used; i++) {
-        unsigned char c = (unsigned char)line[i];
-        if (px__log_plain(c)) {
-            dst[off++] = (char)c;
+    memcpy(dst, buf, n);
+    dst[n] = '\n';
+    px__log_commit(log, n + 1, batched);
+}
+
+/* Escapes line into out (PX_LOG_LINE_MAX + the mark): every byte that is not printable ASCII
+ * as \xNN, cut at PX_LOG_LINE_MAX and marked. Returns the length. */
+static size_t px__log_escape(const char *line, size_t len, char *out)
+{
+    static const char cut[] = AUDIT_EVENT_TRUNC_MARK;
+    static const char hexd[] = "0123456789abcdef";
+    size_t off = 0, used = 0;
+    for (; used < len; used++) {
+        unsigned char c = (unsigned char)line[used];
+        size_t w = px__log_plain(c) ? 1 : 4;
+        if (off + w > PX_LOG_LINE_MAX)
+            break;
+        if (w == 1) {
+            out[off++] = (char)c;
         } else {
-            dst[off++] = '\\';
-            dst[off++] = 'x';
-            dst[off++] = hexd[c >> 4];
-            dst[off++] = hexd[c & 15];
+            out[off++] = '\\';
+            out[off++] = 'x';
+            out[off++] = hexd[c >> 4];
+            out[off++] = hexd[c & 15];
         }
     }
-    if (truncated) {
-        memcpy(dst + off, cut, sizeof(cut) - 1);
+    if (used < len) {
+        memcpy(out + off, cut, sizeof(cut) - 1);
         off += sizeof(cut) - 1;
     }
-    dst[off++] = '\n';
-    px__log_commit(log, off);
+    return off;
+}
+
+/* The JSON outputs of one event: the log's own file in JSON format, and the events sink.
+ * escaped: ev's views hold the log's \xNN form (a line read back). */
+static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *line, size_t len,
+                         int escaped)
+{
+    int to_file = log->json && log->fd >= 0;
+    if (!to_file && log->events == NULL)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    audit_json_ctx_t ctx = {(int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+                            audit_s(log->name), escaped};
+    char buf[AUDIT_JSON_LINE_CAP];
+    int n = ev != NULL ? audit_json_render(ev, &ctx, buf, sizeof(buf))
+                       : audit_json_render_other(line, len, &ctx, buf, sizeof(buf));
+    if (n < 0)
+        return;
+    if (to_file)
+        px__log_queue(log, buf, (size_t)n, log->batched);
+    if (log->events != NULL) {
+        log->events->touched = 1;
+        px__log_queue(log->events, buf, (size_t)n, log->batched);
+    }
+}
+
+void px_log_line(px_log_t *log, const char *line, size_t len)
+{
+    if (!px__log_active(log))
+        return;
+    log->touched = 1;
+    char text[AUDIT_EVENT_LINE_CAP];
+    size_t n = px__log_escape(line, len, text);
+    if (log->fd >= 0 && !log->json)
+        px__log_queue(log, text, n, log->batched);
+    if (!log->json && log->events == NULL)
+        return;
+    /* a line formatted elsewhere (DNS, addons) is read back into its event for JSON */
+    audit_event_t ev;
+    int known = audit_event_parse(text, n, &ev) == 0 && ev.kind != AUDIT_EV_BLANK;
+    px__log_json(log, known ? &ev : NULL, text, n, 1);
 }
 
 void px_log_event(px_log_t *log, const audit_event_t *ev)
 {
     px_metrics_event(ev); /* every decision is counted, logged or not (--metrics) */
-    if (!px_log_enabled(log))
+    if (!px__log_active(log))
         return;
-    /* rendered whole (escaped, cut and marked) by the one module that also reads lines back */
-    char buf[AUDIT_EVENT_LINE_CAP];
-    int n = audit_event_render(ev, buf, sizeof(buf));
-    if (n < 0)
+    if (log->fd >= 0 && !log->json) {
+        /* rendered whole (escaped, cut and marked) by the one module that also reads lines
+         * back */
+        char buf[AUDIT_EVENT_LINE_CAP];
+        int n = audit_event_render(ev, buf, sizeof(buf));
+        if (n < 0)
+            return;
+        log->touched = 1;
+        px__log_queue(log, buf, (size_t)n, log->batched);
+    }
+    if (audit_json_kind_name(ev->kind) == NULL)
         return;
     log->touched = 1;
-    char *dst = px__log_reserve(log, (size_t)n + 1);
-    if (dst == NULL)
-        return;
-    memcpy(dst, buf, (size_t)n);
-    dst[n] = '\n';
-    px__log_commit(log, (size_t)n + 1);
+    px__log_json(log, ev, NULL, 0, 0);
 }
 
 void px_log_eventf(px_log_t *log, audit_event_t *ev, const char *tail_fmt, ...)
 {
-    if (!px_log_enabled(log))
+    if (!px__log_active(log))
         return;
     char tail[PX_LOG_LINE_MAX + 1];
     if (tail_fmt != NULL) {
@@ -296,7 +378,7 @@ void px_log_eventf(px_log_t *log, audit_event_t *ev, const char *tail_fmt, ...)
 
 void px_log_printf(px_log_t *log, const char *fmt, ...)
 {
-    if (!px_log_enabled(log))
+    if (!px__log_active(log))
         return;
     char buf[PX_LOG_LINE_MAX + 1];
     va_list ap;
@@ -314,10 +396,9 @@ void px_log_set_batched(px_log_t *log, int on)
         log->batched = on;
 }
 
-int px_log_kick(px_log_t *log, int force)
+/* Wakes one log's writer (see px_log_kick()). Returns 1 when lines were left pending. */
+static int px__log_kick1(px_log_t *log, int force)
 {
-    if (!px_log_enabled(log))
-        return 0;
     int left = 0;
     log->touched = 0;
     pthread_mutex_lock(&log->mu);
@@ -330,21 +411,41 @@ int px_log_kick(px_log_t *log, int force)
     return left;
 }
 
+int px_log_kick(px_log_t *log, int force)
+{
+    if (!px__log_active(log))
+        return 0;
+    int left = 0;
+    log->touched = 0;
+    if (log->fd >= 0)
+        left = px__log_kick1(log, force);
+    /* the events sink is kicked with the logs that write to it */
+    if (log->events != NULL && (force || log->events->touched))
+        left |= px__log_kick1(log->events, force);
+    return left;
+}
+
 int px_log_touched(const px_log_t *log)
 {
     return log != NULL && log->touched;
 }
 
-void px_log_flush(px_log_t *log)
+static void px__log_flush1(px_log_t *log)
 {
-    if (!px_log_enabled(log))
-        return;
     pthread_mutex_lock(&log->mu);
     if (log->pending.len > 0)
         pthread_cond_signal(&log->wake);
     while (log->pending.len > 0 || log->busy)
         pthread_cond_wait(&log->idle, &log->mu);
     pthread_mutex_unlock(&log->mu);
+}
+
+void px_log_flush(px_log_t *log)
+{
+    if (px_log_enabled(log))
+        px__log_flush1(log);
+    if (log != NULL && log->events != NULL)
+        px__log_flush1(log->events);
 }
 
 unsigned long px_log_lost(px_log_t *log)
@@ -376,6 +477,41 @@ void px_log_close(px_log_t *log)
     free(log->pending.data);
     free(log->writing.data);
     free(log);
+}
+
+int px_log_configure(int json, const char *events_path, const char *sandboxes_dir, char *err,
+                     size_t errlen)
+{
+    px__out.json = json != 0;
+    px__out.sbdir[0] = '\0';
+    if (sandboxes_dir != NULL) {
+        size_t n = strlen(sandboxes_dir);
+        while (n > 1 && sandboxes_dir[n - 1] == '/')
+            n--;
+        if (n < sizeof(px__out.sbdir)) {
+            memcpy(px__out.sbdir, sandboxes_dir, n);
+            px__out.sbdir[n] = '\0';
+        }
+    }
+    if (events_path == NULL)
+        return 0;
+    px_log_t *ev = NULL;
+    px__out.json = 0; /* the sink is handed whole objects: it needs no format of its own */
+    char why[600];
+    int rc = px_log_open(events_path, 1, &ev, why, sizeof(why));
+    px__out.json = json != 0;
+    if (rc != 0) {
+        snprintf(err, errlen, "--events: %s", why);
+        return rc;
+    }
+    px__out.events = ev;
+    return 0;
+}
+
+void px_log_unconfigure(void)
+{
+    px_log_close(px__out.events);
+    memset(&px__out, 0, sizeof(px__out));
 }
 
 void px_log_task_start(px_log_t *log)

@@ -18,19 +18,36 @@
 
 typedef struct px_log px_log_t;
 
+/* Sets the process's log outputs once, at start-up, before any log is opened (like the
+ * diagnostics level): json 1 writes the network logs as JSON objects (audit/audit_json.h)
+ * instead of text lines, events_path (NULL: none) a second sink of JSON objects that every log
+ * opened afterwards also writes to (created when missing, appended), and sandboxes_dir (NULL:
+ * none) where the sandboxes' logs are, so an object can name its sandbox. Returns 0, or a
+ * negative code with a reason in err. */
+int px_log_configure(int json, const char *events_path, const char *sandboxes_dir, char *err,
+                     size_t errlen);
+
+/* Drains and closes the events sink and resets the outputs; after every log was closed. */
+void px_log_unconfigure(void);
+
 /* Opens path for appending. When the file does not exist and create is 0, the log is a no-op
- * sink (returns 0). Returns 0 with *out set, or a negative code with a reason in err. */
+ * sink (returns 0; the events sink, when configured, is still written). Returns 0 with *out
+ * set, or a negative code with a reason in err. */
 int px_log_open(const char *path, int create, px_log_t **out, char *err, size_t errlen);
 
 /* Queues one line (len bytes, no newline). Every byte that is not printable ASCII is written
  * as \xNN (so a host, SNI, path or value can never carry a newline or a
- * terminal control sequence into the log), then the line is cut at PX_LOG_LINE_MAX. Never fails:
- * on a write error the writer reports once on stderr and counts the line as lost. */
+ * terminal control sequence into the log), then the line is cut at PX_LOG_LINE_MAX. In JSON
+ * format and for the events sink, the escaped line is read back (audit_event_parse()) and
+ * written as its event's object (kind "other" with the text when it is not an event). Never
+ * fails: on a write error the writer reports once on stderr and counts the line as lost. */
 void px_log_line(px_log_t *log, const char *line, size_t len);
 
 /* Queues the line of one decision, rendered by audit_event_render() (escaped and cut the same
- * way as px_log_line()). Every network-log line of the proxy is written through here, except
- * the DNS responder's (dns/ sits below audit/ and formats its own) and the addons' (idem). */
+ * way as px_log_line()), or by audit_json_render() with the time and the sandbox in JSON
+ * format and to the events sink. Every network-log line of the proxy is written through here,
+ * except the DNS responder's (dns/ sits below audit/ and formats its own) and the addons'
+ * (idem); px_log_line() reads those back into a record for the JSON outputs. */
 void px_log_event(px_log_t *log, const audit_event_t *ev);
 
 /* px_log_event() with ev->tail set from a printf format (NULL: ev as it is). */
@@ -43,7 +60,7 @@ void px_log_task_start(px_log_t *log);
 /* printf-style px_log_line(). */
 void px_log_printf(px_log_t *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* 1 when lines go to a file. */
+/* 1 when lines go to a file (the network log itself; the events sink aside). */
 int px_log_enabled(const px_log_t *log);
 
 /* Batched mode: lines are handed to the writer only by px_log_kick() (the engine calls it once

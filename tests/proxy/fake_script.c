@@ -73,8 +73,8 @@ static void stage_path(char *buf, size_t cap)
     size_t n = 0, len = 0;
     const px_stage_t *const *t = px_stages(&n);
     buf[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (fx->x->stage_done & (1u << i))
+    for (size_t i = 0; i < n; i++) /* the head stages (a response-only one has no head hook) */
+        if ((fx->x->stage_done & (1u << i)) && t[i]->on_head != NULL)
             down_add(buf, cap, &len, "%s%s", len > 0 ? " " : "", t[i]->name);
     if (fx->x->stage_done != (1u << n) - 1 && fx->x->stage_cur >= 0)
         down_add(buf, cap, &len, "%s|%s", len > 0 ? " " : "", t[fx->x->stage_cur]->name);
@@ -179,12 +179,12 @@ static void script_start(const scase_t *c, const char *req)
     px_xchg_from_t from = {.ops = &down_ops,
                            .down = &fx->down,
                            .pre = ctx,
-                           .log = fx->eng.log,
+                           .log = fx->ctx.log,
                            .snap = fx->snap,
                            .up = (px_upmgr_t *)&fake_up, /* never read: the fake ignores it */
                            .budgets = &fx->budgets};
     memset(&fx->down, 0, sizeof(fx->down));
-    fx->x = px_xchg_start(&fx->eng, &from, m, &pre);
+    fx->x = px_xchg_start(&fx->ctx, &from, m, &pre);
     assert_non_null(fx->x);
 }
 

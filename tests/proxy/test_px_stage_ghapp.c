@@ -29,7 +29,7 @@
 
 #include "addons/addon_budget.h"
 #include "http/px_h1.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_precheck.h"
@@ -136,7 +136,7 @@ static void check_waiting(void)
 /* airlock is stopping: the last waiter to leave ends the job. */
 static void stopping(void)
 {
-    fx->eng.stopping = 1;
+    fx->ctx.stopping = 1;
 }
 
 static const step_t mint_ok[] = {{.op = CALL, .fn = mint_asked},

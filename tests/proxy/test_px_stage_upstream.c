@@ -23,7 +23,7 @@
 
 #include "addons/addon_budget.h"
 #include "http/px_h1.h"
-#include "proxy/px_engine.h"
+#include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_precheck.h"

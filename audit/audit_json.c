@@ -1,0 +1,562 @@
+#include "audit/audit_json.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* Room kept after the strings for the keys, numbers, fixed words and punctuation of one object
+ * (about 1100 bytes at most, 16 annotations included): a long string is cut, never the object's
+ * shape. */
+#define AUDIT__JSON_RESERVE 2048
+#define AUDIT__JSON_MIN_CAP 4096
+#define AUDIT__JSON_ANNOT_MAX 16               /* annotations a record carries at most */
+#define AUDIT__JSON_TIME_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
+
+typedef struct audit__json {
+    char *buf;
+    size_t cap;   /* bytes of the object (no NUL) */
+    size_t limit; /* strings stop here */
+    size_t len;
+    int cut;     /* a string was cut: "truncated" */
+    int escaped; /* the record's views hold \xNN */
+    int first;   /* no comma before the next member */
+} audit__json_t;
+
+static void aj_raw(audit__json_t *o, const char *p, size_t n)
+{
+    if (o->len + n > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
+        o->cut = 1;
+        return;
+    }
+    memcpy(o->buf + o->len, p, n);
+    o->len += n;
+}
+
+static void aj_raws(audit__json_t *o, const char *s)
+{
+    aj_raw(o, s, strlen(s));
+}
+
+static int aj_hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The byte at *i (advanced past it). In the log's form, \xNN of a byte that is not printable
+ * ASCII is that byte (audit_unescape()); any other backslash is itself. */
+static unsigned char aj_byte(audit_str_t v, size_t *i, int escaped)
+{
+    unsigned char c = (unsigned char)v.base[*i];
+    if (escaped && c == '\\' && *i + 3 < v.len && v.base[*i + 1] == 'x') {
+        int h = aj_hex(v.base[*i + 2]), l = aj_hex(v.base[*i + 3]);
+        if (h >= 0 && l >= 0 && (h * 16 + l < 0x20 || h * 16 + l >= 0x7f)) {
+            *i += 4;
+            return (unsigned char)(h * 16 + l);
+        }
+    }
+    *i += 1;
+    return c;
+}
+
+/* Length of the well-formed UTF-8 sequence starting with c0 whose continuation bytes are
+ * next[0..have) (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF), or 0. */
+static size_t aj_utf8_len(unsigned char c0, const unsigned char *next, size_t have)
+{
+    size_t n;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c0 >= 0xc2 && c0 <= 0xdf)
+        n = 2;
+    else if (c0 >= 0xe0 && c0 <= 0xef)
+        n = 3;
+    else if (c0 >= 0xf0 && c0 <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    if (c0 == 0xe0)
+        lo = 0xa0;
+    else if (c0 == 0xed)
+        hi = 0x9f;
+    else if (c0 == 0xf0)
+        lo = 0x90;
+    else if (c0 == 0xf4)
+        hi = 0x8f;
+    if (have < n - 1 || next[0] < lo || next[0] > hi)
+        return 0;
+    for (size_t k = 1; k < n - 1; k++)
+        if (next[k] < 0x80 || next[k] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* One JSON string of v's bytes, cut at a whole character at o->limit. */
+static void aj_str(audit__json_t *o, audit_str_t v)
+{
+    static const char hexd[] = "0123456789abcdef";
+    aj_raw(o, "\"", 1);
+    size_t i = 0;
+    while (v.base != NULL && i < v.len && !o->cut) {
+        size_t j = i;
+        unsigned char c = aj_byte(v, &j, o->escaped);
+        unsigned char next[3];
+        size_t have = 0, after[3];
+        for (size_t k = j; have < 3 && k < v.len; have++) {
+            next[have] = aj_byte(v, &k, o->escaped);
+            after[have] = k;
+        }
+        char unit[8];
+        size_t ulen = 0;
+        size_t n = c >= 0x80 ? aj_utf8_len(c, next, have) : 1;
+        if (c == '"' || c == '\\') {
+            unit[ulen++] = '\\';
+            unit[ulen++] = (char)c;
+        } else if (c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f') {
+            unit[ulen++] = '\\';
+            unit[ulen++] = c == '\n'   ? 'n'
+                           : c == '\t' ? 't'
+                           : c == '\r' ? 'r'
+                           : c == '\b' ? 'b'
+                                       : 'f';
+        } else if (c < 0x20 || c == 0x7f || (c == 0xc2 && n == 2 && next[0] < 0xa0)) {
+            /* controls (C1 too, U+0080..U+009F) never reach a terminal raw */
+            unsigned cp = c == 0xc2 ? next[0] : c;
+            memcpy(unit, "\\u00", 4);
+            ulen = 4;
+            unit[ulen++] = hexd[cp >> 4];
+            unit[ulen++] = hexd[cp & 15];
+        } else if (n == 0) {
+            /* not UTF-8: the text log's \xNN, as four characters */
+            memcpy(unit, "\\\\x", 3);
+            ulen = 3;
+            unit[ulen++] = hexd[c >> 4];
+            unit[ulen++] = hexd[c & 15];
+        } else {
+            unit[ulen++] = (char)c;
+            for (size_t k = 0; k + 1 < n; k++)
+                unit[ulen++] = (char)next[k];
+        }
+        if (o->len + ulen + 1 > o->limit) {
+            o->cut = 1;
+            break;
+        }
+        aj_raw(o, unit, ulen);
+        i = n > 1 ? after[n - 2] : j;
+    }
+    aj_raw(o, "\"", 1);
+}
+
+static void aj_key(audit__json_t *o, const char *k)
+{
+    if (!o->first)
+        aj_raw(o, ",", 1);
+    o->first = 0;
+    aj_raw(o, "\"", 1);
+    aj_raws(o, k);
+    aj_raw(o, "\":", 2);
+}
+
+/* "k": v, left out when v is empty. */
+static void aj_kv(audit__json_t *o, const char *k, audit_str_t v)
+{
+    if (v.base == NULL || v.len == 0)
+        return;
+    aj_key(o, k);
+    aj_str(o, v);
+}
+
+/* "k": "w" for a word of the module's own (never cut). */
+static void aj_kv_word(audit__json_t *o, const char *k, const char *w)
+{
+    aj_key(o, k);
+    aj_raw(o, "\"", 1);
+    aj_raws(o, w);
+    aj_raw(o, "\"", 1);
+}
+
+static void aj_kv_int(audit__json_t *o, const char *k, long long v)
+{
+    char n[24];
+    int len = snprintf(n, sizeof(n), "%lld", v);
+    aj_key(o, k);
+    aj_raw(o, n, (size_t)len);
+}
+
+static void aj_time(audit__json_t *o, int64_t ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms > AUDIT__JSON_TIME_MAX)
+        ms = AUDIT__JSON_TIME_MAX;
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    char ts[64] = "1970-01-01T00:00:00.000Z";
+    if (gmtime_r(&s, &tm) != NULL)
+        snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    aj_kv_word(o, "time", ts);
+}
+
+static int aj_starts(audit_str_t s, const char *p)
+{
+    size_t n = strlen(p);
+    return s.len >= n && memcmp(s.base, p, n) == 0;
+}
+
+static audit_str_t aj_skip(audit_str_t s, size_t n)
+{
+    return (audit_str_t){s.base + n, s.len - n};
+}
+
+/* The position of needle in s, or s.len. */
+static size_t aj_find(audit_str_t s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= s.len; i++)
+        if (memcmp(s.base + i, needle, n) == 0)
+            return i;
+    return s.len;
+}
+
+/* Splits s at the first sep: *head before it, s after it. Returns 0 when sep was found. */
+static int aj_cut(audit_str_t *s, const char *sep, audit_str_t *head)
+{
+    size_t at = aj_find(*s, sep);
+    if (at == s->len)
+        return -1;
+    *head = (audit_str_t){s->base, at};
+    *s = aj_skip(*s, at + strlen(sep));
+    return 0;
+}
+
+/* The text up to "; " (what the tail adds after a leak or budget) or the end. */
+static audit_str_t aj_upto_semi(audit_str_t s)
+{
+    return (audit_str_t){s.base, aj_find(s, "; ")};
+}
+
+/* "leak: KIND NAME, ENCODING, in WHERE[; ...]" and "budget: KIND for SCOPE, COUNT[; ...]"
+ * (docs/network-log.md), split into objects; anything else is left to "detail". */
+static void aj_tail_parts(audit__json_t *o, audit_str_t t)
+{
+    audit_str_t a, b, c;
+    if (aj_starts(t, "leak: ")) {
+        audit_str_t r = aj_skip(t, 6);
+        if (aj_cut(&r, " ", &a) != 0 || aj_cut(&r, ", ", &b) != 0 || aj_cut(&r, ", in ", &c) != 0)
+            return;
+        aj_key(o, "leak");
+        aj_raw(o, "{", 1);
+        o->first = 1;
+        aj_kv(o, "kind", a);
+        aj_kv(o, "entry", b);
+        aj_kv(o, "encoding", c);
+        aj_kv(o, "where", aj_upto_semi(r));
+        aj_raw(o, "}", 1);
+        o->first = 0;
+    } else if (aj_starts(t, "budget: ")) {
+        audit_str_t r = aj_skip(t, 8);
+        if (aj_cut(&r, " for ", &a) != 0 || aj_cut(&r, ", ", &b) != 0)
+            return;
+        aj_key(o, "budget");
+        aj_raw(o, "{", 1);
+        o->first = 1;
+        aj_kv(o, "kind", a);
+        aj_kv(o, "for", b);
+        aj_kv(o, "count", aj_upto_semi(r));
+        aj_raw(o, "}", 1);
+        o->first = 0;
+    }
+}
+
+typedef struct aj_annot {
+    audit_str_t key, value;
+} aj_annot_t;
+
+static int aj_key_ok(audit_str_t k)
+{
+    if (k.len == 0 || k.len > 32)
+        return 0;
+    for (size_t i = 0; i < k.len; i++) {
+        char c = k.base[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+/* A count as the addons write it (%u): digits, no leading zero, at most 9. */
+static int aj_count(audit_str_t v, long long *n)
+{
+    if (v.len == 0 || v.len > 9 || (v.len > 1 && v.base[0] == '0'))
+        return 0;
+    *n = 0;
+    for (size_t i = 0; i < v.len; i++) {
+        if (v.base[i] < '0' || v.base[i] > '9')
+            return 0;
+        *n = *n * 10 + (v.base[i] - '0');
+    }
+    return 1;
+}
+
+/* Splits " [k: v] [k: v]..." (values may hold nested brackets) into a[]. Returns how many;
+ * *exact is 1 when the object {k: v...} gives the text back exactly (each key once, nothing
+ * else in the text, counts in their integer form). */
+static size_t aj_annot_split(audit_str_t s, aj_annot_t *a, int *exact)
+{
+    size_t n = 0;
+    *exact = 1;
+    while (s.len > 0) {
+        if (!aj_starts(s, " [")) {
+            *exact = 0;
+            break;
+        }
+        size_t depth = 0, close = 0;
+        for (size_t i = 1; i < s.len && close == 0; i++) {
+            if (s.base[i] == '[')
+                depth++;
+            else if (s.base[i] == ']' && --depth == 0)
+                close = i;
+        }
+        if (close == 0) {
+            *exact = 0;
+            break;
+        }
+        audit_str_t in = {s.base + 2, close - 2};
+        s = aj_skip(s, close + 1);
+        aj_annot_t x;
+        if (aj_cut(&in, ": ", &x.key) != 0 || !aj_key_ok(x.key)) {
+            *exact = 0;
+            continue;
+        }
+        x.value = in;
+        long long v;
+        int is_count = audit_str_eq(x.key, "masked") || audit_str_eq(x.key, "dropped");
+        int dup = 0;
+        for (size_t k = 0; k < n; k++)
+            dup |= a[k].key.len == x.key.len && memcmp(a[k].key.base, x.key.base, x.key.len) == 0;
+        if (dup || n == AUDIT__JSON_ANNOT_MAX || (is_count && !aj_count(x.value, &v))) {
+            *exact = 0;
+            continue;
+        }
+        a[n++] = x;
+    }
+    return n;
+}
+
+/* "annotations": {...}, and "annot_text" (the text as written) when the object alone would
+ * not give it back. */
+static void aj_annotations(audit__json_t *o, audit_str_t annot)
+{
+    if (annot.base == NULL || annot.len == 0)
+        return;
+    aj_annot_t a[AUDIT__JSON_ANNOT_MAX];
+    int exact;
+    size_t n = aj_annot_split(annot, a, &exact);
+    if (n > 0) {
+        aj_key(o, "annotations");
+        aj_raw(o, "{", 1);
+        o->first = 1;
+        for (size_t i = 0; i < n; i++) {
+            char key[40];
+            memcpy(key, a[i].key.base, a[i].key.len);
+            key[a[i].key.len] = '\0';
+            long long v;
+            if (aj_count(a[i].value, &v) &&
+                (audit_str_eq(a[i].key, "masked") || audit_str_eq(a[i].key, "dropped"))) {
+                aj_kv_int(o, key, v);
+            } else {
+                aj_key(o, key);
+                aj_str(o, a[i].value);
+            }
+        }
+        aj_raw(o, "}", 1);
+        o->first = 0;
+    }
+    if (!exact)
+        aj_kv(o, "annot_text", annot);
+}
+
+/* method, url and what the URL says (scheme, host, port, path). */
+static void aj_target(audit__json_t *o, const audit_event_t *ev)
+{
+    if (!audit_str_eq(ev->method, "-"))
+        aj_kv(o, "method", ev->method);
+    if (ev->url.len == 0 || audit_str_eq(ev->url, "-"))
+        return;
+    aj_kv(o, "url", ev->url);
+    audit_url_t u;
+    int authority = audit_str_eq(ev->method, "CONNECT");
+    if (audit_url_parse(ev->url, authority, &u) != 0)
+        return;
+    if (!authority)
+        aj_kv_word(o, "scheme", u.tls ? "https" : "http");
+    aj_kv(o, "host", u.host);
+    aj_kv_int(o, "port", u.port);
+    if (!authority)
+        aj_kv(o, "path", u.path);
+}
+
+const char *audit_json_kind_name(audit_event_kind_t kind)
+{
+    switch (kind) {
+    case AUDIT_EV_TASK_START:
+        return "task_start";
+    case AUDIT_EV_REQUEST:
+        return "request";
+    case AUDIT_EV_CONNECT:
+        return "connect";
+    case AUDIT_EV_TUNNEL:
+        return "tunnel";
+    case AUDIT_EV_CONNECTION:
+        return "connection";
+    case AUDIT_EV_DNS:
+        return "dns";
+    case AUDIT_EV_STRIPPED:
+        return "stripped";
+    case AUDIT_EV_COLLAPSED:
+        return "collapsed";
+    case AUDIT_EV_WARNING:
+        return "warning";
+    case AUDIT_EV_TLS_REJECTED:
+        return "tls_rejected";
+    case AUDIT_EV_GHAPP_TOKEN:
+        return "ghapp_token";
+    case AUDIT_EV_GHAPP_REPOS:
+        return "ghapp_repos";
+    case AUDIT_EV_GRAPHQL_SCOPE:
+        return "graphql_scope";
+    default:
+        return NULL;
+    }
+}
+
+/* The decision of a request-shaped event is its verdict; the other kinds imply theirs. */
+static const char *aj_decision(const audit_event_t *ev)
+{
+    switch (ev->kind) {
+    case AUDIT_EV_REQUEST:
+    case AUDIT_EV_CONNECT:
+    case AUDIT_EV_TUNNEL:
+    case AUDIT_EV_CONNECTION:
+        return ev->verdict == AUDIT_EV_ALLOWED   ? "allowed"
+               : ev->verdict == AUDIT_EV_BLOCKED ? "blocked"
+               : ev->verdict == AUDIT_EV_ERROR   ? "error"
+                                                 : NULL;
+    case AUDIT_EV_WARNING:
+        return "warning";
+    case AUDIT_EV_TLS_REJECTED:
+        return "rejected";
+    case AUDIT_EV_GHAPP_TOKEN:
+    case AUDIT_EV_GHAPP_REPOS:
+        return "error";
+    case AUDIT_EV_GRAPHQL_SCOPE:
+        return "blocked";
+    default:
+        return "";
+    }
+}
+
+/* The members every object starts with. Returns -1 when cap is too small. */
+static int aj_open(audit__json_t *o, const audit_json_ctx_t *ctx, char *buf, size_t cap)
+{
+    if (buf == NULL || cap < AUDIT__JSON_MIN_CAP)
+        return -1;
+    size_t usable = cap - 1 < AUDIT_JSON_LINE_MAX ? cap - 1 : AUDIT_JSON_LINE_MAX;
+    *o = (audit__json_t){buf, usable, usable - AUDIT__JSON_RESERVE, 0, 0, 0, 1};
+    aj_raw(o, "{", 1);
+    aj_kv_int(o, "v", AUDIT_JSON_VERSION);
+    aj_time(o, ctx != NULL ? ctx->time_ms : 0);
+    if (ctx != NULL)
+        aj_kv(o, "sandbox", ctx->sandbox); /* the name is airlock's: written as it is */
+    o->escaped = ctx != NULL && ctx->escaped;
+    return 0;
+}
+
+static int aj_close(audit__json_t *o)
+{
+    if (o->cut) {
+        aj_key(o, "truncated");
+        aj_raws(o, "true");
+    }
+    aj_raw(o, "}", 1);
+    o->buf[o->len] = '\0';
+    return (int)o->len;
+}
+
+int audit_json_render(const audit_event_t *ev, const audit_json_ctx_t *ctx, char *buf, size_t cap)
+{
+    const char *kind = audit_json_kind_name(ev->kind);
+    const char *decision = aj_decision(ev);
+    audit__json_t o;
+    if (kind == NULL || decision == NULL || aj_open(&o, ctx, buf, cap) != 0) {
+        if (buf != NULL && cap > 0)
+            buf[0] = '\0';
+        return -1;
+    }
+    aj_kv_word(&o, "kind", kind);
+    if (decision[0] != '\0')
+        aj_kv_word(&o, "decision", decision);
+    switch (ev->kind) {
+    case AUDIT_EV_TASK_START:
+        aj_kv(&o, "started", ev->text);
+        break;
+    case AUDIT_EV_DNS:
+        aj_kv(&o, "dns_type", ev->dns_type);
+        aj_kv(&o, "host", ev->host);
+        aj_kv(&o, "dns_answer", ev->reason);
+        break;
+    case AUDIT_EV_TLS_REJECTED:
+        aj_kv(&o, "host", ev->host);
+        break;
+    case AUDIT_EV_STRIPPED:
+    case AUDIT_EV_COLLAPSED:
+        aj_kv(&o, "header", ev->header);
+        if (ev->kind == AUDIT_EV_COLLAPSED)
+            aj_kv_int(&o, "count", ev->count);
+        aj_target(&o, ev);
+        break;
+    case AUDIT_EV_GHAPP_TOKEN:
+        aj_target(&o, ev);
+        break;
+    case AUDIT_EV_REQUEST:
+    case AUDIT_EV_CONNECT:
+    case AUDIT_EV_TUNNEL:
+    case AUDIT_EV_CONNECTION:
+        aj_target(&o, ev);
+        if (ev->status >= 0)
+            aj_kv_int(&o, "status", ev->status);
+        else
+            aj_kv(&o, "reason", ev->reason);
+        aj_annotations(&o, ev->annot);
+        break;
+    default:
+        break;
+    }
+    if (ev->kind != AUDIT_EV_TASK_START && ev->kind != AUDIT_EV_DNS) {
+        aj_kv(&o, "detail", ev->tail);
+        aj_tail_parts(&o, ev->tail);
+    }
+    aj_kv(&o, "stage", ev->stage);
+    aj_kv(&o, "entry", ev->entry);
+    return aj_close(&o);
+}
+
+int audit_json_render_other(const char *line, size_t len, const audit_json_ctx_t *ctx, char *buf,
+                            size_t cap)
+{
+    audit__json_t o;
+    if (aj_open(&o, ctx, buf, cap) != 0) {
+        if (buf != NULL && cap > 0)
+            buf[0] = '\0';
+        return -1;
+    }
+    o.escaped = 1; /* the line as the text log has it */
+    aj_kv_word(&o, "kind", "other");
+    aj_key(&o, "text");
+    aj_str(&o, (audit_str_t){line, len});
+    return aj_close(&o);
+}
