@@ -17,8 +17,11 @@
  *                asked) and the body filters run on it                 px_stage_filters.c
  *   upstream     the request goes upstream (a gathered body as the credential addon made it)
  *                                                                      px_stage_upstream.c
- * Then the response: each stage's on_response_head/on_response_data in table order (today the
- * received-bytes budget), and the exchange's one log line.
+ *   scrub        a response stage only: real values in the answer become surrogates again
+ *                                                                      px_stage_scrub.c
+ * Then the response: each stage's on_response_head/on_response_data in table order (the
+ * received-bytes budget, the policy addons' and credentials' heads, then scrub), and the
+ * exchange's one log line.
  *
  * The contract. on_head runs once the stages before it passed the head, and returns
  *   PX_STAGE_CONTINUE  the stage passed the request: the next stage runs;
