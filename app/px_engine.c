@@ -154,6 +154,23 @@ static void on_accept(uv_stream_t *server, int status)
     px_client_accept(&l->eng->ctx, server, l->kind);
 }
 
+/* "name ip:port" (or "name [ip]:port") of the address tcp listens on, for the ready line. */
+static void px__bound_text(const uv_tcp_t *tcp, const char *name, char *bound, size_t blen)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    uv_tcp_getsockname(tcp, (struct sockaddr *)&ss, &len);
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (ss.ss_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
+        snprintf(bound, blen, "%s %s:%d", name, ip, ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    } else {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
+        snprintf(bound, blen, "%s [%s]:%d", name, ip,
+                 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+    }
+}
+
 static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind_t kind,
                       const char *name, char *bound, size_t blen)
 {
@@ -170,20 +187,7 @@ static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind
         return rc;
     }
     eng->nlisteners++;
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
-    uv_tcp_getsockname(&l->tcp, (struct sockaddr *)&ss, &len);
-    char ip[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (ss.ss_family == AF_INET) {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip));
-        port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        snprintf(bound, blen, "%s %s:%d", name, ip, port);
-    } else {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip));
-        port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        snprintf(bound, blen, "%s [%s]:%d", name, ip, port);
-    }
+    px__bound_text(&l->tcp, name, bound, blen);
     return 0;
 }
 
@@ -509,9 +513,9 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     }
     if (cfg->metrics.enabled) { /* its own listener: never one the agent's traffic reaches */
         char bound[128];
-        if (px_metrics_http_start(&eng->ctx, &cfg->metrics, &eng->metrics, bound, sizeof(bound)) !=
-            0)
+        if (px_metrics_http_start(&eng->ctx, &cfg->metrics, &eng->metrics) != 0)
             return -1;
+        px__bound_text(px_metrics_http_tcp(eng->metrics), "metrics", bound, sizeof(bound));
         if (rlen < cap)
             rlen += (size_t)snprintf(ready + rlen, cap - rlen, "%s %s", rlen > 0 ? "," : "", bound);
     }

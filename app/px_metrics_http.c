@@ -1,6 +1,5 @@
 #include "app/px_metrics_http.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,8 +180,7 @@ static void on_accept(uv_stream_t *server, int status)
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-int px_metrics_http_start(px_ctx_t *ctx, const px_listen_t *l, px_metrics_http_t **out, char *bound,
-                          size_t blen)
+int px_metrics_http_start(px_ctx_t *ctx, const px_listen_t *l, px_metrics_http_t **out)
 {
     px_metrics_http_t *h = calloc(1, sizeof(*h));
     if (h == NULL)
@@ -199,22 +197,13 @@ int px_metrics_http_start(px_ctx_t *ctx, const px_listen_t *l, px_metrics_http_t
         px_metrics_http_stop(h);
         return rc;
     }
-    if (bound != NULL) {
-        struct sockaddr_storage ss;
-        int len = sizeof(ss);
-        char ip[INET6_ADDRSTRLEN] = "?";
-        uv_tcp_getsockname(&h->tcp, (struct sockaddr *)&ss, &len);
-        int v4 = ss.ss_family == AF_INET;
-        inet_ntop(ss.ss_family,
-                  v4 ? (void *)&((struct sockaddr_in *)&ss)->sin_addr
-                     : (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr,
-                  ip, sizeof(ip));
-        int port = ntohs(v4 ? ((struct sockaddr_in *)&ss)->sin_port
-                            : ((struct sockaddr_in6 *)&ss)->sin6_port);
-        snprintf(bound, blen, v4 ? "metrics %s:%d" : "metrics [%s]:%d", ip, port);
-    }
     *out = h;
     return 0;
+}
+
+const uv_tcp_t *px_metrics_http_tcp(const px_metrics_http_t *h)
+{
+    return &h->tcp;
 }
 
 static void on_listener_closed(uv_handle_t *hd)

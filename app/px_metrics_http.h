@@ -18,9 +18,11 @@
 typedef struct px_metrics_http px_metrics_http_t;
 
 /* Starts the listener on l for ctx's loop. Returns 0 with *out, or a negative libuv/airlock
- * code (said on stderr). bound (may be NULL) gets the address it listens on. */
-int px_metrics_http_start(px_ctx_t *ctx, const px_listen_t *l, px_metrics_http_t **out, char *bound,
-                          size_t blen);
+ * code (said on stderr). */
+int px_metrics_http_start(px_ctx_t *ctx, const px_listen_t *l, px_metrics_http_t **out);
+
+/* Its listening handle (for the address it listens on). */
+const uv_tcp_t *px_metrics_http_tcp(const px_metrics_http_t *h);
 
 /* Closes the listener and its connections; the memory goes once their handles closed. */
 void px_metrics_http_stop(px_metrics_http_t *h);
