@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 #define GHREPOS_NAME_MAX 256
 #define GHREPOS_NODE_MAX 256
@@ -51,16 +52,9 @@ int addon_ghrepos_add(addon_ghrepos_t *s, uint64_t id, const char *node_id, cons
 {
     if (s->by_id != NULL)
         return PX_ESTATE; /* sealed */
-    if (s->n == GHREPOS_MAX)
-        return PX_ETOOBIG;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        ghrepo_t *v = realloc(s->v, cap * sizeof(*v));
-        if (v == NULL)
-            return PX_ENOMEM;
-        s->v = v;
-        s->cap = cap;
-    }
+    int rc = px_grow(&s->v, &s->cap, s->n + 1, sizeof(*s->v), 64, GHREPOS_MAX);
+    if (rc != 0)
+        return rc;
     ghrepo_t *r = &s->v[s->n];
     r->id = id;
     r->node_id = strdup(node_id);

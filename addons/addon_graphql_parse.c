@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 typedef enum gql_tok {
     GQL_EOF = 0,
@@ -388,15 +389,9 @@ static size_t gql_node(gql_parser_t *p, addon_gql_nkind_t kind, addon_str_t key,
     addon_gql_doc_t *d = p->doc;
     if (!p->record || p->rc != 0)
         return ADDON_GQL_NONE;
-    if (d->nnodes == d->ncap) {
-        size_t cap = d->ncap ? d->ncap * 2 : 64;
-        addon_gql_node_t *n = realloc(d->nodes, cap * sizeof(*n));
-        if (n == NULL) {
-            gql_fail(p, PX_ENOMEM, "out of memory");
-            return ADDON_GQL_NONE;
-        }
-        d->nodes = n;
-        d->ncap = cap;
+    if (px_grow(&d->nodes, &d->ncap, d->nnodes + 1, sizeof(*d->nodes), 64, SIZE_MAX) != 0) {
+        gql_fail(p, PX_ENOMEM, "out of memory");
+        return ADDON_GQL_NONE;
     }
     d->nodes[d->nnodes] = (addon_gql_node_t){kind, key, text, p->cur, d->nnodes + 1};
     return d->nnodes++;
@@ -535,14 +530,9 @@ static int gql_add_field(gql_parser_t *p, addon_str_t name)
     addon_gql_doc_t *d = p->doc;
     if (d->nfields == ADDON_GQL_MAX_FIELDS)
         return gql_fail(p, PX_ETOOBIG, "more than %d top-level fields", ADDON_GQL_MAX_FIELDS);
-    if (d->nfields == d->fcap) {
-        size_t cap = d->fcap ? d->fcap * 2 : 16;
-        addon_str_t *f = realloc(d->fields, cap * sizeof(*f));
-        if (f == NULL)
-            return gql_fail(p, PX_ENOMEM, "out of memory");
-        d->fields = f;
-        d->fcap = cap;
-    }
+    if (px_grow(&d->fields, &d->fcap, d->nfields + 1, sizeof(*d->fields), 16,
+                ADDON_GQL_MAX_FIELDS) != 0)
+        return gql_fail(p, PX_ENOMEM, "out of memory");
     d->fields[d->nfields++] = name;
     return 0;
 }

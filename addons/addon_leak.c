@@ -9,6 +9,7 @@
 #include "addons/addon_leak_int.h"
 #include "base/px_b64.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 #define LEAK_ITEM_PATS 12 /* patterns one value can give (raw, 2 url, 6 base64, 2 hex) */
 #define LEAK_WHAT_MAX 64  /* "entry[1023].secret_access_key" */
@@ -37,15 +38,7 @@ static int leak_reserve(addon_leak_t *m, size_t extra)
         m->blob = b;
         m->blobcap = cap;
     }
-    if (m->npats == m->patcap) {
-        size_t cap = m->patcap ? m->patcap * 2 : 64;
-        addon__leak_pat_t *p = realloc(m->pats, cap * sizeof(*p));
-        if (p == NULL)
-            return PX_ENOMEM;
-        m->pats = p;
-        m->patcap = cap;
-    }
-    return 0;
+    return px_grow(&m->pats, &m->patcap, m->npats + 1, sizeof(*m->pats), 64, SIZE_MAX);
 }
 
 /* Keeps the pattern just written at the blob's end (len bytes), unless the same item already

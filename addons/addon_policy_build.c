@@ -2,6 +2,7 @@
  * patterns (case, trailing and leading dots, brackets, IDN), sources and removed entries. */
 #include <arpa/inet.h>
 #include <idn2.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "addons/addon_glob.h"
 #include "addons/addon_policy_int.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 #define ADDON__POLICY_LABEL_MAX 255 /* bytes of one label as written (UTF-8) */
 
@@ -79,20 +81,9 @@ addon__policy_entry_t *addon__policy_push(addon_policy_t *p, addon_policy_kind_t
     addon__policy_list_t *l = kind == ADDON_POLICY_DOMAINS        ? &p->domains
                               : kind == ADDON_POLICY_URL_PREFIXES ? &p->urls
                                                                   : &p->blocks;
-    if (l->n >= ADDON_POLICY_ENTRIES_MAX) {
-        *rc = PX_ETOOBIG;
+    *rc = px_grow(&l->v, &l->cap, l->n + 1, sizeof(*l->v), 8, ADDON_POLICY_ENTRIES_MAX);
+    if (*rc != 0)
         return NULL;
-    }
-    if (l->n == l->cap) {
-        size_t cap = l->cap == 0 ? 8 : l->cap * 2;
-        addon__policy_entry_t *v = realloc(l->v, cap * sizeof(*v));
-        if (v == NULL) {
-            *rc = PX_ENOMEM;
-            return NULL;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
     addon__policy_entry_t *e = &l->v[l->n++];
     memset(e, 0, sizeof(*e));
     *rc = 0;
@@ -109,14 +100,10 @@ int addon__policy_set_src(addon__policy_entry_t *e, const char *src)
 int addon__policy_note_removed(addon_policy_t *p, const char *text, size_t len, const char *src,
                                size_t block)
 {
-    if (p->nremoved == p->removed_cap) {
-        size_t cap = p->removed_cap == 0 ? 8 : p->removed_cap * 2;
-        addon__policy_removed_t *v = realloc(p->removed, cap * sizeof(*v));
-        if (v == NULL)
-            return PX_ENOMEM;
-        p->removed = v;
-        p->removed_cap = cap;
-    }
+    int rc =
+        px_grow(&p->removed, &p->removed_cap, p->nremoved + 1, sizeof(*p->removed), 8, SIZE_MAX);
+    if (rc != 0)
+        return rc;
     addon__policy_removed_t *r = &p->removed[p->nremoved];
     r->text = strndup(text, len);
     r->src = strdup(src != NULL ? src : "");
@@ -133,14 +120,11 @@ int addon__policy_note_removed(addon_policy_t *p, const char *text, size_t len, 
 /* Appends s[0..len) lowercased to the buffer *d (size *cap, length *n), growing it. */
 static int policy_append(char **d, size_t *n, size_t *cap, const char *s, size_t len)
 {
-    if (*n + len + 1 > *cap) {
-        size_t c = (*n + len + 1) * 2;
-        char *nd = realloc(*d, c);
-        if (nd == NULL)
-            return PX_ENOMEM;
-        *d = nd;
-        *cap = c;
-    }
+    size_t need = *n + len + 1;
+    /* first twice the first piece, then doubling */
+    int rc = px_grow(d, cap, need, 1, need * 2, SIZE_MAX);
+    if (rc != 0)
+        return rc;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
         (*d)[(*n)++] = c >= 'A' && c <= 'Z' ? (char)(c + ('a' - 'A')) : c;

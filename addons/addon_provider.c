@@ -15,6 +15,7 @@
 
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 #include "base/px_host.h"
 
 typedef enum pv_rule {
@@ -221,14 +222,9 @@ static int pv_push(pv_stack_t *s, const json_t *v, const char *key, size_t idx, 
 {
     if (s->n >= ADDON_PROVIDER_DEPTH_MAX + 2)
         return PX_ETOOBIG; /* jansson never builds deeper; a tree made otherwise could */
-    if (s->n == s->cap) {
-        size_t cap = s->cap == 0 ? 32 : s->cap * 2;
-        pv_frame_t *f = realloc(s->f, cap * sizeof(*f));
-        if (f == NULL)
-            return PX_ENOMEM;
-        s->f = f;
-        s->cap = cap;
-    }
+    int rc = px_grow(&s->f, &s->cap, s->n + 1, sizeof(*s->f), 32, ADDON_PROVIDER_DEPTH_MAX + 2);
+    if (rc != 0)
+        return rc;
     const json_t *t = json_object_get(v, "type");
     s->f[s->n++] = (pv_frame_t){
         .v = v,

@@ -19,6 +19,7 @@
 #include "addons/addon_policy.h"
 #include "addons/addon_provider.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 #include "base/px_host.h"
 #include "base/px_path.h"
 
@@ -247,15 +248,9 @@ static int td_walk(td_ctx_t *c, json_t *root, addon_answer_t *ans)
     while (n > 0 && rc == ADDON_NEXT) {
         json_t *obj = stack[--n];
         size_t more = json_is_object(obj) ? json_object_size(obj) : json_array_size(obj);
-        if (n + more > cap) {
-            while (n + more > cap)
-                cap *= 2;
-            json_t **s = realloc(stack, cap * sizeof(*s));
-            if (s == NULL) {
-                rc = PX_ENOMEM;
-                break;
-            }
-            stack = s;
+        if (px_grow(&stack, &cap, n + more, sizeof(*stack), 64, SIZE_MAX) != 0) {
+            rc = PX_ENOMEM;
+            break;
         }
         if (json_is_object(obj)) {
             const char *key;
@@ -291,15 +286,9 @@ static int td_precision(const json_t *root)
     while (n > 0 && best < 17) {
         const json_t *v = stack[--n];
         size_t more = json_is_object(v) ? json_object_size(v) : json_array_size(v);
-        if (n + more > cap) {
-            while (n + more > cap)
-                cap *= 2;
-            const json_t **s = realloc(stack, cap * sizeof(*s));
-            if (s == NULL) {
-                best = 17;
-                break;
-            }
-            stack = s;
+        if (px_grow(&stack, &cap, n + more, sizeof(*stack), 64, SIZE_MAX) != 0) {
+            best = 17;
+            break;
         }
         if (json_is_real(v)) {
             double d = json_real_value(v);

@@ -16,6 +16,7 @@
 
 #include "addons/addon_yaml_int.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 #define ADDON__YAML_TAG_STR "tag:yaml.org,2002:str"
 #define ADDON__YAML_TAG_SEQ "tag:yaml.org,2002:seq"
@@ -236,15 +237,9 @@ static int yaml_emit(addon__yaml_builder_t *b, const addon_yaml_node_t *n)
         b->doc->root = n;
         return 0;
     }
-    if (b->npending == b->cap) {
-        size_t cap = b->cap == 0 ? 64 : b->cap * 2;
-        const addon_yaml_node_t **p = realloc(b->pending, cap * sizeof(*p));
-        if (p == NULL) {
-            return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
-                               "out of memory");
-        }
-        b->pending = p;
-        b->cap = cap;
+    if (px_grow(&b->pending, &b->cap, b->npending + 1, sizeof(*b->pending), 64, SIZE_MAX) != 0) {
+        return yaml_report(PX_ENOMEM, b->err, b->errlen, b->doc->name, n->line, n->col,
+                           "out of memory");
     }
     b->pending[b->npending++] = n;
     return 0;
@@ -499,15 +494,9 @@ int addon_yaml_read_file(const char *path, char **out, size_t *outlen, char *err
     char *buf = malloc(cap);
     int rc = buf == NULL ? PX_ENOMEM : 0;
     while (rc == 0) {
-        if (len == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (nb == NULL) {
-                rc = PX_ENOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
+        rc = px_grow(&buf, &cap, len + 1, 1, 4096, SIZE_MAX);
+        if (rc != 0)
+            break;
         ssize_t n = read(fd, buf + len, cap - len);
         if (n < 0 && errno == EINTR)
             continue;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/px_grow.h"
+
 /* Keys and values live in chunks allocated as the table fills; the index is an open-addressing
  * array of entry numbers (plus one; 0 = empty) kept under half full. */
 #define AUDIT__CHUNK (64 * 1024)
@@ -134,17 +136,12 @@ void *audit_tab_get(audit_tab_t *t, const char *key, size_t klen, int create, in
         t->refused++;
         return NULL;
     }
-    if (t->n == t->ents_cap) {
-        size_t cap = t->ents_cap ? t->ents_cap * 2 : 32;
-        audit__ent_t *e = realloc(t->ents, cap * sizeof(*e));
-        if (e == NULL) {
-            t->refused++;
-            return NULL;
-        }
-        t->bytes += (cap - t->ents_cap) * sizeof(*e);
-        t->ents = e;
-        t->ents_cap = cap;
+    size_t had = t->ents_cap;
+    if (px_grow(&t->ents, &t->ents_cap, t->n + 1, sizeof(*t->ents), 32, SIZE_MAX) != 0) {
+        t->refused++;
+        return NULL;
     }
+    t->bytes += (t->ents_cap - had) * sizeof(*t->ents);
     char *kcopy = audit__alloc(t, klen + 1);
     void *val = audit__alloc(t, t->vsize ? t->vsize : 1);
     if (kcopy == NULL || val == NULL) {

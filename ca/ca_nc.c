@@ -14,6 +14,7 @@
 
 #include "ca/ca_int.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 enum { NC_DNS = 1, NC_IP = 2 };
 
@@ -131,20 +132,9 @@ int ca_constraints_permits(const ca_constraints_t *c, const char *name, size_t l
 
 static nc_item_t *push(ca_constraints_t *c, int *rc)
 {
-    if (c->n >= CA_CONSTRAINTS_MAX) {
-        *rc = PX_ETOOBIG;
+    *rc = px_grow(&c->v, &c->cap, c->n + 1, sizeof(*c->v), 16, CA_CONSTRAINTS_MAX);
+    if (*rc != 0)
         return NULL;
-    }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        nc_item_t *v = realloc(c->v, cap * sizeof(*v));
-        if (v == NULL) {
-            *rc = PX_ENOMEM;
-            return NULL;
-        }
-        c->v = v;
-        c->cap = cap;
-    }
     nc_item_t *it = &c->v[c->n++];
     memset(it, 0, sizeof(*it));
     return it;

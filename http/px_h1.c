@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 /* ---- px_msg ------------------------------------------------------------------------------- */
 
@@ -212,8 +213,8 @@ static int on_h1_message_complete(llhttp_t *l)
     p->state = PX_H1_DONE;
     if (!p->is_request && p->status >= 100 && p->status < 200 && p->status != 101)
         return HPE_PAUSED; /* an interim response has no end of its own: px_h1_feed reads on */
-    if (p->cbs->on_end(p->owner, p->trailers != NULL && p->trailers->n > 0 ? p->trailers
-                                                                           : NULL) != 0)
+    if (p->cbs->on_end(p->owner, p->trailers != NULL && p->trailers->n > 0 ? p->trailers : NULL) !=
+        0)
         p->paused = 1;
     return HPE_PAUSED;
 }
@@ -281,16 +282,9 @@ static int px__head_append(px_h1_t *p, const char *data, size_t len)
         return 0;
     if (len > PX_HEAD_MAX + 4 - p->hlen)
         return PX_ETOOBIG;
-    if (p->hcap - p->hlen < len) {
-        size_t cap = p->hcap ? p->hcap : 1024;
-        while (cap - p->hlen < len)
-            cap *= 2;
-        char *nb = realloc(p->hbuf, cap);
-        if (nb == NULL)
-            return PX_ENOMEM;
-        p->hbuf = nb;
-        p->hcap = cap;
-    }
+    int rc = px_grow(&p->hbuf, &p->hcap, p->hlen + len, 1, 1024, PX_HEAD_MAX + 4);
+    if (rc != 0)
+        return rc;
     memcpy(p->hbuf + p->hlen, data, len);
     p->hlen += len;
     return 0;
@@ -325,8 +319,8 @@ static int px__head_done(px_h1_t *p)
     p->m = NULL;
     for (size_t i = 0; i < m->n; i++) { /* optional whitespace after a value is not part of it */
         px_span_t *v = &m->values[i];
-        while (v->len > 0 && (p->hbuf[v->off + v->len - 1] == ' ' ||
-                              p->hbuf[v->off + v->len - 1] == '\t'))
+        while (v->len > 0 &&
+               (p->hbuf[v->off + v->len - 1] == ' ' || p->hbuf[v->off + v->len - 1] == '\t'))
             v->len--;
     }
     m->buf = p->hbuf;
@@ -390,8 +384,8 @@ int px_h1_feed(px_h1_t *p, const char *data, size_t len, size_t *used)
             int rc = px__head_append(p, at, took);
             off += took;
             if (rc != 0)
-                return px__fail(p, rc, rc == PX_ETOOBIG ? "message head too large"
-                                                        : "out of memory");
+                return px__fail(p, rc,
+                                rc == PX_ETOOBIG ? "message head too large" : "out of memory");
             if (e == HPE_OK) {
                 /* all of it went into a head that is not complete yet */
                 if (p->hlen > PX_HEAD_MAX)
@@ -466,8 +460,9 @@ int px_h1_mid_head(const px_h1_t *p)
 
 int px_h1_hop_by_hop(const char *name, size_t nlen, const char *conn, size_t conn_len)
 {
-    static const char *const fixed[] = {"connection", "keep-alive", "proxy-connection", "te",
-                                        "proxy-authorization", "upgrade", "expect"};
+    static const char *const fixed[] = {"connection", "keep-alive",          "proxy-connection",
+                                        "te",         "proxy-authorization", "upgrade",
+                                        "expect"};
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
         if (nlen == strlen(fixed[i]) && strncasecmp(name, fixed[i], nlen) == 0)
             return 1;

@@ -5,18 +5,13 @@
 #include <strings.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 int px_h2io_grow(char **buf, size_t *cap, size_t used, size_t len)
 {
-    size_t c = *cap ? *cap : 512;
-    while (c - used < len)
-        c *= 2;
-    char *nb = c == *cap ? *buf : realloc(*buf, c);
-    if (nb == NULL)
+    if (len > SIZE_MAX - used)
         return -1;
-    *buf = nb;
-    *cap = c;
-    return 0;
+    return px_grow(buf, cap, used + len, 1, 512, SIZE_MAX) == 0 ? 0 : -1;
 }
 
 int px_h2io_field_dropped(const char *n, size_t len, const char *v, size_t vlen)

@@ -5,12 +5,13 @@
 #include <string.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 #include "net/px_tls.h"
 
 enum {
-    PX__SOCK_FLUSH = 1,   /* out holds bytes to send */
-    PX__SOCK_PUMP = 2,    /* decrypted plaintext may wait inside OpenSSL */
-    PX__SOCK_ERROR = 4,   /* report err through on_eof */
+    PX__SOCK_FLUSH = 1,    /* out holds bytes to send */
+    PX__SOCK_PUMP = 2,     /* decrypted plaintext may wait inside OpenSSL */
+    PX__SOCK_ERROR = 4,    /* report err through on_eof */
     PX__SOCK_SHUTDOWN = 8, /* half-close once flushed */
     PX__SOCK_FIRST = 16,   /* ciphertext read before TLS started goes into TLS */
     PX__SOCK_DRAIN = 32    /* the queue fell below the low-water mark at once: tell the owner */
@@ -181,18 +182,11 @@ void px_sock_write(px_sock_t *s, const char *data, size_t len)
 {
     if (s->closing || s->shut || len == 0)
         return;
-    if (s->out_cap - s->out_len < len) {
-        size_t cap = s->out_cap ? s->out_cap : PX__SOCK_OUT_MIN;
-        while (cap - s->out_len < len)
-            cap *= 2;
-        char *nb = realloc(s->out, cap);
-        if (nb == NULL) {
-            s->err = PX_ENOMEM;
-            px__sock_schedule(s, PX__SOCK_ERROR);
-            return;
-        }
-        s->out = nb;
-        s->out_cap = cap;
+    if (len > SIZE_MAX - s->out_len ||
+        px_grow(&s->out, &s->out_cap, s->out_len + len, 1, PX__SOCK_OUT_MIN, SIZE_MAX) != 0) {
+        s->err = PX_ENOMEM;
+        px__sock_schedule(s, PX__SOCK_ERROR);
+        return;
     }
     memcpy(s->out + s->out_len, data, len);
     s->out_len += len;

@@ -17,16 +17,9 @@ static int px__sink_scratch(void *data, const char *buf, size_t len)
     px_xchg_t *x = data;
     if (x->gath.outlen + len < x->gath.outlen)
         return PX_ETOOBIG;
-    if (x->gath.outlen + len > x->gath.outcap) {
-        size_t n = x->gath.outcap ? x->gath.outcap : 65536;
-        while (n < x->gath.outlen + len)
-            n *= 2;
-        char *p = realloc(x->gath.out, n);
-        if (p == NULL)
-            return PX_ENOMEM;
-        x->gath.out = p;
-        x->gath.outcap = n;
-    }
+    int rc = px__x_grow(&x->gath.out, &x->gath.outcap, x->gath.outlen + len);
+    if (rc != 0)
+        return rc;
     memcpy(x->gath.out + x->gath.outlen, buf, len);
     x->gath.outlen += len;
     return 0;

@@ -1,10 +1,12 @@
 #include "proxy/px_tunguard.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 #include "base/px_sbuf.h"
 #include "base/px_wsframe.h"
 #include "proxy/px_answer.h"
@@ -39,8 +41,7 @@ typedef struct px_tunguard {
     int in_ctl;             /* a control frame is being read: held until its end */
     px__tg_seg_t *seg;      /* the message's bytes that may begin a value (in order) */
     size_t nseg, segcap;
-    char *held; /* raw [out, in): what cannot go yet */
-    size_t held_len, held_cap;
+    px_buf_t held; /* raw [out, in): what cannot go yet */
     char *scratch;
     /* the upstream's frames, followed only to know where one ends (a close frame can go then) */
     px_wsframe_t down;
@@ -53,7 +54,7 @@ static void px__tg_free(void *h)
     addon_budget_end(g->bud);
     px_snapshot_unref(g->snap);
     free(g->seg);
-    free(g->held);
+    px_buf_free(&g->held);
     free(g->scratch);
     free(g);
 }
@@ -317,33 +318,19 @@ static void px__tg_client(px_tunguard_t *g, px_tunnel_t *t, const char *data, si
         return;
     }
     if (from_held > 0) {
-        px__tg_pass(g, t, 0, g->held, from_held);
+        px__tg_pass(g, t, 0, g->held.data, from_held);
         if (g->cut)
             return;
-        memmove(g->held, g->held + from_held, g->held_len - from_held);
-        g->held_len -= from_held;
+        memmove(g->held.data, g->held.data + from_held, g->held.len - from_held);
+        g->held.len -= from_held;
     }
     px__tg_pass(g, t, 0, data, from_data);
     if (g->cut)
         return;
     g->out = safe;
     size_t add = len - from_data;
-    if (add > 0) {
-        if (g->held_len + add > g->held_cap) {
-            size_t nc = g->held_cap ? g->held_cap : 256;
-            while (nc < g->held_len + add)
-                nc *= 2;
-            char *p = realloc(g->held, nc);
-            if (p == NULL) {
-                px__tg_refuse(g, t, AUDIT_EV_ERROR, "out of memory");
-                return;
-            }
-            g->held = p;
-            g->held_cap = nc;
-        }
-        memcpy(g->held + g->held_len, data + from_data, add);
-        g->held_len += add;
-    }
+    if (add > 0 && px_buf_append(&g->held, data + from_data, add) != 0)
+        px__tg_refuse(g, t, AUDIT_EV_ERROR, "out of memory");
 }
 
 static void px__tg_data(void *h, px_tunnel_t *t, int side, const char *data, size_t len)
@@ -395,6 +382,8 @@ static px_tunguard_t *px__tg_new(px_log_t *log, const char *line, const char *wh
     px_tunguard_t *g = calloc(1, sizeof(*g));
     if (g == NULL)
         return NULL;
+    /* bounded by the hold check before each append (the longest secret and a frame head) */
+    px_buf_init(&g->held, 256, SIZE_MAX);
     g->log = log;
     snprintf(g->line, sizeof(g->line), "%s", line);
     px__tg_split(g);

@@ -13,6 +13,7 @@
 #include "proxy/px_log.h"
 #include "proxy/px_metrics.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 #include "http/px_h1.h"
 #include "proxy/px_policy.h"
 #include "net/px_sock.h"
@@ -103,17 +104,7 @@ int px__x_view(px_xchg_t *x)
 
 int px__x_grow(char **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 65536;
-    while (n < need)
-        n *= 2;
-    char *p = realloc(*buf, n);
-    if (p == NULL)
-        return PX_ENOMEM;
-    *buf = p;
-    *cap = n;
-    return 0;
+    return px_grow(buf, cap, need, 1, 65536, SIZE_MAX);
 }
 
 static void on_up_ready(void *owner);

@@ -7,6 +7,7 @@
 #include <openssl/crypto.h>
 
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 static const char sig__hex_upper[] = "0123456789ABCDEF";
 static const char sig__hex_lower[] = "0123456789abcdef";
@@ -34,31 +35,22 @@ void sig_buf_free(sig_buf_t *b)
 
 static int sig__buf_grow(sig_buf_t *b, size_t need)
 {
-    size_t ncap;
-    char *p;
-
-    if (need > b->max) {
-        b->err = PX_ETOOBIG;
-        return b->err;
-    }
-    ncap = b->cap < 256 ? 256 : b->cap;
-    while (ncap < need) {
-        ncap = ncap > b->max / 2 ? b->max : ncap * 2;
-    }
     if (b->heap) {
-        p = realloc(b->base, ncap);
-    } else {
-        p = malloc(ncap);
-        if (p != NULL && b->len > 0) {
-            memcpy(p, b->base, b->len);
-        }
-    }
-    if (p == NULL) {
-        b->err = PX_ENOMEM;
+        b->err = px_grow(&b->base, &b->cap, need, 1, 256, b->max);
         return b->err;
+    }
+    /* The caller's storage stays where it is: the bytes move to a new heap array, doubling
+     * from that storage's size (256 at least). */
+    char *p = NULL;
+    size_t cap = 0;
+    b->err = px_grow(&p, &cap, need, 1, b->cap < 256 ? 256 : b->cap, b->max);
+    if (b->err != 0)
+        return b->err;
+    if (b->len > 0) {
+        memcpy(p, b->base, b->len);
     }
     b->base = p;
-    b->cap = ncap;
+    b->cap = cap;
     b->heap = 1;
     return 0;
 }
