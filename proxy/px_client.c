@@ -32,12 +32,6 @@ void px__cl_timer(px_client_t *c, uint64_t ms)
 
 /* ---- reading ---------------------------------------------------------------------------------- */
 
-void px__cl_start_http(px_client_t *c)
-{
-    c->mode = PX__HTTP;
-    px__cl_timer(c, c->ctx->cfg->client_idle_ms);
-}
-
 void px__cl_read(px_sock_t *s, const char *data, size_t len)
 {
     px_client_t *c = s->data;
@@ -64,43 +58,19 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
             return;
         }
         px__cl_start_http(c);
+        if (c->closing)
+            return;
         /* fall through: these bytes are the first request */
     }
         /* fallthrough */
-    case PX__HTTP: {
-        if (c->in_len > 0) {
-            if (px__cl_in_keep(c, data, len) != 0) {
-                px__cl_close(c);
-                return;
-            }
-            px__cl_process(c);
-            return;
-        }
-        size_t used = px__cl_http_input(c, data, len);
-        if (c->closing)
-            return;
-        if (px__cl_in_keep(c, data + used, len - used) != 0) {
-            px__cl_close(c);
-            return;
-        }
-        if (c->in_len >= PX_IN_MAX || c->body_paused || (c->in_len > 0 && c->x != NULL &&
-                                                         c->parser.state != PX_H1_BODY))
-            px_sock_read_stop(s); /* read on when this exchange is done */
+    case PX__HTTP:
+        px__cl_h1_read(c, data, len);
         return;
-    }
     case PX__HELLO:
-        if (px__cl_in_keep(c, data, len) != 0 || c->in_len > PX_HELLO_MAX) {
-            audit_event_t ev = audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT",
-                                                  c->connect_url, 403);
-            ev.tail = audit_s("tunnel: no TLS ClientHello");
-            px_log_event(c->log, &ev);
-            px__cl_close(c);
-            return;
-        }
-        px__cl_hello(c);
+        px__cl_hello_input(c, data, len);
         return;
     case PX__TUNNEL:
-        px_tunnel_data(c->tun, 0, data, len);
+        px__cl_tun_read(c, data, len);
         return;
     case PX__H2:
         px__cl_h2_input(c, data, len);
@@ -184,7 +154,7 @@ static void on_client_eof(px_sock_t *s, int err)
 {
     px_client_t *c = s->data;
     if (c->mode == PX__TUNNEL) {
-        px_tunnel_eof(c->tun, 0, err);
+        px__cl_tun_eof(c, err);
         return;
     }
     if (c->mode == PX__H2) {
@@ -192,19 +162,8 @@ static void on_client_eof(px_sock_t *s, int err)
         px__cl_close(c);
         return;
     }
-    if (c->x != NULL) {
-        if (err == UV_EOF && c->parser.state == PX_H1_DONE) {
-            /* a half-close after a whole request: the response still goes out, then the
-             * connection ends */
-            c->eof = 1;
-            return;
-        }
-        px_xchg_t *x = c->x;
-        c->x = NULL;
-        int reading = c->parser.state == PX_H1_BODY;
-        px_xchg_abort(x, reading ? "Client disconnected before the request ended."
-                                 : "Client disconnected.");
-    }
+    if (px__cl_h1_eof(c, err))
+        return; /* a half-close after a whole request: the response still goes out */
     px__cl_close(c);
 }
 
@@ -212,11 +171,11 @@ static void on_client_drain(px_sock_t *s)
 {
     px_client_t *c = s->data;
     if (c->mode == PX__TUNNEL)
-        px_tunnel_drain(c->tun, 0);
+        px__cl_tun_drain(c);
     else if (c->mode == PX__H2)
         px__cl_h2_pump(c);
-    else if (c->x != NULL)
-        px_xchg_drain(c->x);
+    else
+        px__cl_h1_drain(c);
 }
 
 static void on_client_timer(uv_timer_t *t)
@@ -226,7 +185,7 @@ static void on_client_timer(uv_timer_t *t)
         px_sock_close(&c->sock); /* the last bytes did not leave in time */
         return;
     }
-    if (c->mode == PX__HTTP && c->x == NULL && px_h1_mid_head(&c->parser)) {
+    if (c->mode == PX__HTTP && px__cl_h1_mid_head(c)) {
         audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, 408);
         ev.tail = audit_s("request head not received in time");
         px_log_event(c->log, &ev);
@@ -247,10 +206,9 @@ static void px__free_if_done(px_client_t *c)
         c->scope->conns--;
         px_scope_unref(c->scope);
     }
-    px_h1_free(&c->parser);
-    if (c->h2 != NULL)
-        px_h2_free(c->h2);
-    free(c->in);
+    px__cl_h1_free(c);
+    px__cl_h2_free(c);
+    px__cl_tun_free(c);
     free(c);
 }
 
@@ -261,9 +219,8 @@ static void on_timer_closed(uv_handle_t *h)
 
 static void px__timer_close(px_client_t *c)
 {
-    if (c->timer_closed)
+    if (uv_is_closing((uv_handle_t *)&c->timer))
         return;
-    c->timer_closed = 1;
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->timer, on_timer_closed);
 }
@@ -271,10 +228,7 @@ static void px__timer_close(px_client_t *c)
 static void on_client_closed(px_sock_t *s)
 {
     px_client_t *c = s->data;
-    if (c->tun != NULL) {
-        px_tunnel_release(c->tun, 0);
-        c->tun = NULL;
-    }
+    px__cl_tun_closed(c);
     px__timer_close(c);
     px__free_if_done(c);
 }
@@ -283,17 +237,10 @@ static void on_client_closed(px_sock_t *s)
 static void px__shut(px_client_t *c)
 {
     c->closing = 1;
-    if (c->x != NULL) {
-        px_xchg_t *x = c->x;
-        c->x = NULL;
-        px_xchg_abort(x, NULL);
-    }
+    px__cl_h1_abort(c, NULL);
     if (c->h2 != NULL)
         px__cl_h2_shut(c, NULL);
-    if (c->dial != NULL) {
-        px_up_abort(c->dial);
-        c->dial = NULL;
-    }
+    px__cl_tun_shut(c);
     px_defer_cancel(&c->ctx->loop, &c->defer);
 }
 
@@ -312,7 +259,7 @@ void px__cl_close_flush(px_client_t *c)
     if (c->closing)
         return;
     px__shut(c);
-    if (!c->timer_closed)
+    if (!uv_is_closing((uv_handle_t *)&c->timer))
         px__cl_timer(c, PX__LINGER_MS);
     px_sock_close_when_flushed(&c->sock);
 }
@@ -321,11 +268,7 @@ void px_client_close(px_client_t *c, const char *reason)
 {
     if (c->h2 != NULL)
         px__cl_h2_shut(c, reason);
-    if (c->x != NULL) {
-        px_xchg_t *x = c->x;
-        c->x = NULL;
-        px_xchg_abort(x, reason);
-    }
+    px__cl_h1_abort(c, reason);
     px__cl_close(c);
 }
 
@@ -432,7 +375,8 @@ static int px__cl_retire(px_client_t *c)
         snprintf(why, sizeof(why), "sandbox %s removed; connection from %s", c->scope->name, ip);
     else
         snprintf(why, sizeof(why), "source %s left sandbox %s; connection", ip, c->scope->name);
-    int later = (c->mode == PX__HTTP && c->x != NULL) || (c->mode == PX__H2 && c->h2n > 0);
+    int later = (c->mode == PX__HTTP && px__cl_h1_in_flight(c)) ||
+                (c->mode == PX__H2 && px__cl_h2_streams(c) > 0);
     audit_event_t ev = px__closed_ev();
     px_log_eventf(c->log, &ev, "%s %s", why,
                   later ? "closes after its requests in flight" : "closed");
@@ -441,7 +385,7 @@ static int px__cl_retire(px_client_t *c)
         return !later;
     }
     if (later) {
-        c->close_after = 1; /* down_finished() closes; on_req_head() refuses anyway */
+        px__cl_h1_close_after(c); /* down_finished() closes; on_req_head() refuses anyway */
         return 0;
     }
     px_client_close(c, "Its sandbox was removed or no longer holds its source.");
@@ -514,7 +458,6 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
     uv_timer_init(ctx->loop.uv, &c->timer);
     c->timer.data = c;
     c->handles = 2;
-    px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
     px__cl_link(ctx, c);
     if (px_sock_accept(&c->sock, server) != 0 || ctx->stopping ||
         ctx->nclients > PX_CONNS_MAX || px__scope_pick(c) != 0) {

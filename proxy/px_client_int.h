@@ -1,6 +1,6 @@
 /* Internals shared by the client connection's files: px_client.c (the socket, TLS, reading,
- * timers, the close), px_h1srv.c (the HTTP/1 server side) and px_connect.c (explicit-proxy
- * CONNECT and tunnels). Nothing else includes this header. */
+ * timers, the close), px_h1srv.c (the HTTP/1 server side), px_h2srv.c (the HTTP/2 one) and
+ * px_connect.c (explicit-proxy CONNECT and tunnels). Nothing else includes this header. */
 #ifndef PX_CLIENT_INT_H
 #define PX_CLIENT_INT_H
 
@@ -29,9 +29,22 @@ typedef enum px__mode {
     PX__H2,         /* HTTP/2 streams (px_h2srv.c) */
 } px__mode_t;
 
-typedef struct px__h2s px__h2s_t; /* an HTTP/2 stream's exchange (px_h2srv.c) */
-typedef struct px_h2 px_h2_t;
+typedef struct px__h1srv px__h1srv_t; /* the HTTP/1 server side (px_h1srv.c) */
+typedef struct px__h2srv px__h2srv_t; /* the HTTP/2 server side (px_h2srv.c) */
+typedef struct px__tun px__tun_t;     /* a passthrough CONNECT or a tunnel (px_connect.c) */
 
+/* Bytes read and not taken yet: a partial head, a pipelined request, a paused body, a
+ * ClientHello being gathered, what a tunnel sends first. Capped at PX_IN_MAX. */
+typedef struct px__in {
+    char *p;
+    size_t len, cap;
+} px__in_t;
+
+/* What every connection has. What runs on it is one protocol object, made when the protocol is
+ * known (the sniff, the ALPN, a CONNECT's answer or an upgrade) and freed when the connection
+ * leaves that protocol or closes: h1, h2 or tn. h1 outlives its mode only until it may be freed
+ * outside its own calls (a CONNECT is answered inside the parser; an upgrade's exchange finishes
+ * after the tunnel began). */
 struct px_client {
     px_client_t *prev, *next; /* ctx->clients */
     px_sock_t sock;
@@ -48,31 +61,13 @@ struct px_client {
     int handles;
     int closing;
     int tls;                 /* the requests are https */
-    char sni[PX_HOST_MAX + 1];
-    char tunnel[PX_HOST_MAX + 1]; /* inside an accepted CONNECT: its host */
     uint16_t tunnel_port;
     uint16_t orig_port;      /* transparent: the port the client dialed */
-    char connect_url[PX_HOST_MAX + 8]; /* the CONNECT target host:port, for log lines */
-    /* bytes read and not taken yet (a partial head, a pipelined request, a paused body) */
-    char *in;
-    size_t in_len, in_cap;
-    /* HTTP/1 */
-    px_h1_t parser;
-    px_xchg_t *x;            /* the exchange of the request being read or answered */
-    int body_paused;
-    int resp_chunked;        /* the response going out is re-framed in chunks */
-    int close_after;         /* the connection ends after this response */
-    /* HTTP/2 */
-    px_h2_t *h2;
-    px__h2s_t *h2s;          /* the streams with an exchange */
-    size_t h2n;
-    px_defer_t h2pump;       /* output to take from the codec, from the loop */
-    int h2_busy;             /* inside px_h2_feed() */
-    /* tunnels */
-    px_tunnel_t *tun;
-    px_upreq_t *dial;        /* passthrough: the upstream being connected */
-    int eof;                 /* the client half-closed after a whole request */
-    int timer_closed;
+    char sni[PX_HOST_MAX + 1];
+    char tunnel[PX_HOST_MAX + 1]; /* inside an accepted CONNECT: its host */
+    px__h1srv_t *h1;         /* PX__HTTP */
+    px__h2srv_t *h2;         /* PX__H2 */
+    px__tun_t *tn;           /* PX__HELLO, PX__DIAL, PX__TUNNEL */
 };
 
 /* The configuration, upstream pool and budgets of c's scope. */
@@ -96,16 +91,20 @@ void px__cl_close(px_client_t *c);       /* now */
 void px__cl_close_flush(px_client_t *c); /* once what was written is out */
 void px__cl_timer(px_client_t *c, uint64_t ms);
 void px__cl_read(px_sock_t *s, const char *data, size_t len);
-void px__cl_start_http(px_client_t *c);
 int px__cl_sb_left(px_client_t *c); /* 1: its sandbox went or its source left it: no request */
 
 /* px_h1srv.c */
-extern const px_h1_cbs_t px__cl_req_cbs;
-extern const px_down_ops_t px__cl_down;
-int px__cl_in_keep(px_client_t *c, const char *data, size_t len);
-void px__cl_in_drop(px_client_t *c, size_t n);
-size_t px__cl_http_input(px_client_t *c, const char *data, size_t len);
-void px__cl_process(px_client_t *c);
+int px__in_keep(px__in_t *in, const char *data, size_t len); /* PX_ETOOBIG past PX_IN_MAX */
+void px__in_drop(px__in_t *in, size_t n);
+void px__cl_start_http(px_client_t *c); /* makes c->h1 (an old one goes); closes c on failure */
+void px__cl_h1_free(px_client_t *c);    /* outside the parser's and the exchange's calls */
+void px__cl_h1_read(px_client_t *c, const char *data, size_t len);
+int px__cl_h1_eof(px_client_t *c, int err); /* 1: c stays (its response still goes out) */
+void px__cl_h1_drain(px_client_t *c);
+int px__cl_h1_mid_head(px_client_t *c); /* 1: part of a head came, no exchange yet */
+int px__cl_h1_in_flight(px_client_t *c);
+void px__cl_h1_close_after(px_client_t *c); /* the connection ends after this response */
+void px__cl_h1_abort(px_client_t *c, const char *reason); /* the exchange, if any */
 void px__cl_deferred(px_defer_t *d);
 void px__cl_bad_request(px_client_t *c, int status, const char *reason);
 
@@ -115,12 +114,21 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len);
 void px__cl_h2_pump(px_client_t *c);
 void px__cl_h2_shut(px_client_t *c, const char *reason);
 void px__cl_h2_retire(px_client_t *c); /* GOAWAY; WebSocket streams end, requests finish */
+size_t px__cl_h2_streams(const px_client_t *c); /* the streams with an exchange or a tunnel */
+void px__cl_h2_free(px_client_t *c);            /* the last close callback */
 int px__cl_is_h2c(const char *data, size_t len);
 void px__cl_h2c_refuse(px_client_t *c);
 
 /* px_connect.c */
 void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre);
-void px__cl_hello(px_client_t *c);
-void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t);
+void px__cl_hello_input(px_client_t *c, const char *data, size_t len);
+/* c's end of tunnel t (taken); in: what the client sent first (taken, may be NULL) */
+void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t, px__in_t *in);
+void px__cl_tun_read(px_client_t *c, const char *data, size_t len);
+void px__cl_tun_eof(px_client_t *c, int err);
+void px__cl_tun_drain(px_client_t *c);
+void px__cl_tun_shut(px_client_t *c);   /* a dial in progress ends */
+void px__cl_tun_closed(px_client_t *c); /* the socket is gone: the tunnel lets go of it */
+void px__cl_tun_free(px_client_t *c);   /* the last close callback */
 
 #endif

@@ -17,6 +17,15 @@
 #include "proxy/px_policy.h"
 #include "proxy/px_tunguard.h"
 
+/* A tunnel's side of the connection, made when a passthrough CONNECT is accepted or an upgrade
+ * took; freed in the connection's last close callback. */
+struct px__tun {
+    px_tunnel_t *tun;          /* c is its side 0 (a passthrough's is made with its budgets) */
+    px_upreq_t *dial;          /* passthrough: the upstream being connected */
+    px__in_t in;               /* the ClientHello, or what followed an upgrade: it goes first */
+    char url[PX_HOST_MAX + 8]; /* passthrough: the CONNECT target host:port, for log lines */
+};
+
 /* ---- tunnels ---------------------------------------------------------------------------------- */
 
 static void end_write(void *end, const char *data, size_t len)
@@ -61,25 +70,79 @@ static void end_close(void *end)
 static void on_tunnel_pending(px_defer_t *d)
 {
     px_client_t *c = px_container_of(d, px_client_t, defer);
-    if (c->closing || c->tun == NULL)
+    px__tun_t *tn = c->tn;
+    if (c->closing || tn == NULL || tn->tun == NULL)
         return;
-    if (c->in_len > 0 && px_tunnel_ready(c->tun)) {
-        px_tunnel_data(c->tun, 0, c->in, c->in_len);
-        c->in_len = 0;
+    if (tn->in.len > 0 && px_tunnel_ready(tn->tun)) {
+        px_tunnel_data(tn->tun, 0, tn->in.p, tn->in.len);
+        free(tn->in.p); /* sent: a tunnel keeps no buffer of its own */
+        tn->in = (px__in_t){0};
     }
 }
 
-void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t)
+void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t, px__in_t *in)
 {
     px_tunnel_end_t e = {end_write, end_full, end_read, end_shutdown, end_finish, end_close, c};
+    if (c->tn == NULL && (c->tn = calloc(1, sizeof(*c->tn))) == NULL) {
+        /* out of memory at an upgrade: the tunnel closes its other end as soon as that one
+         * attaches; the exchange's end closes c (down_finished, reuse 0) */
+        px_tunnel_attach(t, 0, &e);
+        px_tunnel_release(t, 0);
+        return;
+    }
+    px__tun_t *tn = c->tn;
+    if (in != NULL) {
+        tn->in = *in;
+        *in = (px__in_t){0};
+    }
     c->mode = PX__TUNNEL;
-    c->tun = t;
+    tn->tun = t;
     uv_timer_stop(&c->timer);
     px_tunnel_attach(t, 0, &e);
     /* what the client sent after its request belongs to the new protocol: it goes once the
      * other end is attached too */
-    if (c->in_len > 0)
+    if (tn->in.len > 0)
         px_defer(&c->ctx->loop, &c->defer, on_tunnel_pending);
+}
+
+void px__cl_tun_read(px_client_t *c, const char *data, size_t len)
+{
+    px_tunnel_data(c->tn->tun, 0, data, len);
+}
+
+void px__cl_tun_eof(px_client_t *c, int err)
+{
+    px_tunnel_eof(c->tn->tun, 0, err);
+}
+
+void px__cl_tun_drain(px_client_t *c)
+{
+    px_tunnel_drain(c->tn->tun, 0);
+}
+
+void px__cl_tun_shut(px_client_t *c)
+{
+    if (c->tn != NULL && c->tn->dial != NULL) {
+        px_up_abort(c->tn->dial);
+        c->tn->dial = NULL;
+    }
+}
+
+void px__cl_tun_closed(px_client_t *c)
+{
+    if (c->tn != NULL && c->tn->tun != NULL) {
+        px_tunnel_release(c->tn->tun, 0);
+        c->tn->tun = NULL;
+    }
+}
+
+void px__cl_tun_free(px_client_t *c)
+{
+    if (c->tn == NULL)
+        return;
+    free(c->tn->in.p);
+    free(c->tn);
+    c->tn = NULL;
 }
 
 /* ---- explicit proxy: CONNECT ------------------------------------------------------------------ */
@@ -92,10 +155,10 @@ static const px_up_cbs_t px__dial_cbs = {
     .on_error = on_dial_error,
 };
 
-/* The event of a decision about this connection's CONNECT (its target as c->connect_url). */
-static audit_event_t px__connect_ev(px_client_t *c, audit_event_verdict_t v, int status)
+/* The event of a decision about a CONNECT to url (host:port). */
+static audit_event_t px__connect_ev(const char *url, audit_event_verdict_t v, int status)
 {
-    return audit_event_access(AUDIT_EV_CONNECT, v, "CONNECT", c->connect_url, status);
+    return audit_event_access(AUDIT_EV_CONNECT, v, "CONNECT", url, status);
 }
 
 /* Answers the CONNECT m (taken) 403 with the JSON body json[0..len) and closes c after it. */
@@ -110,9 +173,9 @@ static void connect_refuse(px_client_t *c, px_msg_t *m, const char *json, size_t
 
 /* An allowed CONNECT whose host the conversation CA may not sign for: intercepting it would
  * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
-static void connect_outside_ca(px_client_t *c, px_msg_t *m)
+static void connect_outside_ca(px_client_t *c, const char *url, px_msg_t *m)
 {
-    audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+    audit_event_t ev = px__connect_ev(url, AUDIT_EV_BLOCKED, 403);
     ev.tail = audit_s(PX_CACONV_WHY);
     px_log_event(c->log, &ev);
     char json[1024];
@@ -134,8 +197,7 @@ static void connect_leak(px_client_t *c, px_msg_t *m, const addon_leak_match_t *
 {
     const char *kind = addon_leak_kind_name(mt->kind);
     const char *enc = addon_leak_enc_name(mt->enc);
-    snprintf(c->connect_url, sizeof(c->connect_url), "-");
-    audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+    audit_event_t ev = px__connect_ev("-", AUDIT_EV_BLOCKED, 403);
     px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the CONNECT target", kind, mt->name, enc);
     char json[1024];
     px_sbuf_t b;
@@ -144,15 +206,22 @@ static void connect_leak(px_client_t *c, px_msg_t *m, const addon_leak_match_t *
     connect_refuse(c, m, json, b.len);
 }
 
-/* A passthrough tunnel counts its bytes against its host's budgets (proxy/px_tunguard.c): made
- * here, in c->tun, once admitted; 1 when refused (429) or failed, c then closing. */
-static int px__cl_tunnel_budgets(px_client_t *c, const px_pre_t *pre)
+/* A passthrough CONNECT to url was allowed: its tunnel object (c->tn), and its bytes count
+ * against its host's budgets (proxy/px_tunguard.c): the tunnel made here, in c->tn->tun, once
+ * admitted. 1 when refused (429) or failed, c then closing. */
+static int px__cl_passthrough(px_client_t *c, const char *url, const px_pre_t *pre)
 {
+    c->tn = calloc(1, sizeof(*c->tn));
+    if (c->tn == NULL) {
+        px__cl_close(c);
+        return 1;
+    }
+    snprintf(c->tn->url, sizeof(c->tn->url), "%s", url);
     char ans[PX_ANSWER_MAX];
     size_t n = 0;
     addon_str_t h = {pre->norm_host, strlen(pre->norm_host)};
-    int rc = px_tunguard_connect(c->log, px__cl_budgets(c), px__cl_snap(c), c->connect_url, h,
-                                 uv_now(c->ctx->loop.uv), &c->tun, ans, sizeof(ans), &n);
+    int rc = px_tunguard_connect(c->log, px__cl_budgets(c), px__cl_snap(c), url, h,
+                                 uv_now(c->ctx->loop.uv), &c->tn->tun, ans, sizeof(ans), &n);
     if (rc == 0)
         return 0;
     px_sock_write(&c->sock, ans, n);
@@ -165,8 +234,8 @@ static int px__cl_tunnel_budgets(px_client_t *c, const px_pre_t *pre)
  * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
 void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
 {
-    snprintf(c->connect_url, sizeof(c->connect_url), "%.*s", (int)sizeof(c->connect_url) - 1,
-             pre->url);
+    char url[PX_HOST_MAX + 8];
+    snprintf(url, sizeof(url), "%.*s", (int)sizeof(url) - 1, pre->url);
     px_snapshot_t *snap = px_snapshot_ref(px__cl_snap(c));
     addon_leak_match_t mt;
     if (addon_leak_scan(snap->leak, m->buf + m->target.off, m->target.len, &mt)) {
@@ -189,7 +258,7 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     if (warn)
         ok = 1;
     if (!ok) {
-        audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+        audit_event_t ev = px__connect_ev(url, AUDIT_EV_BLOCKED, 403);
         px_log_event(c->log, &ev);
         char json[1024];
         px_sbuf_t b;
@@ -204,25 +273,24 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     }
     if (!passthrough &&
         !ca_name_permitted(px_scope_ca(c->scope, c->ctx->ca), pre->norm_host, strlen(pre->norm_host))) {
-        connect_outside_ca(c, m);
+        connect_outside_ca(c, url, m);
         return;
     }
-    if (passthrough && px__cl_tunnel_budgets(c, pre)) {
+    if (passthrough && px__cl_passthrough(c, url, pre)) {
         px_msg_free(m);
         return;
     }
     px_msg_free(m);
     snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
     c->tunnel_port = pre->port;
-    audit_event_t ev = px__connect_ev(c, warn ? AUDIT_EV_WARN : AUDIT_EV_ALLOWED, 200);
+    audit_event_t ev = px__connect_ev(url, warn ? AUDIT_EV_WARN : AUDIT_EV_ALLOWED, 200);
     if (warn)
         ev.annot = audit_s(" [warn: host not in allowlist]");
     if (passthrough)
         ev.kind = AUDIT_EV_TUNNEL;
     px_log_event(c->log, &ev);
     px_sock_write(&c->sock, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
-    px_h1_free(&c->parser);
-    px_h1_init(&c->parser, 1, &px__cl_req_cbs, c);
+    /* HTTP/1 ends here: its side goes from the loop (px__cl_deferred), not inside its parser */
     c->mode = passthrough ? PX__HELLO : PX__SNIFF;
     px__cl_timer(c, c->ctx->cfg->handshake_ms);
     /* what came after the CONNECT head belongs to the tunnel: the new mode reads it */
@@ -230,12 +298,13 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
 }
 
 /* Passthrough: gathers the ClientHello and checks its SNI against the CONNECT host. */
-void px__cl_hello(px_client_t *c)
+static void px__cl_hello(px_client_t *c)
 {
+    px__tun_t *tn = c->tn;
     char sni[PX_HOST_MAX + 2];
-    int rc = c->in_len > PX_HELLO_MAX ? PX_EPARSE
-                                      : px_hello_sni((const unsigned char *)c->in, c->in_len, sni,
-                                                     sizeof(sni));
+    int rc = tn->in.len > PX_HELLO_MAX ? PX_EPARSE
+                                       : px_hello_sni((const unsigned char *)tn->in.p, tn->in.len,
+                                                      sni, sizeof(sni));
     if (rc == 0)
         return;
     char norm[PX_HOST_MAX + 1] = "";
@@ -245,16 +314,16 @@ void px__cl_hello(px_client_t *c)
      * the comparison below ignores), ALPN, session ID and every other field are scanned, before
      * a mismatch line could show the SNI */
     addon_leak_match_t mt;
-    if (rc == 1 && addon_leak_scan(px__cl_snap(c)->leak, c->in, c->in_len, &mt)) {
-        audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
+    if (rc == 1 && addon_leak_scan(px__cl_snap(c)->leak, tn->in.p, tn->in.len, &mt)) {
+        audit_event_t ev = px__connect_ev(tn->url, AUDIT_EV_BLOCKED, 403);
         px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the TLS ClientHello",
                       addon_leak_kind_name(mt.kind), mt.name, addon_leak_enc_name(mt.enc));
         px__cl_close(c);
         return;
     }
     if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
-        audit_event_t ev = px__connect_ev(c, AUDIT_EV_BLOCKED, 403);
-        if (c->in_len > PX_HELLO_MAX)
+        audit_event_t ev = px__connect_ev(tn->url, AUDIT_EV_BLOCKED, 403);
+        if (tn->in.len > PX_HELLO_MAX)
             px_log_eventf(c->log, &ev, "tunnel: no TLS ClientHello");
         else
             px_log_eventf(c->log, &ev, "host mismatch: connect=%s, sni=%s", c->tunnel,
@@ -264,32 +333,47 @@ void px__cl_hello(px_client_t *c)
     }
     c->mode = PX__DIAL;
     px_sock_read_stop(&c->sock);
-    c->dial = px_up_open_raw(px__cl_up(c), c->tunnel, c->tunnel_port, &px__dial_cbs, c);
-    if (c->dial == NULL)
+    tn->dial = px_up_open_raw(px__cl_up(c), c->tunnel, c->tunnel_port, &px__dial_cbs, c);
+    if (tn->dial == NULL)
         px__cl_close(c);
+}
+
+/* PX__HELLO: the ClientHello so far, with data (borrowed). */
+void px__cl_hello_input(px_client_t *c, const char *data, size_t len)
+{
+    px__tun_t *tn = c->tn;
+    if (px__in_keep(&tn->in, data, len) != 0 || tn->in.len > PX_HELLO_MAX) {
+        audit_event_t ev = px__connect_ev(tn->url, AUDIT_EV_BLOCKED, 403);
+        ev.tail = audit_s("tunnel: no TLS ClientHello");
+        px_log_event(c->log, &ev);
+        px__cl_close(c);
+        return;
+    }
+    px__cl_hello(c);
 }
 
 static void on_dial_ready(void *owner)
 {
     px_client_t *c = owner;
-    px_tunnel_t *t = c->tun != NULL ? c->tun : px_tunnel_new(); /* made with its budgets */
+    px__tun_t *tn = c->tn;
+    px_tunnel_t *t = tn->tun != NULL ? tn->tun : px_tunnel_new(); /* made with its budgets */
     if (t == NULL) {
-        px_up_abort(c->dial);
-        c->dial = NULL;
+        px_up_abort(tn->dial);
+        tn->dial = NULL;
         px__cl_close(c);
         return;
     }
-    px_upreq_t *r = c->dial;
-    c->dial = NULL;
-    px__cl_tunnel_mode(c, t); /* the ClientHello waits in c->in: it goes first */
+    px_upreq_t *r = tn->dial;
+    tn->dial = NULL;
+    px__cl_tunnel_mode(c, t, NULL); /* the ClientHello waits in tn->in: it goes first */
     px_up_tunnel(r, t, 1);
 }
 
 static void on_dial_error(void *owner, const char *why)
 {
     px_client_t *c = owner;
-    c->dial = NULL;
-    audit_event_t ev = px__connect_ev(c, AUDIT_EV_ERROR, -1);
+    c->tn->dial = NULL;
+    audit_event_t ev = px__connect_ev(c->tn->url, AUDIT_EV_ERROR, -1);
     ev.reason = audit_s(why);
     px_log_event(c->log, &ev);
     px__cl_close(c);

@@ -14,40 +14,128 @@
 #include "net/px_hello.h"
 #include "proxy/px_policy.h"
 
+/* The HTTP/1 server side's state, made when a connection starts HTTP/1 (px__cl_start_http). */
+struct px__h1srv {
+    px_h1_t parser;
+    px_xchg_t *x;     /* the exchange of the request being read or answered */
+    px__in_t in;      /* read ahead of its turn: a pipelined request, a paused body */
+    int body_paused;
+    int resp_chunked; /* the response going out is re-framed in chunks */
+    int close_after;  /* the connection ends after this response */
+    int eof;          /* the client half-closed after a whole request */
+};
+
+static const px_h1_cbs_t px__cl_req_cbs;
+static const px_down_ops_t px__cl_down;
+
 /* ---- input ----------------------------------------------------------------------------------- */
 
-int px__cl_in_keep(px_client_t *c, const char *data, size_t len)
+int px__in_keep(px__in_t *in, const char *data, size_t len)
 {
     if (len == 0)
         return 0;
-    if (c->in_len + len > PX_IN_MAX)
+    if (in->len + len > PX_IN_MAX)
         return PX_ETOOBIG;
-    if (c->in_cap - c->in_len < len) {
-        size_t cap = c->in_cap ? c->in_cap : 4096;
-        while (cap - c->in_len < len)
+    if (in->cap - in->len < len) {
+        size_t cap = in->cap ? in->cap : 4096;
+        while (cap - in->len < len)
             cap *= 2;
-        char *nb = realloc(c->in, cap);
+        char *nb = realloc(in->p, cap);
         if (nb == NULL)
             return PX_ENOMEM;
-        c->in = nb;
-        c->in_cap = cap;
+        in->p = nb;
+        in->cap = cap;
     }
-    memcpy(c->in + c->in_len, data, len);
-    c->in_len += len;
+    memcpy(in->p + in->len, data, len);
+    in->len += len;
     return 0;
 }
 
-void px__cl_in_drop(px_client_t *c, size_t n)
+void px__in_drop(px__in_t *in, size_t n)
 {
     if (n == 0)
-        return; /* also when nothing is kept (c->in may be NULL) */
-    memmove(c->in, c->in + n, c->in_len - n);
-    c->in_len -= n;
-    if (c->in_len == 0 && c->in_cap > 16384) {
-        free(c->in); /* an idle connection keeps no big buffer */
-        c->in = NULL;
-        c->in_cap = 0;
+        return; /* also when nothing is kept (in->p may be NULL) */
+    memmove(in->p, in->p + n, in->len - n);
+    in->len -= n;
+    if (in->len == 0 && in->cap > 16384) {
+        free(in->p); /* an idle connection keeps no big buffer */
+        in->p = NULL;
+        in->cap = 0;
     }
+}
+
+/* ---- the protocol object ---------------------------------------------------------------------- */
+
+void px__cl_h1_free(px_client_t *c)
+{
+    px__h1srv_t *h = c->h1;
+    if (h == NULL)
+        return;
+    c->h1 = NULL;
+    px_h1_free(&h->parser);
+    free(h->in.p);
+    free(h);
+}
+
+void px__cl_start_http(px_client_t *c)
+{
+    px__cl_h1_free(c); /* the one that read a CONNECT: what followed it was taken already */
+    c->h1 = calloc(1, sizeof(*c->h1));
+    if (c->h1 == NULL) {
+        px__cl_close(c);
+        return;
+    }
+    px_h1_init(&c->h1->parser, 1, &px__cl_req_cbs, c);
+    c->mode = PX__HTTP;
+    px__cl_timer(c, c->ctx->cfg->client_idle_ms);
+}
+
+int px__cl_h1_eof(px_client_t *c, int err)
+{
+    px__h1srv_t *h = c->h1;
+    if (h == NULL || h->x == NULL)
+        return 0;
+    if (err == UV_EOF && h->parser.state == PX_H1_DONE) {
+        h->eof = 1; /* after a whole request: the response still goes out, then the end */
+        return 1;
+    }
+    px_xchg_t *x = h->x;
+    h->x = NULL;
+    int reading = h->parser.state == PX_H1_BODY;
+    px_xchg_abort(x, reading ? "Client disconnected before the request ended."
+                             : "Client disconnected.");
+    return 0;
+}
+
+void px__cl_h1_drain(px_client_t *c)
+{
+    if (c->h1 != NULL && c->h1->x != NULL)
+        px_xchg_drain(c->h1->x);
+}
+
+int px__cl_h1_mid_head(px_client_t *c)
+{
+    return c->h1 != NULL && c->h1->x == NULL && px_h1_mid_head(&c->h1->parser);
+}
+
+int px__cl_h1_in_flight(px_client_t *c)
+{
+    return c->h1 != NULL && c->h1->x != NULL;
+}
+
+void px__cl_h1_close_after(px_client_t *c)
+{
+    if (c->h1 != NULL)
+        c->h1->close_after = 1;
+}
+
+void px__cl_h1_abort(px_client_t *c, const char *reason)
+{
+    if (c->h1 == NULL || c->h1->x == NULL)
+        return;
+    px_xchg_t *x = c->h1->x;
+    c->h1->x = NULL;
+    px_xchg_abort(x, reason);
 }
 
 /* ---- the HTTP/1 server side ------------------------------------------------------------------ */
@@ -72,8 +160,6 @@ void px__cl_bad_request(px_client_t *c, int status, const char *reason)
     px_sock_write(&c->sock, out, n);
     px__cl_close_flush(c);
 }
-
-void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre);
 
 static int on_req_head(void *owner, px_msg_t *m)
 {
@@ -105,11 +191,11 @@ static int on_req_head(void *owner, px_msg_t *m)
     px_xchg_from_t from = {.ops = &px__cl_down, .down = c, .pre = ctx, .log = c->log,
                            .snap = px__cl_snap(c), .up = px__cl_up(c),
                            .budgets = px__cl_budgets(c)};
-    c->resp_chunked = 0;
-    c->close_after = 0;
-    c->x = px_xchg_start(c->ctx, &from, m, pre);
+    c->h1->resp_chunked = 0;
+    c->h1->close_after = 0;
+    c->h1->x = px_xchg_start(c->ctx, &from, m, pre);
     free(pre);
-    if (c->x == NULL) {
+    if (c->h1->x == NULL) {
         px__cl_close(c);
         return 1;
     }
@@ -119,46 +205,47 @@ static int on_req_head(void *owner, px_msg_t *m)
 static int on_req_data(void *owner, const char *data, size_t len)
 {
     px_client_t *c = owner;
-    if (c->x != NULL)
-        px_xchg_body(c->x, data, len);
-    return c->body_paused || c->closing;
+    if (c->h1->x != NULL)
+        px_xchg_body(c->h1->x, data, len);
+    return c->h1->body_paused || c->closing;
 }
 
 static int on_req_end(void *owner, const px_fields_t *t)
 {
     px_client_t *c = owner;
-    if (c->x != NULL)
-        px_xchg_body_end(c->x, t);
+    if (c->h1->x != NULL)
+        px_xchg_body_end(c->h1->x, t);
     return 1;
 }
 
-const px_h1_cbs_t px__cl_req_cbs = {on_req_head, on_req_data, on_req_end};
+static const px_h1_cbs_t px__cl_req_cbs = {on_req_head, on_req_data, on_req_end};
 
 /* Parses what it can of data: the current request's head and body; a further request waits for
  * the current exchange to finish. Returns the bytes taken. */
-size_t px__cl_http_input(px_client_t *c, const char *data, size_t len)
+static size_t px__cl_http_input(px_client_t *c, const char *data, size_t len)
 {
+    px__h1srv_t *h = c->h1;
     size_t off = 0;
     /* a parser paused inside a body runs once even with no byte left: a pause on the body's
      * last bytes leaves the message's end to be delivered when it resumes */
-    while ((off < len || (c->parser.paused && c->parser.state == PX_H1_BODY)) && !c->closing &&
-           c->mode == PX__HTTP && !c->body_paused) {
-        if (c->parser.state == PX_H1_DONE || c->parser.state == PX_H1_UPGRADED)
+    while ((off < len || (h->parser.paused && h->parser.state == PX_H1_BODY)) && !c->closing &&
+           c->mode == PX__HTTP && !h->body_paused) {
+        if (h->parser.state == PX_H1_DONE || h->parser.state == PX_H1_UPGRADED)
             break; /* the next request waits for this exchange */
-        if (c->parser.state == PX_H1_HEAD && c->x != NULL)
+        if (h->parser.state == PX_H1_HEAD && h->x != NULL)
             break;
-        if (c->parser.state == PX_H1_HEAD && c->parser.hlen == 0)
+        if (h->parser.state == PX_H1_HEAD && h->parser.hlen == 0)
             px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* a head has a deadline from its start */
         size_t used = 0;
-        int rc = px_h1_feed(&c->parser, data + off, len - off, &used);
+        int rc = px_h1_feed(&h->parser, data + off, len - off, &used);
         off += used;
         if (rc < 0) {
-            if (c->x != NULL) {
-                px_xchg_body_error(c->x, c->parser.reason);
+            if (h->x != NULL) {
+                px_xchg_body_error(h->x, h->parser.reason);
                 px_sock_read_stop(&c->sock);
-                c->body_paused = 1; /* nothing more is read; the exchange closes us */
+                h->body_paused = 1; /* nothing more is read; the exchange closes us */
             } else {
-                px__cl_bad_request(c, rc == PX_ETOOBIG ? 431 : 400, c->parser.reason);
+                px__cl_bad_request(c, rc == PX_ETOOBIG ? 431 : 400, h->parser.reason);
             }
             break;
         }
@@ -169,27 +256,51 @@ size_t px__cl_http_input(px_client_t *c, const char *data, size_t len)
 }
 
 /* Runs buffered input (after a pause, or when the next request may start). */
-void px__cl_process(px_client_t *c)
+static void px__cl_process(px_client_t *c)
 {
     if (c->closing || c->mode != PX__HTTP)
         return;
-    if (c->in_len > 0 || (c->parser.paused && c->parser.state == PX_H1_BODY)) {
-        size_t used = px__cl_http_input(c, c->in != NULL ? c->in : "", c->in_len);
+    px__h1srv_t *h = c->h1;
+    if (h->in.len > 0 || (h->parser.paused && h->parser.state == PX_H1_BODY)) {
+        size_t used = px__cl_http_input(c, h->in.p != NULL ? h->in.p : "", h->in.len);
         if (!c->closing)
-            px__cl_in_drop(c, used);
+            px__in_drop(&h->in, used);
     }
     if (c->closing)
         return;
-    if (c->in_len >= PX_IN_MAX || c->body_paused)
+    if (h->in.len >= PX_IN_MAX || h->body_paused)
         px_sock_read_stop(&c->sock);
     else
         px_sock_read_start(&c->sock);
 }
 
-void px__cl_read(px_sock_t *s, const char *data, size_t len);
+/* Bytes read in PX__HTTP mode: parsed now, or kept behind what waits already. */
+void px__cl_h1_read(px_client_t *c, const char *data, size_t len)
+{
+    px__h1srv_t *h = c->h1;
+    if (h->in.len > 0) {
+        if (px__in_keep(&h->in, data, len) != 0) {
+            px__cl_close(c);
+            return;
+        }
+        px__cl_process(c);
+        return;
+    }
+    size_t used = px__cl_http_input(c, data, len);
+    if (c->closing)
+        return;
+    if (px__in_keep(&h->in, data + used, len - used) != 0) {
+        px__cl_close(c);
+        return;
+    }
+    if (h->in.len >= PX_IN_MAX || h->body_paused ||
+        (h->in.len > 0 && h->x != NULL && h->parser.state != PX_H1_BODY))
+        px_sock_read_stop(&c->sock); /* read on when this exchange is done */
+}
 
-/* Input kept while the connection changed what runs on it (a CONNECT became a tunnel): the
- * new mode reads it, from the loop. */
+/* Input kept while the connection changed what runs on it (a CONNECT became an interception or
+ * a passthrough): the new mode reads it, from the loop, and the HTTP/1 side that read the
+ * CONNECT goes (here, outside its parser's call). */
 void px__cl_deferred(px_defer_t *d)
 {
     px_client_t *c = px_container_of(d, px_client_t, defer);
@@ -199,14 +310,15 @@ void px__cl_deferred(px_defer_t *d)
         px__cl_process(c);
         return;
     }
-    if ((c->mode == PX__SNIFF || c->mode == PX__HELLO) && c->in_len > 0) {
-        char *buf = c->in;
-        size_t n = c->in_len;
-        c->in = NULL;
-        c->in_len = c->in_cap = 0;
-        px__cl_read(&c->sock, buf, n);
-        free(buf);
+    px__in_t in = {0};
+    if (c->h1 != NULL && c->h1->x == NULL) {
+        in = c->h1->in;
+        c->h1->in = (px__in_t){0};
+        px__cl_h1_free(c);
     }
+    if ((c->mode == PX__SNIFF || c->mode == PX__HELLO) && in.len > 0)
+        px__cl_read(&c->sock, in.p, in.len);
+    free(in.p);
     if (!c->closing && (c->mode == PX__SNIFF || c->mode == PX__HELLO))
         px_sock_read_start(&c->sock);
 }
@@ -250,13 +362,14 @@ static void down_head(void *down, const px_resp_t *r)
         px_sock_write(&c->sock, line, (size_t)n);
     }
     if (r->status >= 200 && r->status != 101) {
-        c->resp_chunked = r->body == PX_RESP_CHUNKED;
+        px__h1srv_t *h = c->h1;
+        h->resp_chunked = r->body == PX_RESP_CHUNKED;
         /* an HTTP/2 answer of unknown length carries no Transfer-Encoding of its own */
-        if (c->resp_chunked && (m == NULL || px_msg_find(m, "transfer-encoding") < 0))
+        if (h->resp_chunked && (m == NULL || px_msg_find(m, "transfer-encoding") < 0))
             px_sock_write(&c->sock, "Transfer-Encoding: chunked\r\n", 28);
         /* close_after is already set when the connection left its sandbox (px_client.c) */
-        if (r->close || r->body == PX_RESP_UNTIL_CLOSE || c->close_after) {
-            c->close_after = 1;
+        if (r->close || r->body == PX_RESP_UNTIL_CLOSE || h->close_after) {
+            h->close_after = 1;
             px_sock_write(&c->sock, "Connection: close\r\n", 19);
         }
     }
@@ -268,7 +381,7 @@ static void down_data(void *down, const char *data, size_t len)
     px_client_t *c = down;
     if (len == 0)
         return;
-    if (c->resp_chunked) {
+    if (c->h1->resp_chunked) {
         char h[20];
         px_sock_write(&c->sock, h, px_h1_chunk_head(h, len));
         px_sock_write(&c->sock, data, len);
@@ -281,10 +394,10 @@ static void down_data(void *down, const char *data, size_t len)
 static void down_end(void *down, const px_fields_t *t)
 {
     px_client_t *c = down;
-    if (c->resp_chunked) {
+    if (c->h1->resp_chunked) {
         char last[PX_H1_LAST_CHUNK_MAX];
         px_sock_write(&c->sock, last, px_h1_last_chunk(last, t));
-        c->resp_chunked = 0;
+        c->h1->resp_chunked = 0;
     }
 }
 
@@ -297,7 +410,7 @@ static int down_full(void *down)
 static void down_pause_body(void *down, int pause)
 {
     px_client_t *c = down;
-    c->body_paused = pause;
+    c->h1->body_paused = pause;
     if (pause) {
         px_sock_read_stop(&c->sock);
         return;
@@ -305,35 +418,40 @@ static void down_pause_body(void *down, int pause)
     px_defer(&c->ctx->loop, &c->defer, px__cl_deferred);
 }
 
-void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t);
-
+/* An upgrade took: what the client sent after its request goes to the tunnel first. This side
+ * stays until its exchange finished (down_finished). */
 static void down_tunnel(void *down, px_tunnel_t *t)
 {
     px_client_t *c = down;
-    px__cl_tunnel_mode(c, t);
+    px__cl_tunnel_mode(c, t, &c->h1->in);
 }
 
 static void down_finished(void *down, int reuse)
 {
     px_client_t *c = down;
-    c->x = NULL;
-    if (c->mode == PX__TUNNEL || c->closing)
+    px__h1srv_t *h = c->h1;
+    h->x = NULL;
+    if (c->mode == PX__TUNNEL) {
+        px__cl_h1_free(c); /* from the loop: nothing of it is on the stack */
+        return;
+    }
+    if (c->closing)
         return;
     if (reuse < 0) {
         px__cl_close(c);
         return;
     }
-    if (reuse == 0 || c->close_after || c->ctx->stopping || c->eof) {
+    if (reuse == 0 || h->close_after || c->ctx->stopping || h->eof) {
         px__cl_close_flush(c);
         return;
     }
-    px_h1_next(&c->parser);
-    c->body_paused = 0;
+    px_h1_next(&h->parser);
+    h->body_paused = 0;
     px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* idle keep-alive */
     px__cl_process(c);
 }
 
-const px_down_ops_t px__cl_down = {
+static const px_down_ops_t px__cl_down = {
     .head = down_head,
     .data = down_data,
     .end = down_end,

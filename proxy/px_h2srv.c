@@ -20,6 +20,8 @@
 #include "http/px_h2.h"
 #include "http/px_h2io.h"
 
+typedef struct px__h2s px__h2s_t; /* an HTTP/2 stream's exchange, or its WebSocket tunnel */
+
 struct px__h2s {
     px__h2s_t *next, *prev;
     px_client_t *c;
@@ -37,11 +39,22 @@ struct px__h2s {
     px_tunnel_t *tun;    /* after its 200: the stream is side 0 of this tunnel */
 };
 
+/* The HTTP/2 server side's state, made when the ALPN chose h2 (px__cl_start_h2), freed in the
+ * connection's last close callback. */
+struct px__h2srv {
+    px_client_t *c;
+    px_h2_t *codec;
+    px__h2s_t *h2s;  /* the streams with an exchange or a tunnel */
+    size_t h2n;
+    px_defer_t pump; /* output to take from the codec, from the loop */
+    int busy;        /* inside px_h2_feed() */
+};
+
 static const px_down_ops_t px__h2_down;
 
 static px__h2s_t *px__find(px_client_t *c, int32_t sid)
 {
-    for (px__h2s_t *s = c->h2s; s != NULL; s = s->next)
+    for (px__h2s_t *s = c->h2->h2s; s != NULL; s = s->next)
         if (s->sid == sid)
             return s;
     return NULL;
@@ -53,10 +66,10 @@ static void px__unlink(px__h2s_t *s)
     if (s->prev != NULL)
         s->prev->next = s->next;
     else
-        c->h2s = s->next;
+        c->h2->h2s = s->next;
     if (s->next != NULL)
         s->next->prev = s->prev;
-    c->h2n--;
+    c->h2->h2n--;
     px_defer_cancel(&c->ctx->loop, &s->resume);
     free(s->hold);
     free(s->end_t);
@@ -69,8 +82,8 @@ static void on_h2_pump(px_defer_t *d);
  * px_h2_feed() the input's end takes it. */
 static void px__kick(px_client_t *c)
 {
-    if (!c->closing && !c->h2_busy)
-        px_defer(&c->ctx->loop, &c->h2pump, on_h2_pump);
+    if (!c->closing && !c->h2->busy)
+        px_defer(&c->ctx->loop, &c->h2->pump, on_h2_pump);
 }
 
 /* ---- the codec's callbacks --------------------------------------------------------------- */
@@ -123,8 +136,8 @@ static void tun_write(void *end, const char *data, size_t len)
     px__h2s_t *s = end;
     if (s->resp_ended)
         return;
-    if (px_h2_send_data(s->c->h2, s->sid, data, len) != 0)
-        px_h2_reset(s->c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+    if (px_h2_send_data(s->c->h2->codec, s->sid, data, len) != 0)
+        px_h2_reset(s->c->h2->codec, s->sid, PX_H2_INTERNAL_ERROR);
     px__kick(s->c);
 }
 
@@ -145,7 +158,7 @@ static void tun_shutdown(void *end)
     px__h2s_t *s = end;
     if (!s->resp_ended) {
         s->resp_ended = 1;
-        px_h2_end(s->c->h2, s->sid, NULL);
+        px_h2_end(s->c->h2->codec, s->sid, NULL);
         px__kick(s->c);
     }
 }
@@ -164,7 +177,7 @@ static void tun_close(void *end)
     px__h2s_t *s = end;
     if (!s->resp_ended) {
         s->resp_ended = 1;
-        px_h2_reset(s->c->h2, s->sid, PX_H2_CANCEL);
+        px_h2_reset(s->c->h2->codec, s->sid, PX_H2_CANCEL);
         px__kick(s->c);
     }
     px_defer(&s->c->ctx->loop, &s->resume, on_tun_release);
@@ -203,20 +216,20 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
         free(s);
         free(pre);
         px_msg_free(m);
-        px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+        px_h2_reset(c->h2->codec, sid, PX_H2_INTERNAL_ERROR);
         return;
     }
     s->c = c;
     s->sid = sid;
-    s->next = c->h2s;
-    if (c->h2s != NULL)
-        c->h2s->prev = s;
-    c->h2s = s;
-    c->h2n++;
+    s->next = c->h2->h2s;
+    if (c->h2->h2s != NULL)
+        c->h2->h2s->prev = s;
+    c->h2->h2s = s;
+    c->h2->h2n++;
     if (m->method == HTTP_CONNECT && px_msg_span_ieq(m, rq->protocol, "websocket")) {
         if (px__ws_request(m) != 0) {
             px_msg_free(m);
-            px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+            px_h2_reset(c->h2->codec, sid, PX_H2_INTERNAL_ERROR);
             px__unlink(s);
             free(pre);
             return;
@@ -244,7 +257,7 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
     s->x = px_xchg_start(c->ctx, &from, m, pre);
     free(pre);
     if (s->x == NULL) {
-        px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+        px_h2_reset(c->h2->codec, sid, PX_H2_INTERNAL_ERROR);
         px__unlink(s);
     }
 }
@@ -263,19 +276,19 @@ static void on_h2_data(void *owner, int32_t sid, const char *data, size_t len)
     px_client_t *c = owner;
     px__h2s_t *s = px__find(c, sid);
     if (s == NULL || (s->x == NULL && s->tun == NULL)) {
-        px_h2_consume(c->h2, sid, len); /* nobody wants these: the window reopens */
+        px_h2_consume(c->h2->codec, sid, len); /* nobody wants these: the window reopens */
         return;
     }
     if (s->paused || s->hold_len > 0 || (s->ws && (s->tun == NULL || !px_tunnel_ready(s->tun)))) {
         if (px__hold(s, data, len) != 0)
-            px_h2_reset(c->h2, sid, PX_H2_INTERNAL_ERROR);
+            px_h2_reset(c->h2->codec, sid, PX_H2_INTERNAL_ERROR);
         return;
     }
     if (s->tun != NULL)
         px_tunnel_data(s->tun, 0, data, len);
     else
         px_xchg_body(s->x, data, len);
-    px_h2_consume(c->h2, sid, len);
+    px_h2_consume(c->h2->codec, sid, len);
 }
 
 static void on_h2_end(void *owner, int32_t sid, const px_fields_t *t)
@@ -359,7 +372,7 @@ void px__cl_h2_pump(px_client_t *c)
     while (!px_sock_full(&c->sock)) {
         const char *d;
         size_t n;
-        if (px_h2_take_output(c->h2, &d, &n) != 0) {
+        if (px_h2_take_output(c->h2->codec, &d, &n) != 0) {
             px__cl_close(c);
             return;
         }
@@ -367,26 +380,32 @@ void px__cl_h2_pump(px_client_t *c)
             break;
         px_sock_write(&c->sock, d, n);
     }
-    if (px_h2_done(c->h2)) {
+    if (px_h2_done(c->h2->codec)) {
         px__cl_close_flush(c);
         return;
     }
-    if (c->h2n == 0 && !uv_is_active((uv_handle_t *)&c->timer))
+    if (c->h2->h2n == 0 && !uv_is_active((uv_handle_t *)&c->timer))
         px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* an idle connection has a deadline */
 }
 
 static void on_h2_pump(px_defer_t *d)
 {
-    px__cl_h2_pump(px_container_of(d, px_client_t, h2pump));
+    px__cl_h2_pump(px_container_of(d, px__h2srv_t, pump)->c);
 }
 
 void px__cl_start_h2(px_client_t *c)
 {
-    c->h2 = px_h2_new(&px__h2_cbs, c);
-    if (c->h2 == NULL) {
+    px__h2srv_t *h = calloc(1, sizeof(*h));
+    if (h != NULL && (h->codec = px_h2_new(&px__h2_cbs, c)) == NULL) {
+        free(h);
+        h = NULL;
+    }
+    if (h == NULL) {
         px__cl_close(c);
         return;
     }
+    h->c = c;
+    c->h2 = h;
     /* the header bytes its streams hold count for its sandbox and the process too (until
      * px__cl_h2_shut: the sandbox may go before the codec) */
     px_h2_share_t sh[PX_H2_SHARES] = {
@@ -395,7 +414,7 @@ void px__cl_start_h2(px_client_t *c)
         {c->scope != &c->ctx->scope ? &c->scope->h2_heads : NULL, PX_H2_SANDBOX_HEADS_MAX,
          "the sandbox's connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
     };
-    px_h2_share(c->h2, sh, c->scope != &c->ctx->scope ? 2 : 1);
+    px_h2_share(c->h2->codec, sh, c->scope != &c->ctx->scope ? 2 : 1);
     c->mode = PX__H2;
     px__cl_timer(c, c->ctx->cfg->client_idle_ms);
     px__cl_h2_pump(c); /* our SETTINGS */
@@ -403,14 +422,14 @@ void px__cl_start_h2(px_client_t *c)
 
 void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
 {
-    c->h2_busy = 1;
-    int rc = px_h2_feed(c->h2, data, len);
-    c->h2_busy = 0;
+    c->h2->busy = 1;
+    int rc = px_h2_feed(c->h2->codec, data, len);
+    c->h2->busy = 0;
     if (c->closing)
         return;
     if (rc != 0) {
         audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, 400);
-        px_log_eventf(c->log, &ev, "HTTP/2 connection error: %s", px_h2_reason(c->h2));
+        px_log_eventf(c->log, &ev, "HTTP/2 connection error: %s", px_h2_reason(c->h2->codec));
     }
     px__cl_h2_pump(c);
     if (rc != 0 && !c->closing)
@@ -420,11 +439,12 @@ void px__cl_h2_input(px_client_t *c, const char *data, size_t len)
 /* Every stream's exchange ends (the connection is closing); reason for their log lines. */
 void px__cl_h2_shut(px_client_t *c, const char *reason)
 {
-    px_defer_cancel(&c->ctx->loop, &c->h2pump);
-    if (c->h2 != NULL)
-        px_h2_unshare(c->h2);
-    while (c->h2s != NULL) {
-        px__h2s_t *s = c->h2s;
+    if (c->h2 == NULL)
+        return;
+    px_defer_cancel(&c->ctx->loop, &c->h2->pump);
+    px_h2_unshare(c->h2->codec);
+    while (c->h2->h2s != NULL) {
+        px__h2s_t *s = c->h2->h2s;
         px_xchg_t *x = s->x;
         s->x = NULL;
         if (s->tun != NULL) {
@@ -437,14 +457,28 @@ void px__cl_h2_shut(px_client_t *c, const char *reason)
     }
 }
 
+size_t px__cl_h2_streams(const px_client_t *c)
+{
+    return c->h2 != NULL ? c->h2->h2n : 0;
+}
+
+void px__cl_h2_free(px_client_t *c)
+{
+    if (c->h2 == NULL)
+        return;
+    px_h2_free(c->h2->codec);
+    free(c->h2);
+    c->h2 = NULL;
+}
+
 /* The connection's sandbox went (px_client.c): GOAWAY, so that no new stream starts; the
  * requests in flight finish, WebSocket streams end now. */
 void px__cl_h2_retire(px_client_t *c)
 {
-    for (px__h2s_t *s = c->h2s; s != NULL; s = s->next)
+    for (px__h2s_t *s = c->h2->h2s; s != NULL; s = s->next)
         if (s->tun != NULL)
             px_tunnel_cut(s->tun, -1); /* tun_close() lets the stream go from the loop */
-    px_h2_shutdown(c->h2);
+    px_h2_shutdown(c->h2->codec);
     px__kick(c);
 }
 
@@ -484,18 +518,18 @@ static void down_head(void *down, const px_resp_t *r)
             if (!(f[i].name_len == 20 && strncasecmp(f[i].name, "sec-websocket-accept", 20) == 0) &&
                 !(f[i].name_len == 7 && strncasecmp(f[i].name, "upgrade", 7) == 0))
                 f[k++] = f[i];
-        if (px_h2_respond(c->h2, s->sid, 200, f, k, 1) != 0)
-            px_h2_reset(c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+        if (px_h2_respond(c->h2->codec, s->sid, 200, f, k, 1) != 0)
+            px_h2_reset(c->h2->codec, s->sid, PX_H2_INTERNAL_ERROR);
         px__kick(c);
         return;
     }
     if (r->status < 200) {
         if (r->status != 101)
-            px_h2_respond(c->h2, s->sid, r->status, f, n, 0);
+            px_h2_respond(c->h2->codec, s->sid, r->status, f, n, 0);
         return;
     }
-    if (px_h2_respond(c->h2, s->sid, r->status, f, n, has_body) != 0) {
-        px_h2_reset(c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+    if (px_h2_respond(c->h2->codec, s->sid, r->status, f, n, has_body) != 0) {
+        px_h2_reset(c->h2->codec, s->sid, PX_H2_INTERNAL_ERROR);
         s->resp_ended = 1;
     } else {
         s->resp_body = has_body;
@@ -509,8 +543,8 @@ static void down_data(void *down, const char *data, size_t len)
     px__h2s_t *s = down;
     if (len == 0 || s->resp_ended)
         return;
-    if (px_h2_send_data(s->c->h2, s->sid, data, len) != 0) {
-        px_h2_reset(s->c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+    if (px_h2_send_data(s->c->h2->codec, s->sid, data, len) != 0) {
+        px_h2_reset(s->c->h2->codec, s->sid, PX_H2_INTERNAL_ERROR);
         s->resp_ended = 1;
     }
     px__kick(s->c);
@@ -522,8 +556,8 @@ static void down_end(void *down, const px_fields_t *t)
     if (s->resp_ended)
         return;
     s->resp_ended = 1;
-    if (px_h2_end(s->c->h2, s->sid, t) != 0)
-        px_h2_reset(s->c->h2, s->sid, PX_H2_INTERNAL_ERROR);
+    if (px_h2_end(s->c->h2->codec, s->sid, t) != 0)
+        px_h2_reset(s->c->h2->codec, s->sid, PX_H2_INTERNAL_ERROR);
     px__kick(s->c);
 }
 
@@ -532,7 +566,7 @@ static void down_end(void *down, const px_fields_t *t)
 static int down_full(void *down)
 {
     px__h2s_t *s = down;
-    return px_h2_stream_queued(s->c->h2, s->sid) > PX_H2_QUEUE_HIGH;
+    return px_h2_stream_queued(s->c->h2->codec, s->sid) > PX_H2_QUEUE_HIGH;
 }
 static void on_resume(px_defer_t *d)
 {
@@ -547,7 +581,7 @@ static void on_resume(px_defer_t *d)
             px_tunnel_data(s->tun, 0, s->hold, n);
         else
             px_xchg_body(s->x, s->hold, n);
-        px_h2_consume(c->h2, s->sid, n);
+        px_h2_consume(c->h2->codec, s->sid, n);
         if (s->paused)
             return; /* the end waits for the next resume */
     }
@@ -595,14 +629,14 @@ static void down_finished(void *down, int reuse)
     if (s->tun != NULL)
         return; /* the stream lives on as the tunnel's end */
     if (!s->resp_ended)
-        px_h2_reset(c->h2, s->sid, reuse < 0 ? PX_H2_CANCEL : PX_H2_INTERNAL_ERROR);
+        px_h2_reset(c->h2->codec, s->sid, reuse < 0 ? PX_H2_CANCEL : PX_H2_INTERNAL_ERROR);
     else
-        px_h2_discard(c->h2, s->sid); /* an early answer: the rest of the body is dropped */
+        px_h2_discard(c->h2->codec, s->sid); /* an early answer: the rest of the body is dropped */
     px__unlink(s);
     if (c->closing)
         return;
     if (c->ctx->stopping)
-        px_h2_shutdown(c->h2);
+        px_h2_shutdown(c->h2->codec);
     px__kick(c);
 }
 
