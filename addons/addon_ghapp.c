@@ -14,7 +14,6 @@
 #include <openssl/pem.h>
 
 #include "addons/addon_ghrepos.h"
-#include "addons/addon_replacements.h"
 #include "base/px_b64.h"
 #include "base/px_err.h"
 

@@ -8,7 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dns/dns_resolve.h"
+/* The resolver's bounds, here because the cache's layout needs them (dns_resolve.h includes
+ * this header). Addresses handed to a callback; more are dropped (IPv4 first). */
+#define DNS_RESOLVE_ADDRS_MAX 16
+/* Longest host name accepted (RFC 1035 text form, trailing dot included). */
+#define DNS_RESOLVE_HOST_MAX 254
+/* Cached names (positive answers only, TTL honoured, least recently used evicted). */
+#define DNS_RESOLVE_CACHE_MAX 64
+/* Cache lifetime cap, whatever TTL upstream gave. */
+#define DNS_RESOLVE_CACHE_TTL_MAX_S 300
 
 /* One address without a port, as the cache keeps it and a lookup collects it. */
 typedef struct dns_cache_addr {

@@ -11,18 +11,13 @@
 #include <sys/socket.h>
 #include <uv.h>
 
+#include "dns/dns_cache.h"
+
 /* Total time for one request (A and AAAA together), from its own dns_resolve call, whatever
  * c-ares retries. A lookup that gives up on time before a request that joined it late had a
  * full try of its own is sent again for such requests. */
 #define DNS_RESOLVE_TIMEOUT_MS 5000
-/* Addresses handed to a callback; more are dropped (IPv4 first). */
-#define DNS_RESOLVE_ADDRS_MAX 16
-/* Longest host name accepted (RFC 1035 text form, trailing dot included). */
-#define DNS_RESOLVE_HOST_MAX 254
-/* Cached names (positive answers only, TTL honoured, least recently used evicted). */
-#define DNS_RESOLVE_CACHE_MAX 64
-/* Cache lifetime cap, whatever TTL upstream gave. */
-#define DNS_RESOLVE_CACHE_TTL_MAX_S 300
+/* DNS_RESOLVE_ADDRS_MAX, DNS_RESOLVE_HOST_MAX and the cache bounds: dns/dns_cache.h. */
 /* Requests pending per resolver, and names being looked up at once; more fail with
  * UV_EBUSY. */
 #define DNS_RESOLVE_PENDING_MAX 4096

@@ -76,6 +76,33 @@ static void px__unlink(px__h2s_t *s)
     free(s);
 }
 
+/* A tunnel stream's end: the tunnel goes without it. */
+static void px__tun_gone(px__h2s_t *s)
+{
+    px_tunnel_t *t = s->tun;
+    s->tun = NULL;
+    px__unlink(s);
+    if (t != NULL)
+        px_tunnel_release(t, 0);
+}
+
+/* The stream ends from the client's side (a reset, or the connection going): its tunnel or
+ * its exchange is told why (reason, for the log line), after the stream is gone. Apart from
+ * the setup failures in on_h2_request and the exchange's own end (down_finished), every stream
+ * ends here. */
+static void px__h2s_drop(px__h2s_t *s, const char *reason)
+{
+    if (s->tun != NULL) {
+        px__tun_gone(s);
+        return;
+    }
+    px_xchg_t *x = s->x;
+    s->x = NULL;
+    px__unlink(s);
+    if (x != NULL)
+        px_xchg_abort(x, reason);
+}
+
 static void on_h2_pump(px_defer_t *d);
 
 /* Output is taken from the loop: one batch of frames for everything the exchanges did. Inside
@@ -185,23 +212,9 @@ static void tun_close(void *end)
 
 static void on_tun_release(px_defer_t *d)
 {
-    px__h2s_t *s = px_container_of(d, px__h2s_t, resume);
-    px_tunnel_t *t = s->tun;
-    s->tun = NULL;
-    px__unlink(s);
-    if (t != NULL)
-        px_tunnel_release(t, 0);
+    px__tun_gone(px_container_of(d, px__h2s_t, resume));
 }
 
-/* A tunnel stream's end: the tunnel goes without it. */
-static void px__tun_gone(px__h2s_t *s)
-{
-    px_tunnel_t *t = s->tun;
-    s->tun = NULL;
-    px__unlink(s);
-    if (t != NULL)
-        px_tunnel_release(t, 0);
-}
 
 static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req_t *rq)
 {
@@ -318,17 +331,9 @@ static void on_h2_reset(void *owner, int32_t sid, uint32_t code)
     px__h2s_t *s = px__find(c, sid);
     if (s == NULL)
         return;
-    if (s->tun != NULL) {
-        px__tun_gone(s);
-        return;
-    }
-    px_xchg_t *x = s->x;
-    s->x = NULL;
-    px__unlink(s);
-    if (x != NULL)
-        px_xchg_abort(x, code == PX_H2_CANCEL || code == PX_H2_NO_ERROR
-                             ? "Client reset the stream."
-                             : "Client stream failed (HTTP/2 stream error).");
+    px__h2s_drop(s, code == PX_H2_CANCEL || code == PX_H2_NO_ERROR
+                        ? "Client reset the stream."
+                        : "Client stream failed (HTTP/2 stream error).");
 }
 
 static void on_h2_drain(void *owner, int32_t sid)
@@ -443,18 +448,8 @@ void px__cl_h2_shut(px_client_t *c, const char *reason)
         return;
     px_defer_cancel(&c->ctx->loop, &c->h2->pump);
     px_h2_unshare(c->h2->codec);
-    while (c->h2->h2s != NULL) {
-        px__h2s_t *s = c->h2->h2s;
-        px_xchg_t *x = s->x;
-        s->x = NULL;
-        if (s->tun != NULL) {
-            px__tun_gone(s);
-            continue;
-        }
-        px__unlink(s);
-        if (x != NULL)
-            px_xchg_abort(x, reason);
-    }
+    while (c->h2->h2s != NULL)
+        px__h2s_drop(c->h2->h2s, reason);
 }
 
 size_t px__cl_h2_streams(const px_client_t *c)

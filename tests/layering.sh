@@ -65,8 +65,6 @@ fi
 # gone, until its line here is shortened or deleted (the list never claims more than there is).
 known_cycles() {
     cat << 'EOF'
-dns: dns_cache dns_resolve
-addons: addon_ghapp addon_replacements
 ca uses: ca ca_cache ca_leaf ca_nc
 addons uses: addon_policy addon_policy_budget addon_policy_build addon_provider addon_provider_pass addon_provider_url
 proxy uses: px_client px_connect px_h1srv px_h2srv

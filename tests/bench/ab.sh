@@ -3,7 +3,7 @@
 # (A, B, A, B, ...), ROUNDS times each, and prints the median of every airlock figure for each
 # binary and the ratio B/A. Alternating spreads the machine's drift over both binaries.
 #
-#   tests/bench/ab.sh A-BINARY B-BINARY http_bench.sh|h2_bench.sh [script args]
+#   tests/bench/ab.sh A-BINARY B-BINARY http_bench.sh|h2_bench.sh|leak_bench.sh [script args]
 #
 # Environment: ROUNDS=3; everything else goes to the script (its RUNS is forced to 1 per round:
 # the rounds are the repetitions). Each script writes its raw results (METRIC SUBJECT VALUE) to

@@ -13,7 +13,8 @@
 #
 #   tests/bench/leak_bench.sh   RUNS=3 DURATION=5 CONNS=50 UPLOAD_MB=1024 SECRETS=32
 #                               BODY=random TLS=0 PIN=1 PERF=0 PROXY_CPU=0 LOAD_CPU=1
-#                               AIRLOCK=binary (default build/airlock)
+#                               AIRLOCK=binary (default build/airlock) OUT=dir
+# OUT=dir writes the medians to dir/results.txt (METRIC SUBJECT VALUE) for ab.sh.
 # TLS=1 sends the upload over HTTPS (TLS from curl to airlock and from airlock to the sink, as
 # an agent's upload to an allowed API goes). PIN=0 leaves every process unpinned. PERF=1 also samples airlock with perf during each
 # guarded upload and prints the share of its CPU time spent in the guard's own functions (the
@@ -198,7 +199,13 @@ for k in 1:requests/s 2:"CPU us per request" 3:"upload MB/s" 4:"CPU s per GiB up
     f=${k%%:*} name=${k#*:}
     off=$(cut -d' ' -f"$f" "$T_DIR/off.txt" | median); on=$(cut -d' ' -f"$f" "$T_DIR/on.txt" | median)
     echo "median $name: no guard $off, guard ($SECRETS secrets, 8 canaries; $BODY body) $on, ratio guard/none $(awk -v a="$on" -v b="$off" 'BEGIN {printf "%.3f", a / b}')"
+    if [ -n "${OUT:-}" ]; then
+        m=$(echo "$name" | tr ' /+' '_-p')
+        echo "$m airlock-noguard $off" >> "$T_DIR/results.txt"
+        echo "$m airlock-guard $on" >> "$T_DIR/results.txt"
+    fi
 done
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$T_DIR/results.txt" "$OUT/results.txt"; fi
 if [ "$PERF" = 1 ]; then
     for i in $(seq 1 "$RUNS"); do
         perf report -i "$T_DIR/perf-$i.data" --no-children --sort sym --stdio -g none 2> /dev/null |
