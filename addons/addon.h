@@ -92,6 +92,10 @@ typedef struct addon_req {
     int allowed;
     const struct addon_policy_graphql *graphql; /* the graphql block of the entry that allowed */
     int warn; /* warn mode let it go on (the allowlist would block it): logged WARN */
+    /* the entry that decided, for the audit event: the one that allowed, or the block entry
+     * that refused (addon_policy_kind_t, 0: none; its index in that list) */
+    int entry_kind;
+    size_t entry_index;
     addon_header_t headers[ADDON_MAX_HEADERS + 8]; /* room for a few added headers */
     size_t nheaders;
     addon_arena_t *arena;        /* lazily created; freed by addon_req_reset() */

@@ -52,6 +52,10 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
     req->decided = 1; /* the later addons read the decision from the view (the GraphQL block) */
     req->allowed = d.allowed;
     req->graphql = d.allowed ? d.graphql : NULL;
+    if (d.verdict == ADDON_POLICY_ALLOW || d.verdict == ADDON_POLICY_BLOCK_LISTED) {
+        req->entry_kind = (int)d.kind; /* not the "closest" entry of a refusal: none decided */
+        req->entry_index = d.index;
+    }
     if (d.allowed)
         return ADDON_NEXT;
     ans->status = 403;

@@ -9,7 +9,7 @@
 #include "proxy/px_log.h"
 #include "proxy/px_metrics.h"
 
-#define PX__METRICS_BODY_MAX (64 * 1024) /* the whole text: ~80 series, well under this */
+#define PX__METRICS_BODY_MAX (128 * 1024) /* the whole text: at most ~390 series (metrics.md) */
 
 typedef struct px__mconn px__mconn_t;
 

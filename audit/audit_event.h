@@ -100,9 +100,15 @@ typedef struct audit_event {
     audit_str_t header; /* STRIPPED / COLLAPSED: the header name */
     unsigned count;     /* COLLAPSED: how many */
     audit_str_t text;   /* TASK_START: the timestamp */
-    /* which policy stage and allowlist entry decided; not written in text lines (yet) */
+    /* which pipeline stage and allowlist entry decided; JSON only (the text line stays) */
     audit_str_t stage;
     audit_str_t entry;
+    /* what an exchange relayed (JSON only): set by the proxy's request lines, never parsed */
+    int xfer;             /* 1: the three numbers below are set */
+    uint64_t bytes_up;    /* request body bytes sent toward the upstream */
+    uint64_t bytes_down;  /* response body bytes sent toward the client */
+    uint64_t duration_us; /* the request's head read to its last response byte out */
+    audit_str_t upstream; /* the upstream's address as connected: "ip:port", "[v6]:port" */
 
     /* filled by parse only */
     int truncated;         /* the line was cut (" ...(truncated)"); fields hold what is left */

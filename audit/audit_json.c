@@ -186,6 +186,24 @@ static void aj_kv_int(audit__json_t *o, const char *k, long long v)
     aj_raw(o, n, (size_t)len);
 }
 
+/* What an exchange relayed: the body bytes both ways, its duration (milliseconds with the
+ * microseconds as decimals, so a fast answer on loopback is not written 0) and the upstream's
+ * address; only in the events the exchange writes (ev->xfer). */
+static void aj_xfer(audit__json_t *o, const audit_event_t *ev)
+{
+    if (!ev->xfer)
+        return;
+    aj_kv_int(o, "bytes_up", (long long)(ev->bytes_up > INT64_MAX ? INT64_MAX : ev->bytes_up));
+    aj_kv_int(o, "bytes_down",
+              (long long)(ev->bytes_down > INT64_MAX ? INT64_MAX : ev->bytes_down));
+    char n[32];
+    int len = snprintf(n, sizeof(n), "%llu.%03u", (unsigned long long)(ev->duration_us / 1000),
+                       (unsigned)(ev->duration_us % 1000));
+    aj_key(o, "duration_ms");
+    aj_raw(o, n, (size_t)len);
+    aj_kv(o, "upstream_addr", ev->upstream);
+}
+
 static void aj_time(audit__json_t *o, int64_t ms)
 {
     if (ms < 0)
@@ -542,6 +560,7 @@ int audit_json_render(const audit_event_t *ev, const audit_json_ctx_t *ctx, char
     }
     aj_kv(&o, "stage", ev->stage);
     aj_kv(&o, "entry", ev->entry);
+    aj_xfer(&o, ev);
     return aj_close(&o);
 }
 

@@ -15,9 +15,10 @@
 
 #include "audit/audit_event.h"
 
-/* The schema's version, the object's "v". Adding an optional field keeps it; removing or
- * changing the meaning or type of a field moves it (docs/events.md, "Versioning"). */
-#define AUDIT_JSON_VERSION 1
+/* The schema's version, the object's "v" (2 added bytes_up, bytes_down, duration_ms,
+ * upstream_addr, stage, entry). The readers take every version up to this one
+ * (docs/events.md, "Versioning"). */
+#define AUDIT_JSON_VERSION 2
 /* The longest JSON line (no newline). A longer object has its strings cut (at a whole
  * character) and carries "truncated": true; it is still valid JSON. */
 #define AUDIT_JSON_LINE_MAX (32 * 1024)
@@ -38,7 +39,7 @@ typedef struct audit_json_ctx {
 int audit_json_render(const audit_event_t *ev, const audit_json_ctx_t *ctx, char *buf, size_t cap);
 
 /* Writes a line that is not an event (audit_event_parse() refused it; already escaped as the
- * text log writes it) as the object {"v":1,"time":...,"kind":"other","text":LINE}. Same
+ * text log writes it) as the object {"v":2,"time":...,"kind":"other","text":LINE}. Same
  * returns as audit_json_render(). */
 int audit_json_render_other(const char *line, size_t len, const audit_json_ctx_t *ctx, char *buf,
                             size_t cap);

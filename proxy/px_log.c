@@ -338,6 +338,8 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
 void px_log_event(px_log_t *log, const audit_event_t *ev)
 {
     px_metrics_event(ev); /* every decision is counted, logged or not (--metrics) */
+    if (log != NULL && log->name[0] != '\0')
+        px_metrics_sandbox_event(log->name, ev);
     if (!px__log_active(log))
         return;
     if (log->fd >= 0 && !log->json) {

@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#define PX__STR2(x) #x
+#define PX__STR(x) PX__STR2(x)
+
 static px_metrics_t px__metrics;
 
 /* The histograms' upper bounds, seconds: LLM calls take seconds to minutes, a cached page ms. */
@@ -36,6 +39,77 @@ void px_metrics_event(const audit_event_t *ev)
         px__metrics.leak_refusals++;
     else if (px__has(ev->tail, "budget: "))
         px__metrics.budget_refusals++;
+}
+
+/* The request-shaped kinds: one per request, CONNECT, tunnel or connection refused whole. */
+static int px__request_shaped(audit_event_kind_t k)
+{
+    return k == AUDIT_EV_REQUEST || k == AUDIT_EV_CONNECT || k == AUDIT_EV_TUNNEL ||
+           k == AUDIT_EV_CONNECTION;
+}
+
+/* The sandbox's slot: found, or the next free one, or the shared one once all are taken (a
+ * linear scan: at most PX_METRICS_SANDBOXES_MAX short names, only with --sandboxes). */
+static px_metrics_sandbox_t *px__sandbox(const char *name)
+{
+    px_metrics_t *m = &px__metrics;
+    for (size_t i = 0; i < m->nsandboxes; i++)
+        if (strcmp(m->sandboxes[i].name, name) == 0)
+            return &m->sandboxes[i];
+    if (m->nsandboxes == PX_METRICS_SANDBOXES_MAX || strlen(name) >= PX_METRICS_SANDBOX_NAME_MAX ||
+        strcmp(name, PX_METRICS_SANDBOX_OTHER) == 0)
+        return &m->sandbox_other;
+    px_metrics_sandbox_t *s = &m->sandboxes[m->nsandboxes++];
+    memcpy(s->name, name, strlen(name) + 1);
+    return s;
+}
+
+void px_metrics_sandbox_event(const char *name, const audit_event_t *ev)
+{
+    if (name == NULL || name[0] == '\0' || !px__request_shaped(ev->kind) ||
+        (unsigned)ev->verdict > AUDIT_EV_REJECTED)
+        return;
+    px__sandbox(name)->requests[ev->verdict]++;
+}
+
+/* The client's alerts that say it does not accept the certificate (RFC 8446 6.2). */
+static int px__cert_alert(int alert)
+{
+    return alert == 42 /* bad_certificate */ || alert == 43 /* unsupported_certificate */ ||
+           alert == 44 /* certificate_revoked */ || alert == 45 /* certificate_expired */ ||
+           alert == 46 /* certificate_unknown */ || alert == 48 /* unknown_ca */;
+}
+
+px_metrics_tlsfail_t px_metrics_tls_reason(int alert, int sent_cert, int has_sni, const char *err)
+{
+    if (err == NULL)
+        err = "";
+    if (px__cert_alert(alert) || (alert < 0 && sent_cert))
+        return PX_M_TLS_UNTRUSTED;
+    /* the owner's certificate callback refused the name: OpenSSL fails the handshake with
+     * SSL_R_CALLBACK_FAILED ("callback failed") after sending the alert it was given */
+    if (strstr(err, "callback failed") != NULL)
+        return has_sni ? PX_M_TLS_UNKNOWN_NAME : PX_M_TLS_NO_SNI;
+    if (alert >= 0 || strstr(err, "routines") != NULL || strstr(err, "version") != NULL ||
+        strstr(err, "cipher") != NULL || strstr(err, "record") != NULL)
+        return PX_M_TLS_PROTOCOL;
+    if (err[0] == '\0' || strstr(err, "EOF") != NULL || strstr(err, "eof") != NULL ||
+        strstr(err, "reset") != NULL || strstr(err, "closed") != NULL)
+        return PX_M_TLS_CLIENT_ABORTED;
+    return PX_M_TLS_OTHER;
+}
+
+void px_metrics_tls_failed(px_metrics_tlsfail_t why)
+{
+    if ((unsigned)why < PX_M_TLS_REASONS)
+        px__metrics.tls_failures[why]++;
+}
+
+void px_metrics_h2_stream(int delta)
+{
+    px__metrics.h2_streams += delta;
+    if (px__metrics.h2_streams < 0) /* never below zero, whatever a caller does */
+        px__metrics.h2_streams = 0;
 }
 
 px_metrics_uperr_t px_metrics_up_error(const char *why)
@@ -130,6 +204,54 @@ static const char *const px__uperrs[PX_M_UP_KINDS] = {
     "destination", "resolve", "connect", "tls", "timeout", "protocol", "other",
 };
 
+static const char *const px__tlsfails[PX_M_TLS_REASONS] = {
+    "untrusted", "unknown_name", "no_sni", "protocol", "client_aborted", "other",
+};
+
+/* A label value per the exposition format: backslash, quote and newline escaped. */
+static void px__label(px__out_t *o, const char *v)
+{
+    for (; *v != '\0'; v++) {
+        if (*v == '\\' || *v == '"')
+            px__put(o, "\\%c", *v);
+        else if (*v == '\n')
+            px__put(o, "\\n");
+        else
+            px__put(o, "%c", *v);
+    }
+}
+
+static void px__sandbox_series(px__out_t *o, const px_metrics_sandbox_t *s, const char *name)
+{
+    for (size_t v = 0; v < sizeof(px__verdicts) / sizeof(px__verdicts[0]); v++) {
+        if (s->requests[v] == 0)
+            continue;
+        px__put(o, "airlock_sandbox_requests_total{sandbox=\"");
+        px__label(o, name);
+        px__put(o, "\",verdict=\"%s\"} %llu\n", px__verdicts[v],
+                (unsigned long long)s->requests[v]);
+    }
+}
+
+/* The series added for issue 31: TLS failures by reason, HTTP/2 streams, per sandbox. */
+static void px__render_more(px__out_t *o, const px_metrics_t *m)
+{
+    px__head(o, "tls_handshake_failures_total", "counter",
+             "Client TLS handshakes that failed, by reason.");
+    for (size_t i = 0; i < PX_M_TLS_REASONS; i++)
+        px__put(o, "airlock_tls_handshake_failures_total{reason=\"%s\"} %llu\n", px__tlsfails[i],
+                (unsigned long long)m->tls_failures[i]);
+    px__head(o, "h2_streams", "gauge", "HTTP/2 streams open on client connections.");
+    px__put(o, "airlock_h2_streams %lld\n", (long long)m->h2_streams);
+    px__head(o, "sandbox_requests_total", "counter",
+             "Requests, CONNECTs, tunnels and refused connections per sandbox (--sandboxes), by "
+             "verdict; sandboxes past the first " PX__STR(
+                 PX_METRICS_SANDBOXES_MAX) " are counted as " PX_METRICS_SANDBOX_OTHER ".");
+    for (size_t i = 0; i < m->nsandboxes; i++)
+        px__sandbox_series(o, &m->sandboxes[i], m->sandboxes[i].name);
+    px__sandbox_series(o, &m->sandbox_other, PX_METRICS_SANDBOX_OTHER);
+}
+
 size_t px_metrics_render(const px_metrics_t *m, const px_metrics_gauges_t *g, char *buf, size_t cap)
 {
     px__out_t o = {buf, cap, 0};
@@ -180,5 +302,6 @@ size_t px_metrics_render(const px_metrics_t *m, const px_metrics_gauges_t *g, ch
              &m->request_seconds);
     px__hist(&o, "upstream_first_byte_seconds",
              "A request's head read to the upstream's response head.", &m->first_byte_seconds);
+    px__render_more(&o, m);
     return o.len;
 }

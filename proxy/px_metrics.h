@@ -1,8 +1,9 @@
 /* The process's metrics (`airlock run --metrics ADDR`, docs/metrics.md): counters the proxy
  * bumps where it decides, two latency histograms, and the text the Prometheus exposition format
  * (version 0.0.4) gives them. Labels come only from fixed sets (a decision, an event kind, an
- * error kind): no host, path or sandbox name ever becomes a label, so the number of series is
- * fixed whatever the traffic.
+ * error kind, a TLS failure reason) and the sandboxes' names (--sandboxes: the operator's
+ * folders, at most PX_METRICS_SANDBOXES_MAX of them named, the rest counted together): no host
+ * or path ever becomes a label, so the number of series is bounded whatever the traffic.
  *
  * One loop runs the proxy, so the counters are plain integers, bumped from that loop only.
  * Counting costs an increment and, for the histograms, a short scan of the bucket bounds. */
@@ -26,6 +27,29 @@ typedef enum px_metrics_uperr {
     PX_M_UP_KINDS
 } px_metrics_uperr_t;
 
+/* Why a client's TLS handshake failed (px_metrics_tls_reason() tells it). */
+typedef enum px_metrics_tlsfail {
+    PX_M_TLS_UNTRUSTED = 0,  /* the client rejected airlock's certificate (a certificate alert,
+                                or it closed right after the certificate) */
+    PX_M_TLS_UNKNOWN_NAME,   /* airlock refused the name the ClientHello asked for */
+    PX_M_TLS_NO_SNI,         /* the same refusal for a ClientHello that named no server */
+    PX_M_TLS_PROTOCOL,       /* versions, ciphers, malformed records, another client alert */
+    PX_M_TLS_CLIENT_ABORTED, /* the client went away mid-handshake, without an alert */
+    PX_M_TLS_OTHER,
+    PX_M_TLS_REASONS
+} px_metrics_tlsfail_t;
+
+/* Sandboxes (--sandboxes) with series of their own; decisions in any further sandbox are
+ * counted under the one name PX_METRICS_SANDBOX_OTHER, so the series stay bounded. */
+#define PX_METRICS_SANDBOXES_MAX 64
+#define PX_METRICS_SANDBOX_NAME_MAX 64 /* the log's own cap on a sandbox name, NUL included */
+#define PX_METRICS_SANDBOX_OTHER "_other"
+
+typedef struct px_metrics_sandbox {
+    char name[PX_METRICS_SANDBOX_NAME_MAX];
+    uint64_t requests[AUDIT_EV_REJECTED + 1]; /* request-shaped events by verdict */
+} px_metrics_sandbox_t;
+
 #define PX_M_HIST_BUCKETS 12 /* upper bounds: 5 ms .. 60 s (px_metrics.c), then +Inf */
 
 typedef struct px_metrics_hist {
@@ -45,6 +69,11 @@ typedef struct px_metrics {
     uint64_t bytes_down;                  /* response body bytes sent toward clients */
     px_metrics_hist_t request_seconds;    /* a request's head read to its last byte out */
     px_metrics_hist_t first_byte_seconds; /* a request's head read to the upstream's answer */
+    uint64_t tls_failures[PX_M_TLS_REASONS];
+    int64_t h2_streams; /* HTTP/2 streams open on client connections (a gauge) */
+    px_metrics_sandbox_t sandboxes[PX_METRICS_SANDBOXES_MAX];
+    size_t nsandboxes;
+    px_metrics_sandbox_t sandbox_other; /* every sandbox past the first MAX seen */
 } px_metrics_t;
 
 /* What the proxy counts now (gauges), read when the metrics are written. */
@@ -59,6 +88,22 @@ px_metrics_t *px_metrics(void);
 
 /* Counts one written network-log event. */
 void px_metrics_event(const audit_event_t *ev);
+
+/* Counts one network-log event of sandbox name (NUL-terminated, borrowed; "" or NULL: the
+ * host's log, not counted here): its request-shaped events by verdict. */
+void px_metrics_sandbox_event(const char *name, const audit_event_t *ev);
+
+/* Why a client's TLS handshake failed, from what the connection knows when it fails: alert is
+ * the client's alert (px_tls_peer_alert(), -1: none), sent_cert 1 when airlock's certificate
+ * went out (px_tls_sent_certificate()), has_sni 1 when the ClientHello named a server, err
+ * the TLS error text (px_sock_tls_error(); NULL or "" when none). */
+px_metrics_tlsfail_t px_metrics_tls_reason(int alert, int sent_cert, int has_sni, const char *err);
+
+/* Counts one failed client TLS handshake. */
+void px_metrics_tls_failed(px_metrics_tlsfail_t why);
+
+/* An HTTP/2 stream opened (+1) or closed (-1) on a client connection. */
+void px_metrics_h2_stream(int delta);
 
 /* The kind of an upstream failure from its reason text (as the log line says it). */
 px_metrics_uperr_t px_metrics_up_error(const char *why);

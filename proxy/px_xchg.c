@@ -18,6 +18,7 @@
 #include "proxy/px_policy.h"
 #include "net/px_sock.h"
 #include "proxy/px_upstream.h"
+#include "proxy/px_uppeer.h"
 
 /* ---- the addons' log lines ------------------------------------------------------------------- */
 
@@ -286,6 +287,7 @@ static void on_up_ready(void *owner)
 {
     px_xchg_t *x = owner;
     x->up_ready = 1; /* connect and TLS had their own timeouts; now the answer's starts */
+    px_up_peer(x->up, x->up_addr, sizeof(x->up_addr)); /* empty when it cannot be told */
     px__x_waits(x);
 }
 
@@ -380,6 +382,7 @@ void px__x_resp_head(px_xchg_t *x, const px_resp_t *r)
 void px__x_up_data(px_xchg_t *x, const char *data, size_t len)
 {
     px_metrics()->bytes_up += len;
+    x->sent_up += len;
     px_up_data(x->up, data, len);
 }
 
@@ -387,6 +390,7 @@ void px__x_up_data(px_xchg_t *x, const char *data, size_t len)
 void px__x_resp_sink(px_xchg_t *x, const char *data, size_t len)
 {
     px_metrics()->bytes_down += len;
+    x->sent_down += len;
     x->ops->data(x->down, data, len);
     if (!x->up_paused && x->up != NULL && x->ops->full(x->down)) {
         x->up_paused = 1;

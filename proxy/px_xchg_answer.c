@@ -3,12 +3,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "addons/addon_policy.h"
 #include "audit/audit_event.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
 #include "proxy/px_metrics.h"
 #include "proxy/px_xchg_int.h"
+
+/* "url_prefixes[N] FILE:LINE" in a JSON event; a longer path is cut */
+#define PX__X_ENTRY_MAX 512
 
 static audit_event_verdict_t px__x_verdict(const char *v)
 {
@@ -19,6 +23,52 @@ static audit_event_verdict_t px__x_verdict(const char *v)
     if (strcmp(v, "WARN") == 0)
         return AUDIT_EV_WARN;
     return AUDIT_EV_BLOCKED;
+}
+
+/* The stage that decided, for the JSON event: the one the pipeline stopped at (it refused the
+ * request, or failed it while it waited); past every stage, the refusals of a body or a
+ * response say who made them, an allowed request was let through by the policy stage, and an
+ * error came on the way to the upstream or back. NULL before the pipeline ran. */
+static const char *px__x_stage_name(const px_xchg_t *x, const audit_event_t *ev)
+{
+    if (x->stage_cur < 0)
+        return NULL;
+    if (!(x->stage_done & (1u << x->stage_cur)))
+        return px_stage_table[x->stage_cur]->name;
+    if (ev->verdict == AUDIT_EV_ALLOWED || ev->verdict == AUDIT_EV_WARN)
+        return "policy";
+    if (ev->verdict == AUDIT_EV_ERROR)
+        return "upstream";
+    if (ev->tail.len >= 5 && memcmp(ev->tail.base, "leak:", 5) == 0)
+        return "leak";
+    if (ev->tail.len >= 7 && memcmp(ev->tail.base, "budget:", 7) == 0)
+        return "budget";
+    return NULL;
+}
+
+/* What the JSON event adds to the line (the text line stays as it was): the stage and the
+ * allowlist entry that decided ("domains[0] FILE:LINE"), the body bytes, the duration, the
+ * upstream's address. entry (cap bytes) holds the entry's text. */
+static void px__x_relay(const px_xchg_t *x, audit_event_t *ev, char *entry, size_t cap)
+{
+    ev->stage = audit_s(px__x_stage_name(x, ev));
+    const addon_req_t *v = x->view;
+    if (v != NULL && v->entry_kind != ADDON_POLICY_NONE && v->config != NULL) {
+        addon_policy_kind_t k = (addon_policy_kind_t)v->entry_kind;
+        const char *src = addon_policy_entry_src(v->config->policy, k, v->entry_index);
+        int n = snprintf(entry, cap, "%s[%zu]%s%s",
+                         k == ADDON_POLICY_DOMAINS  ? "domains"
+                         : k == ADDON_POLICY_BLOCKS ? "block"
+                                                    : "url_prefixes",
+                         v->entry_index, src[0] != '\0' ? " " : "", src);
+        if (n > 0)
+            ev->entry = (audit_str_t){entry, (size_t)n < cap ? (size_t)n : cap - 1};
+    }
+    ev->xfer = 1;
+    ev->bytes_up = x->sent_up;
+    ev->bytes_down = x->sent_down;
+    ev->duration_us = (uv_hrtime() - x->t0) / 1000;
+    ev->upstream = audit_s(x->up_addr);
 }
 
 /* The exchange's one log line, an audit event (audit/audit_event.h): verdict, method, URL,
@@ -46,6 +96,8 @@ void px__x_log(px_xchg_t *x, const char *verdict, int status, const char *tail)
         else if (tl > 0)
             ev.tail = (audit_str_t){tail, tl};
     }
+    char entry[PX__X_ENTRY_MAX];
+    px__x_relay(x, &ev, entry, sizeof(entry));
     px_log_event(x->log, &ev);
 }
 

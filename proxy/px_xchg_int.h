@@ -90,6 +90,9 @@ struct px_xchg {
     int logged;
     int finished;
     uint64_t t0; /* uv_hrtime() when the exchange started (--metrics latencies) */
+    /* what it relayed, for its audit event: body bytes each way, the upstream's address */
+    uint64_t sent_up, sent_down;
+    char up_addr[48];
     int aborted;
 };
 

@@ -27,7 +27,7 @@
 #define A AUDIT_EV_ALLOWED
 #define E AUDIT_EV_ERROR
 #define T0 1770122096789LL /* 2026-02-03T12:34:56.789Z */
-#define HEAD "{\"v\":1,\"time\":\"2026-02-03T12:34:56.789Z\","
+#define HEAD "{\"v\":2,\"time\":\"2026-02-03T12:34:56.789Z\","
 
 typedef struct json_case {
     audit_event_t ev;
@@ -92,6 +92,21 @@ static const json_case_t cases[] = {
      HEAD "\"kind\":\"connect\",\"decision\":\"allowed\",\"method\":\"CONNECT\","
           "\"url\":\"[2001:db8::1]:8443\",\"host\":\"2001:db8::1\",\"port\":8443,\"status\":200,"
           "\"stage\":\"policy\",\"entry\":\"allow.yaml:3\"}"},
+    /* what the exchange relayed: bytes, duration (ms, microseconds as decimals), upstream */
+    {{REQ(A, "POST", "http://h.test/up", 201), .stage = S("policy"),
+      .entry = S("domains[0] /etc/airlock/allow.yaml:2"), .xfer = 1, .bytes_up = 1048576,
+      .bytes_down = 6, .duration_us = 12345, .upstream = S("127.0.0.1:80")},
+     HEAD "\"kind\":\"request\",\"decision\":\"allowed\",\"method\":\"POST\","
+          "\"url\":\"http://h.test/up\",\"scheme\":\"http\",\"host\":\"h.test\",\"port\":80,"
+          "\"path\":\"/up\",\"status\":201,\"stage\":\"policy\","
+          "\"entry\":\"domains[0] /etc/airlock/allow.yaml:2\",\"bytes_up\":1048576,"
+          "\"bytes_down\":6,\"duration_ms\":12.345,\"upstream_addr\":\"127.0.0.1:80\"}"},
+    /* refused before any upstream: no address; a sub-millisecond duration is not 0 */
+    {{REQ(B, "GET", "https://h/p", 403), .stage = S("leak"), .xfer = 1, .duration_us = 7},
+     HEAD "\"kind\":\"request\",\"decision\":\"blocked\",\"method\":\"GET\","
+          "\"url\":\"https://h/p\",\"scheme\":\"https\",\"host\":\"h\",\"port\":443,"
+          "\"path\":\"/p\",\"status\":403,\"stage\":\"leak\",\"bytes_up\":0,"
+          "\"bytes_down\":0,\"duration_ms\":0.007}"},
     {{.kind = AUDIT_EV_TUNNEL,
       .verdict = B,
       .method = S("CONNECT"),
@@ -222,6 +237,11 @@ static void test_audit_json_escaped_views_decode(void **state)
         assert_int_equal(audit_event_parse(text, (size_t)t, &ev), 0);
         ev.stage = cases[i].ev.stage; /* not in the text line */
         ev.entry = cases[i].ev.entry;
+        ev.xfer = cases[i].ev.xfer;
+        ev.bytes_up = cases[i].ev.bytes_up;
+        ev.bytes_down = cases[i].ev.bytes_down;
+        ev.duration_us = cases[i].ev.duration_us;
+        ev.upstream = cases[i].ev.upstream;
         assert_true(audit_json_render(&cases[i].ev, &raw, a, sizeof(a)) > 0);
         assert_true(audit_json_render(&ev, &esc, b, sizeof(b)) > 0);
         if (strcmp(a, b) != 0)
@@ -305,7 +325,7 @@ static void test_audit_json_read_refuses(void **state)
         "{",
         "[]",
         "{\"v\":1}",
-        "{\"v\":2,\"kind\":\"dns\"}",
+        "{\"v\":3,\"kind\":\"dns\"}", /* a version above the one known */
         "{\"kind\":\"dns\"}",
         "{\"v\":1,\"kind\":\"nonsense\"}",
         "{\"v\":1,\"kind\":\"dns\",\"kind\":\"dns\"}",
@@ -314,6 +334,12 @@ static void test_audit_json_read_refuses(void **state)
     char out[AUDIT_EVENT_LINE_CAP];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(audit_jread_line(bad[i], strlen(bad[i]), out, sizeof(out)), -1);
+    /* a version-1 object (written before the relay members) is still read */
+    const char v1[] = "{\"v\":1,\"time\":\"2026-02-03T12:34:56.789Z\",\"kind\":\"dns\","
+                      "\"dns_type\":\"A\",\"host\":\"h\",\"dns_answer\":\"1.2.3.4\"}";
+    assert_int_equal(audit_jread_line(v1, sizeof(v1) - 1, out, sizeof(out)),
+                     (int)strlen("DNS A h -> 1.2.3.4"));
+    assert_string_equal(out, "DNS A h -> 1.2.3.4");
 }
 
 int main(void)

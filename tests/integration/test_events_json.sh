@@ -50,6 +50,9 @@ c "https://nginx.test/echo?k=$REAL"
 c http://budget.test/echo
 c http://budget.test/echo
 c -x http://127.0.0.1:3128 https://nginx.test/echo
+# what the exchange relayed (JSON only): a known body up, the answer's size down
+head -c 1000 /dev/zero | tr '\0' 'b' > "$T_DIR/body"
+DOWN=$(curl -s -o /dev/null -m 5 -w '%{size_download}' --data-binary @"$T_DIR/body" http://nginx.test/echo?relay=1)
 c -x http://127.0.0.1:3128 https://evil.test/
 c -x http://127.0.0.1:3128 --cacert "$T_DIR/upca.pem" https://pass.test/echo
 curl -s -o /dev/null -m 5 https://nginx.test/untrusted
@@ -151,8 +154,53 @@ t_check "the events hold the masked count" grep -q '"annotations":{"masked":1}' 
 t_check "the events hold the leak's entry" grep -q '"leak":{"kind":"secret","entry":"' "$EV"
 t_check "the events hold the budget" grep -q '"budget":{"kind":"requests","for":"budget.test","count":"1/1"}' "$EV"
 t_check "no real secret in the events" bash -c "! grep -q '$REAL' '$EV'"
+# the relay members: bytes against the sizes sent and received, a duration, the address the
+# test's upstream listens on, the stage and allowlist entry that decided
+cat > "$T_DIR/relay.py" <<'PY'
+import json, sys
+ev, down = sys.argv[1], int(sys.argv[2])
+objs = [json.loads(l) for l in open(ev, encoding="utf-8")]
+def one(pred):
+    got = [o for o in objs if pred(o)]
+    return got[0] if len(got) == 1 else {"found": len(got)}
+def show(name, o, keys):
+    print("%s %s" % (name, " ".join("%s=%s" % (k, o.get(k, "-")) for k in keys)))
+post = one(lambda o: o.get("url") == "http://nginx.test/echo?relay=1")
+show("post", post, ["bytes_up", "bytes_down", "upstream_addr", "stage", "entry"])
+print("post_down_ok %d" % (post.get("bytes_down") == down))
+print("post_duration_ok %d" % (isinstance(post.get("duration_ms"), (int, float)) and post["duration_ms"] > 0))
+tls = [o for o in objs if o.get("kind") == "request" and o.get("url") == "https://nginx.test/echo"
+       and o.get("decision") == "allowed"]
+print("tls_allowed %d" % len(tls))
+for o in tls:
+    show("tls", o, ["bytes_up", "upstream_addr", "stage"])
+blocked = one(lambda o: o.get("url") == "http://evil.test/exfil?d=1")
+show("blocked", blocked, ["bytes_down", "upstream_addr", "stage", "entry"])
+leak = one(lambda o: "leak" in o and o.get("kind") == "request")
+show("leak", leak, ["upstream_addr", "stage"])
+budget = [o for o in objs if "budget" in o]
+show("budget", budget[0] if budget else {}, ["stage"])
+err = one(lambda o: o.get("url") == "http://down.test/")
+show("error", err, ["decision", "upstream_addr", "stage"])
+print("relay_only_in_requests %d" % all(o.get("kind") == "request" for o in objs if "duration_ms" in o))
+PY
+rel=$("$PY" "$T_DIR/relay.py" "$EV" "$DOWN" 2>&1)
+printf '%s\n' "$rel" | sed 's/^/  /'
+t_contains "a POST: its body's bytes up, the bytes sent down, the test upstream's address, decided by policy on domains[0]" \
+    "$rel" "post bytes_up=1000 bytes_down=$DOWN upstream_addr=127.0.0.2:80 stage=policy entry=domains[0] $T_DIR/allow.yaml:1"
+t_contains "... bytes down are what curl received ($DOWN)" "$rel" "post_down_ok 1"
+t_contains "... a duration above 0 ms" "$rel" "post_duration_ok 1"
+t_check "HTTPS (intercepted, through CONNECT too): no body up, the upstream's TLS port" \
+    bash -c '[ "$(grep -c "^tls bytes_up=0 upstream_addr=127.0.0.2:443 stage=policy$" <<< "$1")" -ge 2 ] &&
+        ! grep "^tls " <<< "$1" | grep -qv "upstream_addr=127.0.0.2:443"' _ "$rel"
+t_contains "refused by the allowlist: nothing down, no upstream, no entry" "$rel" \
+    "blocked bytes_down=0 upstream_addr=- stage=policy entry=-"
+t_contains "refused by the secret guard: stage leak, no upstream" "$rel" "leak upstream_addr=- stage=leak"
+t_contains "refused by a budget: stage budget" "$rel" "budget stage=budget"
+t_contains "a failed upstream: stage upstream, no address" "$rel" "error decision=error upstream_addr=- stage=upstream"
+t_contains "only request events carry the relay members" "$rel" "relay_only_in_requests 1"
 t_check "time is RFC 3339 UTC with milliseconds" \
-    grep -qE '^\{"v":1,"time":"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z","kind":"task_start"' "$EV"
+    grep -qE '^\{"v":2,"time":"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z","kind":"task_start"' "$EV"
 
 cp "$LOG" "$T_DIR/a.log"
 cp "$EV" "$T_DIR/a.jsonl"
@@ -213,7 +261,7 @@ t_stop_airlock
 t_check "a sandbox's request names the sandbox" \
     grep -q '"sandbox":"conv42","kind":"request","decision":"allowed","method":"GET","url":"http://nginx.test/echo"' "$EV"
 t_check "a connection from no sandbox: kind connection, no sandbox" \
-    grep -qE '^\{"v":1,"time":"[^"]*","kind":"connection","decision":"blocked","reason":"closed","detail":"source 127.0.0.1 is in no sandbox"\}$' "$EV"
+    grep -qE '^\{"v":2,"time":"[^"]*","kind":"connection","decision":"blocked","reason":"closed","detail":"source 127.0.0.1 is in no sandbox"\}$' "$EV"
 out=$("$PY" - "$SCHEMA" "$EV" <<'PY'
 import json, sys, jsonschema
 v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))

@@ -3,6 +3,7 @@
 # listener of its own; the counters follow the decisions (allowed, blocked, a leak refused, an
 # upstream refused as a destination, DNS answers, reloads ok and failed, body bytes), and the
 # real Prometheus (Debian's) scrapes it: the test asks Prometheus's HTTP API for the counters.
+# Then with --sandboxes: each sandbox's requests by verdict, its name the one label added.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 
@@ -52,6 +53,13 @@ has "the response bytes (3 x 6)" 'airlock_body_bytes_total{direction="down"} 18'
 has "every request in the duration histogram" 'airlock_request_duration_seconds_count 6'
 has "the upstream answers in the first-byte histogram" \
     'airlock_upstream_first_byte_seconds_count 3'
+has "TLS handshake failures: one series per reason, from the start" \
+    'airlock_tls_handshake_failures_total{reason="client_aborted"} 0'
+for r in untrusted unknown_name no_sni protocol other; do
+    t_check "... reason $r" grep -q "^airlock_tls_handshake_failures_total{reason=\"$r\"} " <<< "$m"
+done
+has "HTTP/2 streams open: none left" 'airlock_h2_streams 0'
+t_check "no sandbox series without --sandboxes" bash -c "! grep -q '^airlock_sandbox_requests_total{' <<< \"\$1\"" _ "$m"
 t_check "no host or path in any label" bash -c "! grep -E 'ok\\.test|no\\.test|hello' <<< \"\$1\"" _ "$m"
 t_eq "another path: 404" 404 "$(get http://127.0.0.1:9464/)"
 t_eq "a POST: 405" 405 "$(get -X POST -d x http://127.0.0.1:9464/metrics)"
@@ -92,4 +100,29 @@ t_eq "... the leak refusals" 1 "$(query 'airlock_leak_refusals_total')"
 t_eq "... the job is up" 1 "$(query 'up{job="airlock"}')"
 t_eq "... a histogram it can aggregate (the 6 requests and the one to /metrics on :80)" 7 \
     "$(query 'sum(airlock_request_duration_seconds_bucket{le="+Inf"})')"
+
+# ---- per sandbox (--sandboxes): the sandbox's name is a label, nothing else new ----------------
+t_stop_airlock
+SB="$T_DIR/sb"
+mkdir -p "$SB/conv42" "$SB/conv43"
+printf 'source 127.0.0.42/32\n' > "$SB/conv42/sandbox.conf"
+printf 'source 127.0.0.43/32\n' > "$SB/conv43/sandbox.conf"
+cp "$T_DIR/allow.yaml" "$SB/conv42/network-allowlist.yaml"
+cp "$T_DIR/allow.yaml" "$SB/conv43/network-allowlist.yaml"
+t_start_airlock "$T_DIR/allow.yaml" --sandboxes "$SB" --metrics 127.0.0.1:9464 || exit 1
+sb() { curl -sS -m 10 -o /dev/null -w '%{http_code}' --interface "$1" --resolve "$2:80:127.0.0.1" "http://$2/${3:-hello.txt}"; }
+t_eq "conv42: allowed" 200 "$(sb 127.0.0.42 ok.test)"
+t_eq "conv42: allowed again" 200 "$(sb 127.0.0.42 ok.test)"
+t_eq "conv42: blocked" 403 "$(sb 127.0.0.42 no.test /)"
+t_eq "conv43: allowed" 200 "$(sb 127.0.0.43 ok.test)"
+curl -s -m 5 -o /dev/null --resolve ok.test:80:127.0.0.1 http://ok.test/hello.txt # in no sandbox
+m=$(curl -sS -m 5 http://127.0.0.1:9464/metrics)
+has "conv42's allowed requests" 'airlock_sandbox_requests_total{sandbox="conv42",verdict="allowed"} 2'
+has "conv42's blocked request" 'airlock_sandbox_requests_total{sandbox="conv42",verdict="blocked"} 1'
+has "conv43's allowed request" 'airlock_sandbox_requests_total{sandbox="conv43",verdict="allowed"} 1'
+t_check "conv43 has no blocked series (a series appears with its first event)" \
+    bash -c "! grep -q 'sandbox=\"conv43\",verdict=\"blocked\"' <<< \"\$1\"" _ "$m"
+t_check "the connection from no sandbox has no sandbox series" \
+    bash -c "[ \"\$(grep -c '^airlock_sandbox_requests_total{' <<< \"\$1\")\" = 3 ]" _ "$m"
+has "... it is in the totals" 'airlock_decisions_total{kind="connection",verdict="blocked"} 1'
 t_done

@@ -18,6 +18,7 @@
 
 #include "addons/addon.h"
 #include "proxy/px_upstream.h"
+#include "proxy/px_uppeer.h"
 
 #define FAKE_UP_HEAD_MAX 8192
 #define FAKE_UP_BODY_MAX (256 * 1024)
@@ -186,6 +187,14 @@ void px_up_abort(px_upreq_t *r)
     fake_up_live(r);
     r->aborted = 1;
     r->live = 0;
+}
+
+/* The address the exchange's audit event names: a documentation address and the port asked
+ * (px_uppeer.c reads a real connection, which the fake has not). */
+int px_up_peer(const px_upreq_t *r, char *out, size_t cap)
+{
+    fake_up_live(r);
+    return snprintf(out, cap, "192.0.2.1:%u", (unsigned)r->port);
 }
 
 /* The upstream's side: the test answers through the callbacks the exchange gave. on_error

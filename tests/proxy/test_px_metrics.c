@@ -135,12 +135,133 @@ static void test_metrics_render(void **state)
     assert_int_equal(strlen(small), sizeof(small) - 1);
 }
 
+/* Why a client's handshake failed, from the facts the connection has when it fails. */
+static void test_metrics_tls_reason(void **state)
+{
+    (void)state;
+    static const struct {
+        int alert, sent_cert, has_sni;
+        const char *err;
+        px_metrics_tlsfail_t want;
+    } cases[] = {
+        /* the client refused airlock's certificate: an alert, or it closed after it */
+        {48, 1, 1, "TLS handshake failed: error:0A000418:SSL routines::tlsv1 alert unknown ca",
+         PX_M_TLS_UNTRUSTED},
+        {42, 1, 0, "", PX_M_TLS_UNTRUSTED},
+        {46, 1, 1, NULL, PX_M_TLS_UNTRUSTED},
+        {-1, 1, 1, "TLS handshake failed: connection closed", PX_M_TLS_UNTRUSTED},
+        /* airlock's certificate callback refused the name (OpenSSL: callback failed) */
+        {-1, 0, 1, "TLS handshake failed: error:0A000086:SSL routines::callback failed",
+         PX_M_TLS_UNKNOWN_NAME},
+        {-1, 0, 0, "TLS handshake failed: error:0A000086:SSL routines::callback failed",
+         PX_M_TLS_NO_SNI},
+        /* versions, ciphers, records, another alert */
+        {-1, 0, 1, "TLS handshake failed: error:0A0000C1:SSL routines::no shared cipher",
+         PX_M_TLS_PROTOCOL},
+        {-1, 0, 0, "TLS handshake failed: error:0A00010B:SSL routines::wrong version number",
+         PX_M_TLS_PROTOCOL},
+        {70, 0, 1, "", PX_M_TLS_PROTOCOL}, /* protocol_version */
+        {40, 0, 1, "TLS handshake failed", PX_M_TLS_PROTOCOL},
+        /* gone without a word */
+        {-1, 0, 1, "TLS handshake failed: connection closed", PX_M_TLS_CLIENT_ABORTED},
+        {-1, 0, 0, "", PX_M_TLS_CLIENT_ABORTED},
+        {-1, 0, 1, NULL, PX_M_TLS_CLIENT_ABORTED},
+        {-1, 0, 1, "TLS handshake failed: connection reset by peer", PX_M_TLS_CLIENT_ABORTED},
+        {-1, 0, 1, "out of memory", PX_M_TLS_OTHER},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        px_metrics_tlsfail_t got = px_metrics_tls_reason(cases[i].alert, cases[i].sent_cert,
+                                                         cases[i].has_sni, cases[i].err);
+        if (got != cases[i].want)
+            fail_msg("case %zu (%s): %d, want %d", i, cases[i].err ? cases[i].err : "NULL",
+                     (int)got, (int)cases[i].want);
+    }
+    px_metrics_t *m = px_metrics();
+    memset(m, 0, sizeof(*m));
+    px_metrics_tls_failed(PX_M_TLS_NO_SNI);
+    px_metrics_tls_failed(PX_M_TLS_NO_SNI);
+    px_metrics_tls_failed(PX_M_TLS_REASONS); /* out of range: ignored */
+    assert_int_equal(m->tls_failures[PX_M_TLS_NO_SNI], 2);
+    px_metrics_h2_stream(1);
+    px_metrics_h2_stream(1);
+    px_metrics_h2_stream(-1);
+    assert_int_equal(m->h2_streams, 1);
+    px_metrics_gauges_t g = {0};
+    static char buf[128 * 1024];
+    px_metrics_render(m, &g, buf, sizeof(buf));
+    assert_non_null(strstr(buf, "airlock_tls_handshake_failures_total{reason=\"no_sni\"} 2\n"));
+    assert_non_null(strstr(buf, "airlock_tls_handshake_failures_total{reason=\"untrusted\"} 0\n"));
+    assert_non_null(strstr(buf, "# TYPE airlock_h2_streams gauge\nairlock_h2_streams 1\n"));
+    px_metrics_h2_stream(-5); /* a stray close never makes the gauge negative */
+    assert_int_equal(m->h2_streams, 0);
+    memset(m, 0, sizeof(*m));
+}
+
+/* Per sandbox: request-shaped events by verdict, the host's log not counted, names escaped as
+ * label values, and past PX_METRICS_SANDBOXES_MAX names one shared series: the text stays
+ * bounded (the metrics listener's 128 KiB) however many sandboxes come and go. */
+static void test_metrics_sandboxes(void **state)
+{
+    (void)state;
+    px_metrics_t *m = px_metrics();
+    memset(m, 0, sizeof(*m));
+    audit_event_t ok =
+        audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_ALLOWED, "GET", "http://h/", 200);
+    audit_event_t no =
+        audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT", "h:443", 403);
+    audit_event_t dns = {.kind = AUDIT_EV_DNS, .status = -1};
+    px_metrics_sandbox_event("team-a", &ok);
+    px_metrics_sandbox_event("team-a", &ok);
+    px_metrics_sandbox_event("team-a", &no);
+    px_metrics_sandbox_event("team-a", &dns); /* not request-shaped */
+    px_metrics_sandbox_event("", &ok);        /* the host's log */
+    px_metrics_sandbox_event(NULL, &ok);
+    px_metrics_sandbox_event("q\"b\\n\n", &ok);
+    px_metrics_gauges_t g = {0};
+    static char buf[256 * 1024];
+    size_t n = px_metrics_render(m, &g, buf, sizeof(buf));
+    assert_true(n < sizeof(buf));
+    assert_non_null(
+        strstr(buf, "airlock_sandbox_requests_total{sandbox=\"team-a\",verdict=\"allowed\"} 2\n"));
+    assert_non_null(
+        strstr(buf, "airlock_sandbox_requests_total{sandbox=\"team-a\",verdict=\"blocked\"} 1\n"));
+    assert_non_null(strstr(buf, "{sandbox=\"q\\\"b\\\\n\\n\",verdict=\"allowed\"} 1\n"));
+    assert_null(strstr(buf, "sandbox=\"\""));
+    assert_null(strstr(buf, "sandbox=\"_other\"")); /* nothing there yet */
+    /* more sandboxes than named series, each name as long as the log allows, every verdict */
+    audit_event_verdict_t vs[] = {AUDIT_EV_ALLOWED, AUDIT_EV_BLOCKED, AUDIT_EV_ERROR,
+                                  AUDIT_EV_WARN};
+    for (int i = 0; i < 3 * PX_METRICS_SANDBOXES_MAX; i++) {
+        char name[PX_METRICS_SANDBOX_NAME_MAX];
+        snprintf(name, sizeof(name), "%062d%c", i, 'x');
+        for (size_t v = 0; v < sizeof(vs) / sizeof(vs[0]); v++) {
+            audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, vs[v], "GET", "http://h/", 200);
+            px_metrics_sandbox_event(name, &ev);
+        }
+    }
+    assert_int_equal(m->nsandboxes, PX_METRICS_SANDBOXES_MAX);
+    /* 2 named above + 3 * MAX here: MAX named, the rest shared */
+    assert_int_equal(m->sandbox_other.requests[AUDIT_EV_ALLOWED],
+                     3 * PX_METRICS_SANDBOXES_MAX + 2 - PX_METRICS_SANDBOXES_MAX);
+    char other[128];
+    snprintf(other, sizeof(other), "{sandbox=\"_other\",verdict=\"warn\"} %d\n",
+             3 * PX_METRICS_SANDBOXES_MAX + 2 - PX_METRICS_SANDBOXES_MAX);
+    /* every other counter at its widest too: the largest text there can be */
+    for (size_t k = 0; k <= AUDIT_EV_GRAPHQL_SCOPE; k++)
+        for (size_t v = 0; v <= AUDIT_EV_REJECTED; v++)
+            m->events[k][v] = UINT64_MAX;
+    n = px_metrics_render(m, &g, buf, sizeof(buf));
+    assert_non_null(strstr(buf, other));
+    assert_true(n < 128 * 1024); /* app/px_metrics_http.c's PX__METRICS_BODY_MAX */
+    memset(m, 0, sizeof(*m));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_metrics_up_error),
-        cmocka_unit_test(test_metrics_events),
-        cmocka_unit_test(test_metrics_render),
+        cmocka_unit_test(test_metrics_up_error),  cmocka_unit_test(test_metrics_events),
+        cmocka_unit_test(test_metrics_render),    cmocka_unit_test(test_metrics_tls_reason),
+        cmocka_unit_test(test_metrics_sandboxes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
