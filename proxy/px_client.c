@@ -11,6 +11,7 @@
 #include "ca/ca.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_caconv.h"
+#include "proxy/px_metrics.h"
 #include "base/px_err.h"
 #include "http/px_h1.h"
 #include "http/px_h2.h"
@@ -140,6 +141,11 @@ static void on_client_handshake(px_sock_t *s, int status)
     px_client_t *c = s->data;
     if (status < 0) {
         px_diag(PX_DIAG_INFO, "client TLS handshake failed: %s", px_sock_tls_error(s));
+        /* the name asked for, not c->sni: that stays empty when airlock refused the name */
+        SSL *ssl = px_tls_ssl(c->sock.tls);
+        px_metrics_tls_failed(px_metrics_tls_reason(
+            px_tls_peer_alert(c->sock.tls), px_tls_sent_certificate(c->sock.tls),
+            SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) != NULL, px_sock_tls_error(s)));
         px__tls_rejected(c);
         px__cl_close_flush(c); /* the alert goes out */
         return;

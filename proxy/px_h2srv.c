@@ -17,6 +17,7 @@
 #include "base/px_err.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_client_int.h"
+#include "proxy/px_metrics.h"
 #include "http/px_h2.h"
 #include "http/px_h2io.h"
 
@@ -70,6 +71,7 @@ static void px__unlink(px__h2s_t *s)
     if (s->next != NULL)
         s->next->prev = s->prev;
     c->h2->h2n--;
+    px_metrics_h2_stream(-1);
     px_defer_cancel(&c->ctx->loop, &s->resume);
     free(s->hold);
     free(s->end_t);
@@ -239,6 +241,7 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
         c->h2->h2s->prev = s;
     c->h2->h2s = s;
     c->h2->h2n++;
+    px_metrics_h2_stream(1);
     if (m->method == HTTP_CONNECT && px_msg_span_ieq(m, rq->protocol, "websocket")) {
         if (px__ws_request(m) != 0) {
             px_msg_free(m);
