@@ -89,8 +89,9 @@ static int aws_creds_file(addon_awssecret_creds_t *c, char *err, size_t errlen)
     else if (home != NULL && home[0] != '\0')
         snprintf(path, sizeof(path), "%s/.aws/credentials", home);
     else {
-        snprintf(err, errlen, "no AWS credentials: AWS_ACCESS_KEY_ID is not set and there is no "
-                              "credentials file (AWS_SHARED_CREDENTIALS_FILE, HOME)");
+        snprintf(err, errlen,
+                 "no AWS credentials: AWS_ACCESS_KEY_ID is not set and there is no "
+                 "credentials file (AWS_SHARED_CREDENTIALS_FILE, HOME)");
         return PX_ENOENT;
     }
     const char *profile = getenv("AWS_PROFILE");
@@ -147,7 +148,8 @@ int addon_awssecret_creds_load(addon_awssecret_creds_t *c, char *err, size_t err
         rc = aws_creds_file(c, err, errlen);
     else if ((rc = aws_copy(c->akid, ADDON_AWSSECRET_AKID_MAX, ak, strlen(ak))) != 0 ||
              (rc = aws_copy(c->secret, ADDON_AWSSECRET_SECRET_MAX, sk, strlen(sk))) != 0 ||
-             (tk != NULL && (rc = aws_copy(c->token, ADDON_AWSSECRET_TOKEN_MAX, tk, strlen(tk))) != 0))
+             (tk != NULL &&
+              (rc = aws_copy(c->token, ADDON_AWSSECRET_TOKEN_MAX, tk, strlen(tk))) != 0))
         snprintf(err, errlen, "an AWS credential variable of the environment is over its cap");
     for (const char *s = c->token; rc == 0 && *s != '\0'; s++)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
@@ -156,8 +158,9 @@ int addon_awssecret_creds_load(addon_awssecret_creds_t *c, char *err, size_t err
         if (!((*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z')))
             rc = PX_EPARSE;
     if (rc == PX_EPARSE)
-        snprintf(err, errlen, "the AWS access key id or session token holds a byte that cannot "
-                              "go into a header");
+        snprintf(err, errlen,
+                 "the AWS access key id or session token holds a byte that cannot "
+                 "go into a header");
     if (rc != 0)
         addon_awssecret_creds_wipe(c);
     return rc;
@@ -240,9 +243,9 @@ static int aws_endpoint(const char *url, addon_awssecret_req_t *out)
 
 static int aws_body(const addon_awssecret_src_t *src, addon_awssecret_req_t *out)
 {
-    json_t *o = src->ssm ? json_pack("{s:s, s:b}", "Name", src->id, "WithDecryption",
-                                     src->with_decryption)
-                         : json_pack("{s:s}", "SecretId", src->id);
+    json_t *o =
+        src->ssm ? json_pack("{s:s, s:b}", "Name", src->id, "WithDecryption", src->with_decryption)
+                 : json_pack("{s:s}", "SecretId", src->id);
     if (o == NULL)
         return PX_EPARSE; /* not UTF-8 */
     size_t n = json_dumpb(o, out->body, sizeof(out->body), JSON_COMPACT);
@@ -282,8 +285,8 @@ static int aws_sign(const addon_awssecret_req_t *out, const char *region, const 
                       .payload_hash = {hash, SIG_SHA256_HEX_LEN},
                       .uri_mode = SIG_URI_NORMALIZE};
     char scope[128];
-    int sl = snprintf(scope, sizeof(scope), "%.8s/%s/%s/aws4_request", out->amz_date, region,
-                      service);
+    int sl =
+        snprintf(scope, sizeof(scope), "%.8s/%s/%s/aws4_request", out->amz_date, region, service);
     char cbuf[8192], sbuf[512], chash[SIG_SHA256_HEX_LEN], sig[SIG_V4_SIG_LEN];
     sig_buf_t creq, sts;
     sig_buf_init(&creq, cbuf, sizeof(cbuf), SIG_CANON_MAX);
@@ -379,9 +382,9 @@ static void aws_error_type(json_t *o, char *out, size_t cap)
 
 static int aws_is_throttle(const char *type)
 {
-    static const char *const retry[] = {"ThrottlingException", "Throttling",
+    static const char *const retry[] = {"ThrottlingException",      "Throttling",
                                         "TooManyRequestsException", "RequestLimitExceeded",
-                                        "ThrottledException", NULL};
+                                        "ThrottledException",       NULL};
     for (size_t i = 0; retry[i] != NULL; i++)
         if (strcmp(type, retry[i]) == 0)
             return 1;
@@ -419,8 +422,8 @@ static int aws_json_key(json_t *s, const char *key, char *value, size_t cap, siz
         return PX_EPARSE;
     }
     json_error_t jerr;
-    json_t *o = json_loadb(json_string_value(s), json_string_length(s), JSON_REJECT_DUPLICATES,
-                           &jerr);
+    json_t *o =
+        json_loadb(json_string_value(s), json_string_length(s), JSON_REJECT_DUPLICATES, &jerr);
     OPENSSL_cleanse(jerr.text, sizeof(jerr.text)); /* it may quote the secret */
     OPENSSL_cleanse(jerr.source, sizeof(jerr.source));
     if (!json_is_object(o)) {
@@ -443,8 +446,8 @@ static int aws_json_key(json_t *s, const char *key, char *value, size_t cap, siz
 }
 
 int addon_awssecret_parse(const addon_awssecret_src_t *src, int status, const char *body,
-                          size_t len, char *value, size_t cap, size_t *vlen, int *retry,
-                          char *err, size_t errlen)
+                          size_t len, char *value, size_t cap, size_t *vlen, int *retry, char *err,
+                          size_t errlen)
 {
     *retry = status == 429 || status >= 500;
     *vlen = 0;
@@ -480,8 +483,9 @@ int addon_awssecret_parse(const addon_awssecret_src_t *src, int status, const ch
         if (src->json_key != NULL)
             rc = aws_json_key(s, src->json_key, value, cap, vlen, err, errlen);
         else if (s == NULL && json_object_get(o, "SecretBinary") != NULL) {
-            snprintf(err, errlen, "the secret is binary (SecretBinary); only SecretString is "
-                                  "supported");
+            snprintf(err, errlen,
+                     "the secret is binary (SecretBinary); only SecretString is "
+                     "supported");
             rc = PX_EPARSE;
         } else
             rc = aws_take(s, value, cap, vlen, "SecretString", err, errlen);

@@ -12,16 +12,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ADDON_AWSSECRET_ID_MAX 2048     /* bytes of a secret id, ARN or parameter name */
-#define ADDON_AWSSECRET_REGION_MAX 32   /* bytes of a region name */
-#define ADDON_AWSSECRET_KEY_MAX 8192    /* bytes of a json_key */
-#define ADDON_AWSSECRET_HOST_MAX 253    /* bytes of the endpoint's host */
-#define ADDON_AWSSECRET_BODY_MAX 16384  /* bytes of the request body (ids escaped) */
-#define ADDON_AWSSECRET_RESP_MAX 262144 /* bytes of an answer (a secret is at most 64 KiB) */
-#define ADDON_AWSSECRET_AKID_MAX 128    /* bytes of an access key id */
-#define ADDON_AWSSECRET_SECRET_MAX 1024 /* bytes of a secret access key (sig_v4's cap) */
-#define ADDON_AWSSECRET_TOKEN_MAX 4096  /* bytes of a session token */
-#define ADDON_AWSSECRET_AUTH_MAX 512    /* bytes of the Authorization value */
+#define ADDON_AWSSECRET_ID_MAX 2048         /* bytes of a secret id, ARN or parameter name */
+#define ADDON_AWSSECRET_REGION_MAX 32       /* bytes of a region name */
+#define ADDON_AWSSECRET_KEY_MAX 8192        /* bytes of a json_key */
+#define ADDON_AWSSECRET_HOST_MAX 253        /* bytes of the endpoint's host */
+#define ADDON_AWSSECRET_BODY_MAX 16384      /* bytes of the request body (ids escaped) */
+#define ADDON_AWSSECRET_RESP_MAX 262144     /* bytes of an answer (a secret is at most 64 KiB) */
+#define ADDON_AWSSECRET_AKID_MAX 128        /* bytes of an access key id */
+#define ADDON_AWSSECRET_SECRET_MAX 1024     /* bytes of a secret access key (sig_v4's cap) */
+#define ADDON_AWSSECRET_TOKEN_MAX 4096      /* bytes of a session token */
+#define ADDON_AWSSECRET_AUTH_MAX 512        /* bytes of the Authorization value */
 #define ADDON_AWSSECRET_CRED_FILE_MAX 65536 /* bytes of a shared credentials file */
 
 /* One source as the replacements file names it; every string is borrowed, NUL-terminated. */
@@ -84,8 +84,8 @@ int addon_awssecret_request(const addon_awssecret_src_t *src, const char *region
  * PX_EPARSE/PX_ETOOBIG/PX_ENOENT with why in err; *retry is 1 when asking again later may
  * help (throttling, a 5xx), else 0. */
 int addon_awssecret_parse(const addon_awssecret_src_t *src, int status, const char *body,
-                          size_t len, char *value, size_t cap, size_t *vlen, int *retry,
-                          char *err, size_t errlen);
+                          size_t len, char *value, size_t cap, size_t *vlen, int *retry, char *err,
+                          size_t errlen);
 
 /* The proxy's store of fetched values, as the replacements loader asks it (one process-wide
  * registration; none: the AWS sources are refused, e.g. in `airlock check`). The callback gives
@@ -93,8 +93,8 @@ int addon_awssecret_parse(const addon_awssecret_src_t *src, int status, const ch
  * A value it does not hold yet it records as wanted and answers with a stand-in: the caller
  * then drops that load, fetches, and loads again. */
 typedef int (*addon_awssecret_lookup_cb)(void *arg, const addon_awssecret_src_t *src,
-                                         unsigned refresh_seconds, const char **value,
-                                         size_t *vlen, char *why, size_t whylen);
+                                         unsigned refresh_seconds, const char **value, size_t *vlen,
+                                         char *why, size_t whylen);
 
 /* Registers cb (NULL: none) with arg (kept). */
 void addon_awssecret_set_lookup(addon_awssecret_lookup_cb cb, void *arg);

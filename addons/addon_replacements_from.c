@@ -25,14 +25,14 @@
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
-#define ADDON__REPL_ENV_NAME_MAX 255  /* bytes of a variable name */
-#define ADDON__REPL_PATH_MAX 4096     /* bytes of a path */
-#define ADDON__REPL_AWS_ID_MAX 2048   /* bytes of a secret id, ARN or parameter name */
-#define ADDON__REPL_AWS_REGION_MAX 32 /* bytes of a region name */
-#define ADDON__REPL_REFRESH_MIN 60    /* s: the shortest refresh_seconds */
-#define ADDON__REPL_REFRESH_MAX 86400 /* s: the longest refresh_seconds */
+#define ADDON__REPL_ENV_NAME_MAX 255    /* bytes of a variable name */
+#define ADDON__REPL_PATH_MAX 4096       /* bytes of a path */
+#define ADDON__REPL_AWS_ID_MAX 2048     /* bytes of a secret id, ARN or parameter name */
+#define ADDON__REPL_AWS_REGION_MAX 32   /* bytes of a region name */
+#define ADDON__REPL_REFRESH_MIN 60      /* s: the shortest refresh_seconds */
+#define ADDON__REPL_REFRESH_MAX 86400   /* s: the longest refresh_seconds */
 #define ADDON__REPL_REFRESH_DEFAULT 300 /* s: refresh_seconds when not given */
-#define ADDON__REPL_SUB_MAX 160       /* "entry[1023].value_from.aws_secrets_manager.x" */
+#define ADDON__REPL_SUB_MAX 160         /* "entry[1023].value_from.aws_secrets_manager.x" */
 
 static const char *const from_keys[] = {"env", "file", "aws_secrets_manager", "aws_ssm", NULL};
 static const char *const sm_keys[] = {"secret_id", "region", "json_key", "refresh_seconds", NULL};
@@ -280,8 +280,7 @@ static int from_aws_common(const addon_yaml_node_t *n, const char *sub, char *er
 
 /* A NUL-terminated copy of the string at key of n into buf[0..cap] (checked before), or NULL
  * when the key is absent. */
-static const char *from_aws_cstr(const addon_yaml_node_t *n, const char *key, char *buf,
-                                 size_t cap)
+static const char *from_aws_cstr(const addon_yaml_node_t *n, const char *key, char *buf, size_t cap)
 {
     const addon_yaml_node_t *v = addon_yaml_get(n, key);
     if (v == NULL)
@@ -299,8 +298,7 @@ static const char *from_aws_cstr(const addon_yaml_node_t *n, const char *key, ch
  * asked of the proxy's store of fetched values (addon_awssecret.h), which fetches it before
  * the load that uses it, and refreshes it afterwards. */
 static int from_aws(const addon_yaml_node_t *key, const addon_yaml_node_t *v, int ssm,
-                    const char *sub, addon_str_t *out, addon_str_t *src, char *err,
-                    size_t errlen)
+                    const char *sub, addon_str_t *out, addon_str_t *src, char *err, size_t errlen)
 {
     int rc = addon_yaml_expect(v, ADDON_YAML_MAP, sub, err, errlen);
     if (rc == 0)

@@ -585,6 +585,8 @@ static void px__engine_start(px_engine_t *eng)
 static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
 {
     px_secretfetch_close(eng->secrets);
+    if (eng->ctx.scope.up != NULL) /* a start-up fetch's kept-alive connection ends the run */
+        px_upmgr_close_idle(eng->ctx.scope.up);
     if (!eng->ctx.stopping) {
         eng->ctx.stopping = 1;
         for (int i = 0; i < eng->nlisteners; i++)

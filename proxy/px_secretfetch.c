@@ -18,11 +18,11 @@
 #include "proxy/px_policy.h"
 #include "proxy/px_upstream.h"
 
-#define PX__SF_TIMEOUT_MS 30000  /* one request, connect to last byte */
-#define PX__SF_ROUND_TRIES 4     /* tries of a load's fetch when AWS throttles or fails 5xx */
+#define PX__SF_TIMEOUT_MS 30000   /* one request, connect to last byte */
+#define PX__SF_ROUND_TRIES 4      /* tries of a load's fetch when AWS throttles or fails 5xx */
 #define PX__SF_ROUND_RETRY_MS 250 /* first wait between those tries (doubles) */
-#define PX__SF_BACKOFF_MS 5000   /* first wait after a failed background fetch (doubles) */
-#define PX__SF_ROUNDS 4          /* fetch rounds of one load (the file may change meanwhile) */
+#define PX__SF_BACKOFF_MS 5000    /* first wait after a failed background fetch (doubles) */
+#define PX__SF_ROUNDS 4           /* fetch rounds of one load (the file may change meanwhile) */
 /* stands in for a value not fetched yet; such a load is always dropped */
 #define PX__SF_STANDIN "airlock-value-not-fetched-yet-0000000000000000"
 
@@ -36,7 +36,7 @@ struct px__sfsrc {
     char value[ADDON_REPLACEMENTS_MAX_STRING];
     size_t vlen;
     int has_value;
-    int failed;          /* the last load's fetch failed: why */
+    int failed; /* the last load's fetch failed: why */
     char why[384];
     unsigned result_gen; /* the generation of the value or failure */
     unsigned fetch_gen;  /* the generation the request under way was started in */
@@ -150,8 +150,7 @@ static void px__sf_result(px__sfsrc_t *s, int rc, const char *value, size_t vlen
     } else {
         s->tries++;
         if (s->in_round && retry && s->tries < PX__SF_ROUND_TRIES) {
-            px_diag(PX_DIAG_WARN, "value_from %s %s: %s; trying again", px__sf_kind(s), s->id,
-                    why);
+            px_diag(PX_DIAG_WARN, "value_from %s %s: %s; trying again", px__sf_kind(s), s->id, why);
             uv_timer_start(&s->timer, on_sf_timer, PX__SF_ROUND_RETRY_MS << (s->tries - 1), 0);
             return;
         }
@@ -527,8 +526,9 @@ static void on_sf_round_end(px_defer_t *d)
         return;
     }
     if (rc == 1)
-        px_diag(PX_DIAG_ERROR, "%s: the values to fetch from AWS kept changing (reload failed; "
-                               "keeping the previous configuration)",
+        px_diag(PX_DIAG_ERROR,
+                "%s: the values to fetch from AWS kept changing (reload failed; "
+                "keeping the previous configuration)",
                 sf->cfg->replacements_path);
     sf->busy = 0;
     sf->done(sf->done_arg, rc == 0 ? n : NULL);
