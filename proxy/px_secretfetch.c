@@ -230,6 +230,8 @@ static void on_sf_end(void *owner, const px_fields_t *t)
     }
     if (s->resp != NULL)
         OPENSSL_cleanse(s->resp, s->resp_len);
+    free(s->resp); /* 256 KiB per source is not kept between fetches */
+    s->resp = NULL;
     s->resp_len = 0;
     px__sf_result(s, rc, value, vlen, retry, why);
     if (value != NULL)
@@ -469,14 +471,16 @@ static int px__sf_load_once(px_secretfetch_t *sf, const px_config_t *cfg, int st
 static void px__sf_round(px_secretfetch_t *sf)
 {
     sf->rounds++;
+    /* all are marked before any starts: a fetch that fails at once must not end the round */
     for (px__sfsrc_t *s = sf->list; s != NULL; s = s->next) {
         if (s->seen != sf->load_seq || (s->result_gen != 0 && s->result_gen >= sf->need_gen))
             continue;
         s->in_round = 1;
         s->tries = 0;
-        if (s->up == NULL)
-            px__sf_fetch(s); /* one under way ends first, then fetches again if too old */
     }
+    for (px__sfsrc_t *s = sf->list; s != NULL; s = s->next)
+        if (s->in_round && s->up == NULL)
+            px__sf_fetch(s); /* one under way ends first, then fetches again if too old */
     px__sf_round_check(sf);
 }
 
@@ -571,7 +575,7 @@ void px_secretfetch_commit(px_secretfetch_t *sf)
 {
     for (px__sfsrc_t **p = &sf->list; *p != NULL;) {
         px__sfsrc_t *s = *p;
-        if (s->seen == sf->load_seq && !s->in_round) {
+        if (s->seen == sf->load_seq || s->in_round) {
             p = &s->next;
             continue;
         }

@@ -156,7 +156,8 @@ t_check "a SIGHUP with AWS answering reloads" \
     until_ok '[ "$(grep -c "allowlist reloaded" "$T_DIR/airlock.err")" -gt "$n" ]'
 t_eq "values after the reload" "$REAL_SM2|Bearer $REAL_JK|$REAL_SSM" "$(fetch)"
 
-t_stop_airlock
+t_stop_airlock; rc=$?
+t_eq "airlock stops cleanly (SIGTERM: status 0; under ASan no leak)" "0" "$rc"
 for v in "$REAL_SM1" "$REAL_SM2" "$REAL_JK" "$REAL_SSM" "$SK" "$TOKEN"; do
     if grep -q -- "$v" "$T_DIR/net.log" "$T_DIR/airlock.err"; then
         t_fail "a real value or credential appears in the log or stderr"
