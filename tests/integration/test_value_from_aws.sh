@@ -5,7 +5,8 @@
 # the fetched values reach a TLS upstream that echoes the headers it received; bad credentials
 # stop start-up naming the entry; throttling at start-up is retried; a changed value is picked
 # up by the background refresh; a failing refresh keeps the cached value and says so; a SIGHUP
-# whose fetch fails keeps the previous configuration; no real value reaches the log or stderr.
+# whose fetch fails keeps the previous configuration; a source that left the file is no longer
+# fetched; no real value reaches the log or stderr.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -155,6 +156,27 @@ kill -HUP "$AIRLOCK_PID"
 t_check "a SIGHUP with AWS answering reloads" \
     until_ok '[ "$(grep -c "allowlist reloaded" "$T_DIR/airlock.err")" -gt "$n" ]'
 t_eq "values after the reload" "$REAL_SM2|Bearer $REAL_JK|$REAL_SSM" "$(fetch)"
+
+# The SSM entry leaves the file: after the SIGHUP its parameter is no longer fetched (three
+# refreshes of the others come and go without one GetParameter), and its surrogate stays.
+"$PY" - "$T_DIR/repl.json" <<'PYX'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d = {k: v for k, v in d.items() if "aws_ssm" not in v["value_from"]}
+json.dump(d, open(sys.argv[1], "w"))
+PYX
+n=$(grep -c "allowlist reloaded" "$T_DIR/airlock.err")
+kill -HUP "$AIRLOCK_PID"
+t_check "the SIGHUP without the SSM entry reloads" \
+    until_ok '[ "$(grep -c "allowlist reloaded" "$T_DIR/airlock.err")" -gt "$n" ]'
+: > "$T_DIR/aws_requests.log"
+t_check "the remaining sources go on being refreshed" \
+    until_ok '[ "$(grep -c "GetSecretValue prod/api -> 200" "$T_DIR/aws_requests.log")" -ge 3 ]'
+# (counted after the first refresh: a request the reload cut off may still reach the log)
+t_eq "the removed source is not fetched any more" "0" \
+    "$(awk '/GetSecretValue prod\/api -> 200/ {seen = 1; next} seen && /GetParameter/' \
+       "$T_DIR/aws_requests.log" | wc -l)"
+t_eq "its surrogate is no longer replaced" "$REAL_SM2|Bearer $REAL_JK|$SURR_SSM" "$(fetch)"
 
 t_stop_airlock; rc=$?
 t_eq "airlock stops cleanly (SIGTERM: status 0; under ASan no leak)" "0" "$rc"
