@@ -24,7 +24,7 @@ typedef struct addon__repl_entry {
     addon_replacements_kind_t kind;
     addon_str_t surrogate;
     addon_str_t value; /* masked */
-    addon_str_t from;  /* masked, from value_from: "env NAME", "file PATH", "aws_ssm NAME"... (no secret) */
+    addon_str_t from;  /* masked, from value_from: "env NAME", "file PATH", "aws_ssm ID"... */
     addon_str_t *scopes;
     size_t nscopes;
     addon_str_t *headers; /* masked */
