@@ -5,7 +5,8 @@
  * agent holds. An entry without "type" is a masked secret {value | value_from, scopes, headers,
  * allow_foreign_credentials?, allow_plain_http?}; value_from names where the real value is read
  * at each load instead ({"env": NAME} of airlock's environment, {"file": "/abs/path"} with one
- * trailing newline stripped; the AWS sources are checked and refused as not supported yet);
+ * trailing newline stripped; {"aws_secrets_manager": ...} and {"aws_ssm": ...} asked of the
+ * proxy's store of fetched values, addon_awssecret.h);
  * "type": "aws-sigv4" is an AWS credential
  * {access_key_id, secret_access_key, session_token?, surrogate_session_token?, scopes,
  * allow_plain_http?} keyed by the surrogate

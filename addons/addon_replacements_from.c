@@ -1,8 +1,9 @@
 /* "value_from": where a masked entry's real value comes from when it is not written in the
  * replacements file (docs/replacements.md). env and file are read here, synchronously, each
  * time the file is loaded (start-up and SIGHUP), so a failure fails that load and the proxy
- * keeps the policy it had. The AWS sources are checked for shape and then refused: fetching
- * them needs a signed request on the loop, which this build does not make.
+ * keeps the policy it had. The AWS sources are checked for shape, then their value is asked of
+ * the proxy's store (addon_awssecret.h), which fetches it on the loop before the load that
+ * uses it counts, and refreshes it in the background.
  *
  * Messages name the entry, the source (a variable name, a path) and the position; never a
  * value, and never a key or name that does not have the expected shape (in a damaged file it
@@ -20,16 +21,18 @@
 
 #include <openssl/crypto.h>
 
+#include "addons/addon_awssecret.h"
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
-#define ADDON__REPL_ENV_NAME_MAX 255  /* bytes of a variable name */
-#define ADDON__REPL_PATH_MAX 4096     /* bytes of a path */
-#define ADDON__REPL_AWS_ID_MAX 2048   /* bytes of a secret id, ARN or parameter name */
-#define ADDON__REPL_AWS_REGION_MAX 32 /* bytes of a region name */
-#define ADDON__REPL_REFRESH_MIN 60    /* s: the shortest refresh_seconds */
-#define ADDON__REPL_REFRESH_MAX 86400 /* s: the longest refresh_seconds */
-#define ADDON__REPL_SUB_MAX 160       /* "entry[1023].value_from.aws_secrets_manager.x" */
+#define ADDON__REPL_ENV_NAME_MAX 255    /* bytes of a variable name */
+#define ADDON__REPL_PATH_MAX 4096       /* bytes of a path */
+#define ADDON__REPL_AWS_ID_MAX 2048     /* bytes of a secret id, ARN or parameter name */
+#define ADDON__REPL_AWS_REGION_MAX 32   /* bytes of a region name */
+#define ADDON__REPL_REFRESH_MIN 60      /* s: the shortest refresh_seconds */
+#define ADDON__REPL_REFRESH_MAX 86400   /* s: the longest refresh_seconds */
+#define ADDON__REPL_REFRESH_DEFAULT 300 /* s: refresh_seconds when not given */
+#define ADDON__REPL_SUB_MAX 160         /* "entry[1023].value_from.aws_secrets_manager.x" */
 
 static const char *const from_keys[] = {"env", "file", "aws_secrets_manager", "aws_ssm", NULL};
 static const char *const sm_keys[] = {"secret_id", "region", "json_key", "refresh_seconds", NULL};
@@ -275,10 +278,27 @@ static int from_aws_common(const addon_yaml_node_t *n, const char *sub, char *er
     return 0;
 }
 
-/* {"aws_secrets_manager": {...}} or {"aws_ssm": {...}}: the shape is checked so that a file
- * written for a later build fails on what is missing here, not on a typo. */
+/* A NUL-terminated copy of the string at key of n into buf[0..cap] (checked before), or NULL
+ * when the key is absent. */
+static const char *from_aws_cstr(const addon_yaml_node_t *n, const char *key, char *buf, size_t cap)
+{
+    const addon_yaml_node_t *v = addon_yaml_get(n, key);
+    if (v == NULL)
+        return NULL;
+    size_t len;
+    const char *s = addon_yaml_text(v, &len);
+    if (len > cap)
+        len = cap;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return buf;
+}
+
+/* {"aws_secrets_manager": {...}} or {"aws_ssm": {...}}: the shape is checked, then the value is
+ * asked of the proxy's store of fetched values (addon_awssecret.h), which fetches it before
+ * the load that uses it, and refreshes it afterwards. */
 static int from_aws(const addon_yaml_node_t *key, const addon_yaml_node_t *v, int ssm,
-                    const char *sub, char *err, size_t errlen)
+                    const char *sub, addon_str_t *out, addon_str_t *src, char *err, size_t errlen)
 {
     int rc = addon_yaml_expect(v, ADDON_YAML_MAP, sub, err, errlen);
     if (rc == 0)
@@ -289,9 +309,9 @@ static int from_aws(const addon_yaml_node_t *key, const addon_yaml_node_t *v, in
     if (rc == 0 && !ssm)
         rc = from_aws_string(v, "json_key", 0, ADDON_REPLACEMENTS_MAX_STRING, sub, err, errlen);
     const addon_yaml_node_t *dec = ssm ? addon_yaml_get(v, "with_decryption") : NULL;
+    int on = 1; /* a SecureString is what a secret is kept as: decrypt unless told not to */
     if (rc == 0 && dec != NULL) {
         char what[2 * ADDON__REPL_SUB_MAX];
-        int on;
         snprintf(what, sizeof(what), "%s.with_decryption", sub);
         rc = addon_yaml_get_bool(dec, what, &on, err, errlen);
     }
@@ -299,10 +319,34 @@ static int from_aws(const addon_yaml_node_t *key, const addon_yaml_node_t *v, in
         rc = from_aws_common(v, sub, err, errlen);
     if (rc != 0)
         return rc;
-    return addon_yaml_errorf(key, err, errlen,
-                             "%s: not supported yet (this build does not fetch from AWS; use env "
-                             "or file)",
-                             sub);
+    char id[ADDON__REPL_AWS_ID_MAX + 1], jkey[ADDON_REPLACEMENTS_MAX_STRING + 1];
+    char region[ADDON__REPL_AWS_REGION_MAX + 1];
+    addon_awssecret_src_t s = {.ssm = ssm, .with_decryption = on};
+    s.id = from_aws_cstr(v, ssm ? "name" : "secret_id", id, ADDON__REPL_AWS_ID_MAX);
+    s.region = from_aws_cstr(v, "region", region, ADDON__REPL_AWS_REGION_MAX);
+    s.json_key = ssm ? NULL : from_aws_cstr(v, "json_key", jkey, ADDON_REPLACEMENTS_MAX_STRING);
+    unsigned refresh = ADDON__REPL_REFRESH_DEFAULT;
+    const addon_yaml_node_t *r = addon_yaml_get(v, "refresh_seconds");
+    int64_t secs;
+    if (r != NULL && addon_yaml_get_int(r, sub, ADDON__REPL_REFRESH_MIN, ADDON__REPL_REFRESH_MAX,
+                                        &secs, err, errlen) == 0)
+        refresh = (unsigned)secs;
+    const char *val = NULL;
+    size_t vlen = 0;
+    char why[512];
+    rc = addon_awssecret_lookup(&s, refresh, &val, &vlen, why, sizeof(why));
+    if (rc != 0)
+        return addon_yaml_errorf(key, err, errlen, "%s: cannot fetch %s: %s", sub, s.id, why);
+    char label[ADDON__REPL_AWS_ID_MAX + 48];
+    snprintf(label, sizeof(label), "the value fetched for %s", s.id);
+    rc = from_take(v, sub, label, 0, val, vlen, out, err, errlen);
+    if (rc == 0) {
+        char desc[ADDON__REPL_AWS_ID_MAX + 48];
+        snprintf(desc, sizeof(desc), "%s %s", ssm ? "aws_ssm" : "aws_secrets_manager", s.id);
+        if (addon__repl_dup(desc, strlen(desc), 0, src) != 0)
+            return from_nomem(err, errlen);
+    }
+    return rc;
 }
 
 int addon__repl_value_from(const addon_yaml_node_t *n, const char *what, addon_str_t *out,
@@ -330,5 +374,5 @@ int addon__repl_value_from(const addon_yaml_node_t *n, const char *what, addon_s
         return from_env(v, ksub, out, src, err, errlen);
     if (klen == 4 && memcmp(k, "file", 4) == 0)
         return from_file(v, ksub, out, src, err, errlen);
-    return from_aws(key, v, klen == 7 /* aws_ssm */, ksub, err, errlen);
+    return from_aws(key, v, klen == 7 /* aws_ssm */, ksub, out, src, err, errlen);
 }

@@ -24,7 +24,7 @@ typedef struct addon__repl_entry {
     addon_replacements_kind_t kind;
     addon_str_t surrogate;
     addon_str_t value; /* masked */
-    addon_str_t from;  /* masked, from value_from: "env NAME" or "file PATH" (not secret) */
+    addon_str_t from;  /* masked, from value_from: "env NAME", "file PATH", "aws_ssm ID"... */
     addon_str_t *scopes;
     size_t nscopes;
     addon_str_t *headers; /* masked */
@@ -62,7 +62,7 @@ int addon__repl_check_keys(const addon_yaml_node_t *n, const char *const *allowe
                            char *err, size_t errlen);
 
 /* The "value_from" node n (borrowed) of masked entry what ("entry[3]"): reads the real value
- * from its source (env, file; the AWS sources are checked and refused) into *out, and the
+ * from its source (env, file, or the AWS store of addon_awssecret.h) into *out, and the
  * source as `airlock check` shows it into *src (both taken by the entry). 0; or
  * PX_ECONFIG/PX_ETOOBIG/PX_ENOMEM with "name:line:col: message" naming the entry and the
  * source, never the value (never PX_ENOENT: that means "no replacements file"). */

@@ -28,6 +28,7 @@
 #include "proxy/px_upstream.h"
 #include "ca/ca.h"
 #include "proxy/px_caconv.h"
+#include "proxy/px_secretfetch.h"
 
 static void on_listener_closed(uv_handle_t *h)
 {
@@ -53,6 +54,7 @@ static void px__engine_stop(px_engine_t *eng)
     px_client_close_all(&eng->ctx, "proxy shutting down");
     px_metrics_http_stop(eng->metrics);
     eng->metrics = NULL;
+    px_secretfetch_close(eng->secrets);
     px_upmgr_close_idle(eng->ctx.scope.up);
     px_sandboxes_stop(&eng->sandboxes);
     if (eng->resolver != NULL)
@@ -113,6 +115,37 @@ static void on_trim(uv_timer_t *t)
 #endif
 }
 
+/* A reload ended (SIGHUP, or a value fetched from AWS changed): n goes in, or (NULL) the
+ * previous configuration stays. */
+static void on_reloaded(void *arg, px_snapshot_t *n)
+{
+    px_engine_t *eng = arg;
+    if (n == NULL) {
+        px_metrics()->reloads_failed++;
+        return;
+    }
+    px_metrics()->reloads_ok++;
+    if (eng->secrets != NULL)
+        px_secretfetch_commit(eng->secrets);
+    px_snapshot_t *old = eng->ctx.scope.snap;
+    eng->ctx.scope.snap = n;
+    px_snapshot_unref(old);
+    if (eng->ctx.scope.budgets != NULL) /* budgets still named keep their counts (else: lazily) */
+        addon_budget_table_sync(eng->ctx.scope.budgets, n->cfg.policy, uv_now(eng->ctx.loop.uv));
+    px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
+            eng->ctx.cfg->allowlist_path, addon_policy_count(n->cfg.policy, ADDON_POLICY_DOMAINS),
+            addon_policy_count(n->cfg.policy, ADDON_POLICY_URL_PREFIXES));
+}
+
+/* A value fetched from AWS changed: the configuration is loaded again with it. */
+static void on_secret_changed(void *arg)
+{
+    px_engine_t *eng = arg;
+    px_diag(PX_DIAG_WARN, "a value fetched from AWS changed: reloading %s",
+            eng->ctx.cfg->replacements_path);
+    px_secretfetch_load(eng->secrets, eng->ctx.cfg, 0, on_reloaded, eng);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
     px_engine_t *eng = s->data;
@@ -122,22 +155,11 @@ static void on_signal(uv_signal_t *s, int signum)
         return;
     }
     if (signum == SIGHUP) {
-        px_snapshot_t *n = NULL;
-        int loaded = px_snapshot_load(eng->ctx.cfg, 0, &n) == 0;
-        if (loaded)
-            px_metrics()->reloads_ok++;
-        else
-            px_metrics()->reloads_failed++;
-        if (loaded) {
-            px_snapshot_t *old = eng->ctx.scope.snap;
-            eng->ctx.scope.snap = n;
-            px_snapshot_unref(old);
-            if (eng->ctx.scope.budgets != NULL) /* budgets still named keep their counts (else: lazily) */
-                addon_budget_table_sync(eng->ctx.scope.budgets, n->cfg.policy, uv_now(eng->ctx.loop.uv));
-            px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
-                    eng->ctx.cfg->allowlist_path,
-                    addon_policy_count(n->cfg.policy, ADDON_POLICY_DOMAINS),
-                    addon_policy_count(n->cfg.policy, ADDON_POLICY_URL_PREFIXES));
+        if (eng->secrets != NULL)
+            px_secretfetch_load(eng->secrets, eng->ctx.cfg, 1, on_reloaded, eng);
+        else {
+            px_snapshot_t *n = NULL;
+            on_reloaded(eng, px_snapshot_load(eng->ctx.cfg, 0, &n) == 0 ? n : NULL);
         }
         return;
     }
@@ -431,7 +453,11 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
                 "network log %s does not exist: no audit log will be written (create the file, "
                 "or pass --log-create)",
                 cfg->log_path);
-    /* with --sandboxes every connection has its sandbox's configuration; none is the engine's */
+    /* with --sandboxes every connection has its sandbox's configuration; none is the engine's
+     * (and nothing is fetched from AWS: the loader refuses those sources there) */
+    if (cfg->sandboxes_dir == NULL &&
+        (eng->secrets = px_secretfetch_new(&eng->ctx.loop, on_secret_changed, eng)) == NULL)
+        return -1;
     if (cfg->sandboxes_dir == NULL && px_snapshot_load(cfg, 1, &eng->ctx.scope.snap) != 0)
         return -1;
     px__own_addresses(eng);
@@ -453,6 +479,15 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     if (eng->ctx.scope.up == NULL)
         return -1;
     px_upmgr_set_own(eng->ctx.scope.up, eng->own, eng->n_own, eng->ctx.proxy_ip);
+    if (eng->secrets != NULL) { /* values from AWS: fetched now, before anything is served */
+        px_secretfetch_set_upmgr(eng->secrets, eng->ctx.scope.up);
+        if (px_secretfetch_wanted(eng->secrets)) {
+            px_snapshot_unref(eng->ctx.scope.snap);
+            eng->ctx.scope.snap = NULL;
+            if (px_secretfetch_load_sync(eng->secrets, cfg, &eng->ctx.scope.snap) != 0)
+                return -1;
+        }
+    }
     eng->sandboxes.ctx = &eng->ctx;
     eng->sandboxes.resolver = eng->resolver;
     eng->sandboxes.own = eng->own;
@@ -549,6 +584,9 @@ static void px__engine_start(px_engine_t *eng)
 /* Closes what is still open, lets the loop run dry, and frees the engine. */
 static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
 {
+    px_secretfetch_close(eng->secrets);
+    if (eng->ctx.scope.up != NULL) /* a start-up fetch's kept-alive connection ends the run */
+        px_upmgr_close_idle(eng->ctx.scope.up);
     if (!eng->ctx.stopping) {
         eng->ctx.stopping = 1;
         for (int i = 0; i < eng->nlisteners; i++)
@@ -565,6 +603,7 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
     if (uv_loop_close(loop) != 0)
         px_diag(PX_DIAG_DEBUG, "loop closed with handles open");
     px_snapshot_unref(eng->ctx.scope.snap);
+    px_secretfetch_free(eng->secrets);
     px_sandboxes_free(&eng->sandboxes);
     addon_budget_table_free(eng->ctx.scope.budgets);
     px_upmgr_free(eng->ctx.scope.up);

@@ -45,6 +45,7 @@ struct px_engine {
     struct px_metrics_http *metrics; /* --metrics: its listener (px_metrics_http.h), or NULL */
     uint64_t reads_seen;        /* loop.reads at the last trim check */
     uint64_t reads_trimmed;     /* ... and at the last trim */
+    struct px_secretfetch *secrets; /* values fetched from AWS (px_secretfetch.h), or NULL */
 };
 
 /* Runs airlock until SIGTERM/SIGINT. Borrows cfg. Returns the process exit code: 0 after a

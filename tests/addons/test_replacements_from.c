@@ -1,9 +1,10 @@
 /* addon_replacements: "value_from", a masked entry's real value read from airlock's environment
  * or from a file (docs/replacements.md, "Where real values come from"), and the AWS source
- * shapes, which are checked and then refused as not supported yet. Table-driven: every source,
- * every failure with its exact file:line:col message, both value and value_from given, and no
- * message ever holding the value (every value here contains "REALSECRET"). The files live in a
- * temporary directory made and removed by the test; "@D" in a case stands for it. */
+ * shapes, which are checked and then asked of a store this test does not register (refused).
+ * Table-driven: every source, every failure with its exact file:line:col message, both value and
+ * value_from given, and no message ever holding the value (every value here contains "REALSECRET").
+ * The files live in a temporary directory made and removed by the test; "@D" in a case stands for
+ * it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -329,15 +330,15 @@ static const err_case_t err_cases[] = {
     {"file: a NUL inside", DOC("{\"file\": \"@D/nul\"}"), PX_ECONFIG,
      "t.json:3:28: entry[0].value_from.file: the content of @D/nul contains a control character "
      "(one trailing newline is stripped; a header value cannot carry CR, LF or NUL)"},
-    /* aws_secrets_manager: the shape is checked, then refused */
-    {"secrets manager: not supported yet", DOC("{\"aws_secrets_manager\": " SM_SHAPE "}"),
-     PX_ECONFIG,
-     "t.json:3:20: entry[0].value_from.aws_secrets_manager: not supported yet (this build does "
-     "not fetch from AWS; use env or file)"},
+    /* aws_secrets_manager: the shape is checked, then the value is asked of the proxy's store
+     * of fetched values, which this test has not registered (test_awssecret.c does) */
+    {"secrets manager: no store", DOC("{\"aws_secrets_manager\": " SM_SHAPE "}"), PX_ECONFIG,
+     "t.json:3:20: entry[0].value_from.aws_secrets_manager: cannot fetch prod/github: only "
+     "`airlock run` without --sandboxes fetches from AWS"},
     {"secrets manager: minimal shape", DOC("{\"aws_secrets_manager\": {\"secret_id\": \"x\"}}"),
      PX_ECONFIG,
-     "t.json:3:20: entry[0].value_from.aws_secrets_manager: not supported yet (this build does "
-     "not fetch from AWS; use env or file)"},
+     "t.json:3:20: entry[0].value_from.aws_secrets_manager: cannot fetch x: only `airlock run` "
+     "without --sandboxes fetches from AWS"},
     {"secrets manager: not a mapping", DOC("{\"aws_secrets_manager\": \"prod/github\"}"),
      PX_ECONFIG,
      "t.json:3:43: entry[0].value_from.aws_secrets_manager: expected a mapping, got a string"},
@@ -363,10 +364,10 @@ static const err_case_t err_cases[] = {
      "t.json:3:81: entry[0].value_from.aws_secrets_manager.refresh_seconds: must be between 60 "
      "and 86400, got 5"},
     /* aws_ssm */
-    {"ssm: not supported yet",
-     DOC("{\"aws_ssm\": {\"name\": \"/prod/token\", \"with_decryption\": true}}"), PX_ECONFIG,
-     "t.json:3:20: entry[0].value_from.aws_ssm: not supported yet (this build does not fetch "
-     "from AWS; use env or file)"},
+    {"ssm: no store", DOC("{\"aws_ssm\": {\"name\": \"/prod/token\", \"with_decryption\": true}}"),
+     PX_ECONFIG,
+     "t.json:3:20: entry[0].value_from.aws_ssm: cannot fetch /prod/token: only `airlock run` "
+     "without --sandboxes fetches from AWS"},
     {"ssm: no name", DOC("{\"aws_ssm\": {\"with_decryption\": true}}"), PX_ECONFIG,
      "t.json:3:31: entry[0].value_from.aws_ssm: missing required key 'name'"},
     {"ssm: with_decryption not a boolean",
