@@ -91,7 +91,9 @@ typedef struct addon_req {
     int decided;
     int allowed;
     const struct addon_policy_graphql *graphql; /* the graphql block of the entry that allowed */
-    int warn; /* warn mode let it go on (the allowlist would block it): logged WARN */
+    int warn;         /* warn mode let it go on (the allowlist would block it): logged WARN */
+    int hold_seconds; /* the allowlist blocked it and says `on_block: hold`: it may be held this
+                         long for a decider (never for a pre-check); 0: not */
     addon_header_t headers[ADDON_MAX_HEADERS + 8]; /* room for a few added headers */
     size_t nheaders;
     addon_arena_t *arena;        /* lazily created; freed by addon_req_reset() */

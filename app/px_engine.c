@@ -23,6 +23,8 @@
 #include "proxy/px_policy.h"
 #include "app/px_sandbox.h"
 #include "app/px_metrics_http.h"
+#include "app/px_control.h"
+#include "proxy/px_hold.h"
 #include "proxy/px_metrics.h"
 #include "net/px_tls.h"
 #include "proxy/px_upstream.h"
@@ -53,6 +55,8 @@ static void px__engine_stop(px_engine_t *eng)
     px_client_close_all(&eng->ctx, "proxy shutting down");
     px_metrics_http_stop(eng->metrics);
     eng->metrics = NULL;
+    px_control_stop(eng->control);
+    eng->control = NULL;
     px_upmgr_close_idle(eng->ctx.scope.up);
     px_sandboxes_stop(&eng->sandboxes);
     if (eng->resolver != NULL)
@@ -519,6 +523,13 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
         if (rlen < cap)
             rlen += (size_t)snprintf(ready + rlen, cap - rlen, "%s %s", rlen > 0 ? "," : "", bound);
     }
+    /* the table of held requests (on_block: hold), and the deciders' socket */
+    eng->ctx.holds = px_hold_new();
+    if (eng->ctx.holds == NULL || px_hold_start(eng->ctx.holds, eng->ctx.loop.uv) != 0)
+        return -1;
+    if (cfg->control_path != NULL &&
+        px_control_start(&eng->ctx, cfg->control_path, &eng->control) != 0)
+        return -1;
     return 0;
 }
 
@@ -557,9 +568,12 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
             dns_server_close(eng->dns, NULL, NULL);
         if (eng->resolver != NULL)
             dns_resolver_close(eng->resolver, NULL, NULL);
+        px_control_stop(eng->control);
+        eng->control = NULL;
         uv_run(loop, UV_RUN_DEFAULT);
     }
     uv_run(loop, UV_RUN_DEFAULT);
+    px_hold_close(eng->ctx.holds); /* every exchange let go of its hold by now */
     px_loop_close(&eng->ctx.loop); /* nothing is queued once the loop ran dry */
     uv_run(loop, UV_RUN_DEFAULT);
     if (uv_loop_close(loop) != 0)
