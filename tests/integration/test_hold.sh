@@ -19,18 +19,28 @@ ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
 mkdir -p "$T_DIR/rec"
 "$PY" "$HERE/leak_peers.py" recorder 127.0.0.3 80 "$T_DIR/rec" > /dev/null 2>&1 &
 T_PIDS+=($!)
+t_upstream_ca
+t_upstream_cert "DNS:other.test" "$T_DIR/other-tls"
+"$PY" "$HERE/leak_peers.py" recorder 127.0.0.3 443 "$T_DIR/rec" "$T_DIR/other-tls.pem" \
+    "$T_DIR/other-tls.key" > /dev/null 2>&1 &
+T_PIDS+=($!)
 t_wait_port 127.0.0.3 80 || exit 1
+t_wait_port 127.0.0.3 443 || exit 1
 t_start_resolver --address=/open.test/127.0.0.3 --address=/other.test/127.0.0.3
 CTL=$T_DIR/control.sock
 export AIRLOCK_CONTROL=$CTL
-t_start_airlock "$T_DIR/allow.yaml" --control "$CTL" --allow-upstream-cidr 127.0.0.3/32 || exit 1
+t_start_airlock "$T_DIR/allow.yaml" --control "$CTL" --allow-upstream-cidr 127.0.0.3/32 \
+    --upstream-ca "$T_DIR/upca.pem" || exit 1
+CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
 nrec() { ls "$T_DIR"/rec | wc -l; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
-# bg NAME URL: curl in the background (its pid in $T_DIR/NAME.pid); $T_DIR/NAME.out gets
-# "status end_ms" when it ends, NAME.body the body
+# bg NAME URL [CURL-ARGS]: curl in the background (its pid in $T_DIR/NAME.pid); $T_DIR/NAME.out
+# gets "status end_ms" when it ends (status/version with --http2), NAME.body the body
 bg() {
-    (curl -sS -m 40 -o "$T_DIR/$1.body" -w '%{http_code}' "$2" > "$T_DIR/$1.code" 2>/dev/null &
+    local w='%{http_code}'
+    case "${3:-}" in --http2) w='%{http_code}/%{http_version}' ;; esac
+    (curl -sS -m 40 -o "$T_DIR/$1.body" -w "$w" "${@:3}" "$2" > "$T_DIR/$1.code" 2>/dev/null &
         echo $! > "$T_DIR/$1.pid"
         wait $!
         echo "$(cat "$T_DIR/$1.code") $(now_ms)" > "$T_DIR/$1.out") &
@@ -98,6 +108,33 @@ t_logged "... logged BLOCKED with who denied it" \
 t_logged "... the denial is an audit line" "^WARNING: hold $id denied: GET other\.test/deny by uid $(id -u) (scope -, 1 request)$"
 t_check "... pending --follow saw it" grep -q "^decided $id denied" "$T_DIR/follow.out"
 t_contains "an unknown ID is an error" "$("$AIRLOCK" deny h999 2>&1)" "error no pending hold h999"
+
+# a request with a body: not read while held, relayed whole once approved
+head -c 300000 /dev/urandom > "$T_DIR/post.bin"
+bg post http://other.test/post -X POST --data-binary "@$T_DIR/post.bin"
+id=$(hold_id /post)
+t_check "a POST with a 300 KB body is held" test -n "$id"
+t_contains "... approved" "$("$AIRLOCK" approve "$id")" "ok $id approved 1"
+until_ok 'test -s "$T_DIR/post.out"' 10
+t_eq "... answered 200" 200 "$(cut -d' ' -f1 "$T_DIR/post.out")"
+last=$(ls -t "$T_DIR"/rec/conn-*.bin | head -1)
+t_check "... the upstream got the whole body" test "$(stat -c %s "$last")" -gt 300000
+
+# over HTTP/2 (TLS): held and approved; a client that goes away frees its hold at once
+bg h2 https://other.test/h2 --http2 --cacert "$CA"
+id=$(hold_id /h2)
+t_check "HTTP/2: a blocked request is held" test -n "$id"
+t_contains "... approved" "$("$AIRLOCK" approve "$id")" "ok $id approved 1"
+until_ok 'test -s "$T_DIR/h2.out"' 10
+t_eq "... answered 200 over HTTP/2" 200/2 "$(cut -d' ' -f1 "$T_DIR/h2.out")"
+t_logged "... logged allowed with the hold" "^allowed GET https://other\.test/h2 -> 200 \[held: $id approved by uid $(id -u)\]$"
+bg h2gone https://other.test/h2gone --http2 --cacert "$CA"
+id=$(hold_id /h2gone)
+t_check "HTTP/2: a held request whose client goes away" test -n "$id"
+kill "$(cat "$T_DIR/h2gone.pid")"
+# shellcheck disable=SC2016 # expanded by until_ok's eval
+until_ok '! "$AIRLOCK" pending | grep -q other.test/h2gone' 5
+t_check "... its hold goes at once" sh -c "! \"$AIRLOCK\" pending | grep -q other.test/h2gone"
 
 # scope conversation: the same request later goes through without a hold
 bg c1 http://other.test/conv
