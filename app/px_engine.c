@@ -468,6 +468,17 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 
 /* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
  * to ready (" dns ip:port, http ip:port, ..."). Returns 0, or -1 after saying why. */
+/* The hold table's names for the listings: the sandbox whose network log is scope (the
+ * table's key for a conversation), or NULL (the one conversation). */
+static const char *on_hold_name(void *arg, const void *scope)
+{
+    px_engine_t *eng = arg;
+    for (px_sandbox_t *sb = eng->sandboxes.list; sb != NULL; sb = sb->next)
+        if ((const void *)sb->scope.log == scope)
+            return sb->name;
+    return NULL;
+}
+
 static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, size_t cap)
 {
     const px_config_t *cfg = eng->ctx.cfg;
@@ -527,6 +538,7 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     eng->ctx.holds = px_hold_new();
     if (eng->ctx.holds == NULL || px_hold_start(eng->ctx.holds, eng->ctx.loop.uv) != 0)
         return -1;
+    px_hold_set_namer(eng->ctx.holds, on_hold_name, eng);
     if (cfg->control_path != NULL &&
         px_control_start(&eng->ctx, cfg->control_path, &eng->control) != 0)
         return -1;

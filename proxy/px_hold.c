@@ -39,6 +39,8 @@ struct px_hold {
     void *observer_arg;
     px_hold_audit_cb audit;
     void *audit_arg;
+    px_hold_namer_cb namer;
+    void *namer_arg;
     uv_timer_t timer;
     int started;
 };
@@ -119,6 +121,12 @@ void px_hold_set_observer(px_hold_t *t, px_hold_observer_cb cb, void *arg)
 {
     t->observer = cb;
     t->observer_arg = arg;
+}
+
+void px_hold_set_namer(px_hold_t *t, px_hold_namer_cb cb, void *arg)
+{
+    t->namer = cb;
+    t->namer_arg = arg;
 }
 
 void px_hold_set_audit(px_hold_t *t, px_hold_audit_cb cb, void *arg)
@@ -203,6 +211,8 @@ static px_hold_q_t *px__q_new(px_hold_t *t, const void *scope, const char *scope
     }
     q->id = t->next_id++;
     q->scope = scope;
+    if (scope_name == NULL && t->namer != NULL)
+        scope_name = t->namer(t->namer_arg, scope);
     snprintf(q->scope_name, sizeof(q->scope_name), "%s", scope_name != NULL ? scope_name : "-");
     snprintf(q->method, sizeof(q->method), "%s", method);
     q->created_ms = now;

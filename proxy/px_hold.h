@@ -83,7 +83,12 @@ void px_hold_free(px_hold_t *t);
 int px_hold_start(px_hold_t *t, uv_loop_t *uv);
 void px_hold_close(px_hold_t *t);
 
+/* Names a conversation for the listings (a sandbox's name), or NULL: "-". Asked once per new
+ * question whose px_hold_add() gave no name. */
+typedef const char *(*px_hold_namer_cb)(void *arg, const void *scope);
+
 void px_hold_set_observer(px_hold_t *t, px_hold_observer_cb cb, void *arg);
+void px_hold_set_namer(px_hold_t *t, px_hold_namer_cb cb, void *arg);
 void px_hold_set_audit(px_hold_t *t, px_hold_audit_cb cb, void *arg);
 
 /* Holds w (owner, bytes and cb set by the caller) for scope (a key: the conversation; name

@@ -226,4 +226,28 @@ t_stop_airlock
 t_eq "airlock exits 0" 0 "$?"
 t_check "the control socket is removed at exit" test ! -e "$CTL"
 t_check "no sanitizer report" sh -c "! grep -q Sanitizer '$T_DIR/airlock.err'"
+
+# --sandboxes: a hold names its sandbox; the decision goes to the sandbox's own log
+SB=$T_DIR/sandboxes
+mkdir -p "$SB/agent1"
+printf 'source 127.0.0.1/32\n' > "$SB/agent1/sandbox.conf"
+printf 'on_block: hold\ndomains: [open.test]\n' > "$SB/agent1/network-allowlist.yaml"
+: > "$T_DIR/host.log"
+: > "$T_DIR/airlock.err"
+"$AIRLOCK" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 --sandboxes "$SB" \
+    --log "$T_DIR/host.log" --confdir "$T_DIR/confdir" --listen-dns 127.0.0.1:53 \
+    --listen-http 127.0.0.1:80 --listen-https off --allow-upstream-cidr 127.0.0.3/32 \
+    --control "$CTL" 2> "$T_DIR/airlock.err" &
+AIRLOCK_PID=$!
+T_PIDS+=($AIRLOCK_PID)
+until_ok 'grep -q "ready (proxy" "$T_DIR/airlock.err"' 20 || { cat "$T_DIR/airlock.err"; exit 1; }
+bg sb http://other.test/sb
+id=$(hold_id /sb)
+t_check "--sandboxes: the hold is listed" test -n "$id"
+t_check "... with its sandbox's name" sh -c "\"$AIRLOCK\" pending | grep -q '^$id .* agent1 *GET *other\.test/sb$'"
+t_contains "... denied" "$("$AIRLOCK" deny "$id")" "ok $id denied 1"
+until_ok 'grep -q "^WARNING: hold $id denied" "$SB/agent1/network-sandbox.log"' 10
+t_check "... the decision is in the sandbox's log" grep -q "^WARNING: hold $id denied: GET other\.test/sb by uid" "$SB/agent1/network-sandbox.log"
+t_stop_airlock
+t_eq "airlock exits 0" 0 "$?"
 t_done

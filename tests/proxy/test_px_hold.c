@@ -244,6 +244,41 @@ static void test_px_hold_rules_and_events(void **state)
     px_hold_free(t);
 }
 
+static const char *name_of(void *arg, const void *scope)
+{
+    (void)arg;
+    return scope == &scope_b ? "sb-b" : NULL;
+}
+
+static void on_list(void *arg, const px_hold_info_t *q)
+{
+    char *out = arg;
+    strcat(out, q->scope_name);
+    strcat(out, " ");
+}
+
+/* The listings name each conversation (a sandbox) when the namer knows it, else "-". */
+static void test_px_hold_names(void **state)
+{
+    (void)state;
+    px_hold_t *t = px_hold_new();
+    px_hold_set_namer(t, name_of, NULL);
+    waiter_t w1, w2, w3;
+    waiter_init(&w1, 1);
+    waiter_init(&w2, 1);
+    waiter_init(&w3, 1);
+    assert_int_equal(add(t, &w1, &scope_a, "GET", "/n", 0), 0);
+    assert_int_equal(add(t, &w2, &scope_b, "GET", "/n", 0), 0);
+    assert_int_equal(px_hold_add(t, &scope_b, "given", "GET", "api.test", "/m", 1000, 0, &w3.w), 0);
+    char out[64] = "";
+    px_hold_each(t, on_list, out);
+    assert_string_equal(out, "- sb-b given ");
+    px_hold_cancel(t, &w1.w);
+    px_hold_cancel(t, &w2.w);
+    px_hold_cancel(t, &w3.w);
+    px_hold_free(t);
+}
+
 /* The rules are capped: the oldest goes first. */
 static void test_px_hold_rules_cap(void **state)
 {
@@ -270,7 +305,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_hold_dedup_table), cmocka_unit_test(test_px_hold_bounds),
         cmocka_unit_test(test_px_hold_expiry),      cmocka_unit_test(test_px_hold_rules_and_events),
-        cmocka_unit_test(test_px_hold_rules_cap),
+        cmocka_unit_test(test_px_hold_rules_cap),   cmocka_unit_test(test_px_hold_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
