@@ -24,11 +24,14 @@ typedef struct px__ctl_conn px__ctl_conn_t;
 
 struct px_control {
     uv_pipe_t server;
+    uv_timer_t tick; /* the countdown lines of `follow` */
     px_ctx_t *ctx;
     char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
     px__ctl_conn_t *conns;
     size_t nconns;
-    int handles; /* open: the server and each connection; c is freed when none is left */
+    int handles; /* open: the server, the tick and each connection; c is freed when none is
+                    left */
+    size_t nfollow;
 };
 
 struct px__ctl_conn {
@@ -67,6 +70,8 @@ static void px__conn_close(px__ctl_conn_t *k)
         return;
     k->closing = 1;
     px_control_t *c = k->c;
+    if (k->follow)
+        c->nfollow--;
     for (px__ctl_conn_t **p = &c->conns; *p != NULL; p = &(*p)->next) {
         if (*p == k) {
             *p = k->next;
@@ -241,7 +246,10 @@ static void px__command(px__ctl_conn_t *k, char *line)
         px__list_arg_t a = {k, px_hold_now(t)};
         px_hold_each(t, on_list_one, &a);
         px__send(k, "end\n", 4);
-        k->follow = k->follow || strcmp(cmd, "follow") == 0;
+        if (!k->follow && strcmp(cmd, "follow") == 0) {
+            k->follow = 1;
+            k->c->nfollow++;
+        }
         return;
     }
     int approve = strcmp(cmd, "approve") == 0;
@@ -338,6 +346,31 @@ static void on_control_conn(uv_stream_t *server, int status)
     uv_read_start((uv_stream_t *)&k->pipe, on_alloc, on_conn_read);
 }
 
+static void on_tick_one(void *arg, const px_hold_info_t *q)
+{
+    px_control_t *c = arg;
+    uint64_t now = px_hold_now(c->ctx->holds);
+    uint64_t left = q->deadline_ms > now ? q->deadline_ms - now : 0;
+    char buf[64];
+    int n =
+        snprintf(buf, sizeof(buf), "left h%" PRIu64 " %" PRIu64 "s\n", q->id, (left + 999) / 1000);
+    px__ctl_conn_t *k = c->conns;
+    while (k != NULL) {
+        px__ctl_conn_t *next = k->next; /* px__send may close k */
+        if (k->follow)
+            px__send(k, buf, (size_t)n);
+        k = next;
+    }
+}
+
+/* Once a second, for `follow`: a countdown line per pending hold. */
+static void on_tick(uv_timer_t *t)
+{
+    px_control_t *c = t->data;
+    if (c->nfollow > 0)
+        px_hold_each(c->ctx->holds, on_tick_one, c);
+}
+
 static void on_server_closed(uv_handle_t *h)
 {
     px__ctl_release(h->data);
@@ -377,6 +410,11 @@ int px_control_start(px_ctx_t *ctx, const char *path, px_control_t **out)
         uv_close((uv_handle_t *)&c->server, on_server_closed);
         return rc;
     }
+    uv_timer_init(ctx->loop.uv, &c->tick);
+    c->tick.data = c;
+    c->handles++;
+    uv_timer_start(&c->tick, on_tick, 1000, 1000);
+    uv_unref((uv_handle_t *)&c->tick);
     px_hold_set_observer(ctx->holds, on_hold_event, c);
     px_hold_set_audit(ctx->holds, on_hold_audit, c);
     *out = c;
@@ -392,6 +430,8 @@ void px_control_stop(px_control_t *c)
     while (c->conns != NULL)
         px__conn_close(c->conns);
     unlink(c->path);
+    uv_timer_stop(&c->tick);
+    uv_close((uv_handle_t *)&c->tick, on_server_closed);
     uv_close((uv_handle_t *)&c->server, on_server_closed);
 }
 

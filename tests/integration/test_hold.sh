@@ -69,6 +69,8 @@ t_check "a blocked request is held and listed by airlock pending" test -n "$id"
 t_eq "... nothing reached the upstream while held" "$n0" "$(nrec)"
 sleep 0.3
 t_check "... still waiting" test ! -e "$T_DIR/a.out"
+until_ok 'grep -q "^left $id [0-9]*s$" "$T_DIR/follow.out"' 5
+t_check "... pending --follow counts it down" grep -q "^left $id [0-9]*s$" "$T_DIR/follow.out"
 t0=$(now_ms)
 out=$("$AIRLOCK" approve "$id")
 t_contains "airlock approve answers ok" "$out" "ok $id approved 1"
