@@ -96,6 +96,8 @@ typedef struct addon_req {
      * that refused (addon_policy_kind_t, 0: none; its index in that list) */
     int entry_kind;
     size_t entry_index;
+    int hold_seconds; /* the allowlist blocked it and says `on_block: hold`: it may be held this
+                         long for a decider (never for a pre-check); 0: not */
     addon_header_t headers[ADDON_MAX_HEADERS + 8]; /* room for a few added headers */
     size_t nheaders;
     addon_arena_t *arena;        /* lazily created; freed by addon_req_reset() */

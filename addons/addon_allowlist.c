@@ -58,6 +58,7 @@ static int on_request_head(const addon_t *self, addon_req_t *req, addon_answer_t
     }
     if (d.allowed)
         return ADDON_NEXT;
+    req->hold_seconds = d.verdict != ADDON_POLICY_BLOCK_PRECHECK ? addon_policy_hold_seconds(p) : 0;
     ans->status = 403;
     ans->error = "blocked_by_network_allowlist";
     ans->with_request = 1;

@@ -421,6 +421,11 @@ int addon_policy_warn_mode(const addon_policy_t *p)
     return p != NULL && p->warn;
 }
 
+int addon_policy_hold_seconds(const addon_policy_t *p)
+{
+    return p != NULL ? p->hold_seconds : 0;
+}
+
 int addon_policy_host_blocked(const addon_policy_t *p, addon_str_t host, size_t *index)
 {
     if (p == NULL)

@@ -179,6 +179,9 @@ const char *addon_policy_entry_src(const addon_policy_t *p, addon_policy_kind_t 
 /* 1 when the allowlist says `mode: warn`: a request it would block goes on, logged WARN. */
 int addon_policy_warn_mode(const addon_policy_t *p);
 
+/* `on_block: hold`: the seconds a request it would block is held for a decider; 0: not held. */
+int addon_policy_hold_seconds(const addon_policy_t *p);
+
 /* 1 when some entry (domains first, then url_prefixes) matches host and allows port, whatever
  * the path and method (CONNECT and SNI-time checks); else 0. *passthrough (may be NULL) gets
  * whether the first such entry asks for tls: passthrough. host is borrowed. */

@@ -64,6 +64,8 @@ struct addon_policy {
     size_t nfetch_pass;
     int warn; /* `mode: warn`: what the policy would block goes on, logged WARN (the guards of
                  the proxy itself stay: docs/allowlist.md, "Warn mode") */
+    int hold_seconds; /* `on_block: hold`: a blocked request is held this long (docs/approvals.md);
+                         0: blocked at once */
 };
 
 /* A new policy named name (copied), one reference; NULL when out of memory. */

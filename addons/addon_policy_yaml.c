@@ -7,11 +7,13 @@
 
 #include "addons/addon_glob.h"
 #include "addons/addon_policy_int.h"
+#include "base/px_limits.h"
 #include "addons/addon_yaml.h"
 #include "base/px_err.h"
 
 static const char *const policy_top_keys[] = {
-    "domains", "url_prefixes", "block", "budgets", "provider_fetch_pass", "mode", NULL};
+    "domains", "url_prefixes", "block", "budgets", "provider_fetch_pass", "mode",
+    "on_block", "hold_seconds", NULL};
 static const char *const policy_entry_keys[] = {"host",  "path",    "methods",
                                                 "ports", "tls",     "graphql", NULL};
 static const char *const policy_graphql_keys[] = {"queries", "mutations", "subscriptions", NULL};
@@ -315,6 +317,38 @@ static int policy_urls(addon_policy_t *p, const addon_yaml_node_t *n, char *err,
     return rc;
 }
 
+/* `on_block: block` (the default) or `on_block: hold`, and `hold_seconds: N` (1 to
+ * PX_HOLD_SECONDS_MAX, default PX_HOLD_SECONDS_DEFAULT; only with hold): p->hold_seconds. */
+static int policy_on_block(addon_policy_t *p, const addon_yaml_node_t *root, char *err,
+                           size_t errlen)
+{
+    const addon_yaml_node_t *ob = addon_yaml_get(root, "on_block");
+    const addon_yaml_node_t *hs = addon_yaml_get(root, "hold_seconds");
+    int hold = 0;
+    if (ob != NULL) {
+        const char *s;
+        size_t len;
+        int rc = addon_yaml_get_string(ob, "on_block", &s, &len, err, errlen);
+        if (rc != 0)
+            return rc;
+        if (len == 4 && memcmp(s, "hold", 4) == 0)
+            hold = 1;
+        else if (!(len == 5 && memcmp(s, "block", 5) == 0))
+            return addon_yaml_errorf(ob, err, errlen, "on_block: expected 'block' or 'hold'");
+    }
+    if (hs != NULL && !hold)
+        return addon_yaml_errorf(hs, err, errlen, "hold_seconds: only with 'on_block: hold'");
+    int64_t secs = PX_HOLD_SECONDS_DEFAULT;
+    if (hs != NULL) {
+        int rc =
+            addon_yaml_get_int(hs, "hold_seconds", 1, PX_HOLD_SECONDS_MAX, &secs, err, errlen);
+        if (rc != 0)
+            return rc;
+    }
+    p->hold_seconds = hold ? (int)secs : 0;
+    return 0;
+}
+
 /* block: [ "host glob", {host, path, methods}, ... ] */
 /* `mode: enforce` (the default) or `mode: warn`: *warn 0 or 1. */
 static int policy_mode(const addon_yaml_node_t *n, const char *what, int *warn, char *err,
@@ -386,6 +420,8 @@ static int policy_from_root(addon_policy_t *p, const addon_yaml_node_t *root, ch
     int rc = addon_yaml_check_keys(root, policy_top_keys, NULL, err, errlen);
     if (rc == 0 && addon_yaml_get(root, "mode") != NULL)
         rc = policy_mode(addon_yaml_get(root, "mode"), "mode", &p->warn, err, errlen);
+    if (rc == 0)
+        rc = policy_on_block(p, root, err, errlen);
     if (rc != 0)
         return rc;
     const addon_yaml_node_t *blocks = addon_yaml_get(root, "block");

@@ -18,4 +18,9 @@ extern const char px_cli_audit_usage[];
 int px_cli_ca(int argc, char **argv);
 extern const char px_cli_ca_usage[];
 
+/* px_cli_hold.c: `airlock pending`, `airlock approve`, `airlock deny`. */
+int px_cli_hold(int argc, char **argv);
+int px_cli_hold_handles(const char *cmd);
+extern const char px_cli_hold_usage[];
+
 #endif

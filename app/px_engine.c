@@ -23,6 +23,8 @@
 #include "proxy/px_policy.h"
 #include "app/px_sandbox.h"
 #include "app/px_metrics_http.h"
+#include "app/px_control.h"
+#include "proxy/px_hold.h"
 #include "proxy/px_metrics.h"
 #include "net/px_tls.h"
 #include "proxy/px_upstream.h"
@@ -55,6 +57,8 @@ static void px__engine_stop(px_engine_t *eng)
     px_metrics_http_stop(eng->metrics);
     eng->metrics = NULL;
     px_secretfetch_close(eng->secrets);
+    px_control_stop(eng->control);
+    eng->control = NULL;
     px_upmgr_close_idle(eng->ctx.scope.up);
     px_sandboxes_stop(&eng->sandboxes);
     if (eng->resolver != NULL)
@@ -499,6 +503,17 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
 
 /* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
  * to ready (" dns ip:port, http ip:port, ..."). Returns 0, or -1 after saying why. */
+/* The hold table's names for the listings: the sandbox whose network log is scope (the
+ * table's key for a conversation), or NULL (the one conversation). */
+static const char *on_hold_name(void *arg, const void *scope)
+{
+    px_engine_t *eng = arg;
+    for (px_sandbox_t *sb = eng->sandboxes.list; sb != NULL; sb = sb->next)
+        if ((const void *)sb->scope.log == scope)
+            return sb->name;
+    return NULL;
+}
+
 static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, size_t cap)
 {
     const px_config_t *cfg = eng->ctx.cfg;
@@ -554,6 +569,14 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
         if (rlen < cap)
             rlen += (size_t)snprintf(ready + rlen, cap - rlen, "%s %s", rlen > 0 ? "," : "", bound);
     }
+    /* the table of held requests (on_block: hold), and the deciders' socket */
+    eng->ctx.holds = px_hold_new();
+    if (eng->ctx.holds == NULL || px_hold_start(eng->ctx.holds, eng->ctx.loop.uv) != 0)
+        return -1;
+    px_hold_set_namer(eng->ctx.holds, on_hold_name, eng);
+    if (cfg->control_path != NULL &&
+        px_control_start(&eng->ctx, cfg->control_path, &eng->control) != 0)
+        return -1;
     return 0;
 }
 
@@ -595,9 +618,12 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
             dns_server_close(eng->dns, NULL, NULL);
         if (eng->resolver != NULL)
             dns_resolver_close(eng->resolver, NULL, NULL);
+        px_control_stop(eng->control);
+        eng->control = NULL;
         uv_run(loop, UV_RUN_DEFAULT);
     }
     uv_run(loop, UV_RUN_DEFAULT);
+    px_hold_close(eng->ctx.holds); /* every exchange let go of its hold by now */
     px_loop_close(&eng->ctx.loop); /* nothing is queued once the loop ran dry */
     uv_run(loop, UV_RUN_DEFAULT);
     if (uv_loop_close(loop) != 0)

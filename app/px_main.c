@@ -16,7 +16,7 @@ static const char px__usage[] =
     "\n"
     "usage:\n"
     "  airlock run [options]            run the DNS responder and the proxy\n"
-    "%s%s%s"
+    "%s%s%s%s"
     "  airlock health [--http A:P] [--https A:P] [--dns A:P]\n"
     "                                   exit 0 when the named listeners answer (1 s)\n"
     "  airlock --help | --version\n"
@@ -31,6 +31,8 @@ static const char px__usage[] =
     "  --log-create               create the log file when missing\n"
     "  --log-format FMT           the network log's lines: text, or json (one JSON object\n"
     "                             per event, docs/events.md) [text]\n"
+    "  --control PATH             a unix socket (mode 0600) where `airlock pending`,\n"
+    "                             `approve` and `deny` answer held requests [off]\n"
     "  --events PATH              also write every event as JSON to PATH (created when\n"
     "                             missing, appended), beside the log [off]\n"
     "  --sandboxes DIR            many sandboxes, one per subdirectory, chosen by source\n"
@@ -59,7 +61,8 @@ static const char px__usage[] =
 
 static void px__print_usage(FILE *f)
 {
-    fprintf(f, px__usage, px_cli_policy_usage, px_cli_audit_usage, px_cli_ca_usage);
+    fprintf(f, px__usage, px_cli_policy_usage, px_cli_audit_usage, px_cli_ca_usage,
+            px_cli_hold_usage);
 }
 
 static int px__cmd_run(int argc, char **argv)
@@ -114,6 +117,8 @@ int main(int argc, char **argv)
         return px_cli_ca(argc - 1, argv + 1);
     if (strcmp(cmd, "health") == 0)
         return px_health_main(argc - 1, argv + 1);
+    if (px_cli_hold_handles(cmd))
+        return px_cli_hold(argc - 1, argv + 1);
     if (px_cli_audit_handles(cmd))
         return px_cli_audit(argc - 1, argv + 1);
     fprintf(stderr, "airlock: unknown command '%s' (see airlock --help)\n", cmd);

@@ -37,4 +37,18 @@
 #define PX_H2_PROCESS_HEADS_MAX (64 * 1024 * 1024) /* every connection */
 #define PX_H2_HEADS_REFUSED_MAX 8 /* streams refused for those bounds before the GOAWAY */
 
+/* Held requests (`on_block: hold`, proxy/px_hold.h, docs/approvals.md). A held request costs
+ * its head and the client bytes read ahead of their turn (its body is paused): PX_HOLD_COST. */
+#define PX_HOLD_SECONDS_DEFAULT 30 /* hold_seconds when the allowlist does not say */
+#define PX_HOLD_SECONDS_MAX 300    /* the most hold_seconds may say */
+#define PX_HOLD_SCOPE_MAX 32       /* requests held at once in one conversation */
+#define PX_HOLD_PROCESS_MAX 256    /* requests held at once in all */
+#define PX_HOLD_COST 65536 /* a held request: its head buffer and this much client read-ahead */
+#define PX_HOLD_SCOPE_BYTES_MAX (8 * 1024 * 1024)    /* held bytes in one conversation */
+#define PX_HOLD_PROCESS_BYTES_MAX (48 * 1024 * 1024) /* held bytes in all */
+#define PX_HOLD_RULES_MAX 256     /* conversation-scope approvals kept (oldest go first) */
+#define PX_HOLD_FIELD_MAX 2048    /* a held request's host or path kept for the question */
+#define PX_CONTROL_LINE_MAX 512   /* a command line on the control socket */
+#define PX_CONTROL_CLIENTS_MAX 16 /* control connections at once */
+
 #endif

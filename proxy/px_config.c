@@ -219,6 +219,7 @@ enum {
     OPT_CA_DAYS,
     OPT_LOG_FORMAT,
     OPT_EVENTS,
+    OPT_CONTROL,
 };
 
 static const struct option px__run_opts[] = {
@@ -231,6 +232,7 @@ static const struct option px__run_opts[] = {
     {"log-create", no_argument, NULL, OPT_LOG_CREATE},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"events", required_argument, NULL, OPT_EVENTS},
+    {"control", required_argument, NULL, OPT_CONTROL},
     {"confdir", required_argument, NULL, OPT_CONFDIR},
     {"ca-per-conversation", no_argument, NULL, OPT_CA_CONV},
     {"ca-days", required_argument, NULL, OPT_CA_DAYS},
@@ -335,6 +337,10 @@ static int px__log_opt(px_config_t *cfg, int c, const char *v, const char **what
     case OPT_EVENTS:
         *what = "--events";
         cfg->events_path = v;
+        return *v == '\0' ? PX_ECONFIG : 0;
+    case OPT_CONTROL: /* the deciders' socket (docs/approvals.md) */
+        *what = "--control";
+        cfg->control_path = v;
         return *v == '\0' ? PX_ECONFIG : 0;
     default:
         return 0;

@@ -32,9 +32,10 @@ struct px_ctx {
     /* --sandboxes: the scope of a source address (borrowed: the caller takes a reference), or
      * NULL when the source is in none. NULL when every connection is in `scope`. */
     px_scope_t *(*scope_for)(px_ctx_t *ctx, const uint8_t src[16]);
-    void *scope_arg;      /* scope_for's */
-    size_t h2_heads;      /* decoded HTTP/2 request header bytes held (px_h2_share) */
-    px_client_t *clients; /* every client connection, for the shutdown */
+    void *scope_arg;       /* scope_for's */
+    size_t h2_heads;       /* decoded HTTP/2 request header bytes held (px_h2_share) */
+    struct px_hold *holds; /* requests held for a decider (proxy/px_hold.h); NULL: none held */
+    px_client_t *clients;  /* every client connection, for the shutdown */
     size_t nclients;
     size_t nclients_peak; /* highest since the last heap trim */
     uint64_t next_id;     /* connections accepted so far */

@@ -697,7 +697,15 @@ static const error_case_t error_cases[] = {
     /* Unknown keys, top level and in an entry. */
     {"domains: [a.com]\ndomain: [b.com]\n", PX_ECONFIG,
      "al.yaml:2:1: unknown key 'domain' (expected domains, url_prefixes, block, budgets, "
-     "provider_fetch_pass or mode)"},
+     "provider_fetch_pass, mode, on_block or hold_seconds)"},
+    /* on_block: hold and its hold_seconds (docs/approvals.md). */
+    {"on_block: wait\n", PX_ECONFIG, "al.yaml:1:11: on_block: expected 'block' or 'hold'"},
+    {"on_block: block\nhold_seconds: 5\n", PX_ECONFIG,
+     "al.yaml:2:15: hold_seconds: only with 'on_block: hold'"},
+    {"on_block: hold\nhold_seconds: 0\n", PX_ECONFIG,
+     "al.yaml:2:15: hold_seconds: must be between 1 and 300, got 0"},
+    {"on_block: hold\nhold_seconds: 301\n", PX_ECONFIG,
+     "al.yaml:2:15: hold_seconds: must be between 1 and 300, got 301"},
     {"url_prefixes:\n  - host: a.com\n    paths: /x\n", PX_ECONFIG,
      "al.yaml:3:5: url_prefixes[0]: unknown key 'paths' (expected host, path, methods, ports, "
      "tls or graphql)"},
