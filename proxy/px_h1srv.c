@@ -199,7 +199,9 @@ static int on_req_head(void *owner, px_msg_t *m)
         px__cl_close(c);
         return 1;
     }
-    return 0;
+    /* a stage that waits (a hold, a token mint) paused the body already: the parser stops
+     * here, so the body bytes read with the head stay in the input until it resumes */
+    return c->h1->body_paused;
 }
 
 static int on_req_data(void *owner, const char *data, size_t len)

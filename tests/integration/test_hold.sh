@@ -121,6 +121,25 @@ until_ok 'test -s "$T_DIR/post.out"' 10
 t_eq "... answered 200" 200 "$(cut -d' ' -f1 "$T_DIR/post.out")"
 last=$(ls -t "$T_DIR"/rec/conn-*.bin | head -1)
 t_check "... the upstream got the whole body" test "$(stat -c %s "$last")" -gt 300000
+# the same in one write (no Expect: 100-continue), so the head and the body's first bytes
+# come in one read: the bytes read with the head are kept while held, not dropped
+(/usr/bin/python3 - "$T_DIR/post.bin" > "$T_DIR/post2.code" 2>&1 << 'PY'
+import socket, sys
+body = open(sys.argv[1], "rb").read()
+s = socket.create_connection(("other.test", 80), timeout=30)
+s.sendall(b"POST /post2 HTTP/1.1\r\nHost: other.test\r\nContent-Length: %d\r\n"
+          b"Connection: close\r\n\r\n" % len(body) + body)
+print(s.recv(64).split(b" ")[1].decode())
+PY
+    echo "$(cat "$T_DIR/post2.code") $(now_ms)" > "$T_DIR/post2.out") &
+T_PIDS+=($!)
+id=$(hold_id /post2)
+t_check "a POST sent whole (no Expect) is held" test -n "$id"
+t_contains "... approved" "$("$AIRLOCK" approve "$id")" "ok $id approved 1"
+until_ok 'test -s "$T_DIR/post2.out"' 10
+t_eq "... answered 200" 200 "$(cut -d' ' -f1 "$T_DIR/post2.out")"
+last=$(ls -t "$T_DIR"/rec/conn-*.bin | head -1)
+t_check "... the upstream got the whole body" test "$(stat -c %s "$last")" -gt 300000
 
 # over HTTP/2 (TLS): held and approved; a client that goes away frees its hold at once
 bg h2 https://other.test/h2 --http2 --cacert "$CA"
