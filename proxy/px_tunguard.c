@@ -55,12 +55,12 @@ typedef struct px_tunguard {
 static void px__tg_free(void *h)
 {
     px_tunguard_t *g = h;
+    px_wsscrub_free(g->ws); /* before the snapshot: it holds the scrubber's matcher */
     addon_budget_end(g->bud);
     px_snapshot_unref(g->snap);
     free(g->seg);
     px_buf_free(&g->held);
     free(g->scratch);
-    px_wsscrub_free(g->ws);
     free(g);
 }
 
