@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Peers for test_scrub_ws.sh (Debian's python3, stdlib only).
 
-  scrub_ws.py server ADDR PORT DIR
+  scrub_ws.py server ADDR PORT DIR [CERT KEY]
       A plain-HTTP WebSocket upstream that hands back the real value airlock put in the
       upgrade request's Authorization header. Connection N writes its request head to
       DIR/wsN.head. Path /frames sends, then closes (1000):
@@ -13,13 +13,16 @@
         4  binary    70000 bytes, TOKEN at every 9973rd byte  (a 64-bit length)
         5  text      "clean"
       and a close frame 1000 "bye TOKEN". Path /rsv: a text frame with RSV1 set (as a
-      permessage-deflate frame would be), carrying TOKEN, then "after".
+      permessage-deflate frame would be), carrying TOKEN, then "after". With CERT and KEY:
+      TLS (an upstream behind an HTTP/2 WebSocket).
   scrub_ws.py expect REAL SURROGATE
       The two "binary" lines the client should print for messages 3 and 4, scrubbed.
   scrub_ws.py client HOST PORT VHOST PATH AUTH RAWFILE
       Opens a WebSocket (offering permessage-deflate, Authorization: AUTH), writes every raw
       byte after the 101 to RAWFILE and prints each message or control frame, one line each:
       "text S", "binary LEN sha256", "ping S", "close CODE REASON", then "closed".
+  scrub_ws.py h2client HOST PATH CAFILE AUTH RAWFILE
+      The same over HTTP/2 (RFC 8441 extended CONNECT, python3-h2) to HOST:443.
 """
 import base64
 import hashlib
@@ -108,7 +111,12 @@ def serve(c, d, n):
         c.close()
 
 
-def server(addr, port, d):
+def server(addr, port, d, cert=None, key=None):
+    ctx = None
+    if cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind((addr, int(port)))
@@ -116,6 +124,12 @@ def server(addr, port, d):
     n = 0
     while True:
         c, _ = ls.accept()
+        if ctx:
+            try:
+                c = ctx.wrap_socket(c, server_side=True)
+            except OSError:
+                c.close()
+                continue
         n += 1
         threading.Thread(target=serve, args=(c, d, n), daemon=True).start()
 
@@ -132,6 +146,11 @@ def client(host, port, vhost, path, auth, rawfile):
     if " 101 " not in status:
         print(status)
         return
+    frames(lambda: s.recv(65536), buf, rawfile)
+
+
+def frames(recv, buf, rawfile):
+    """Prints the frames read with recv() (b"" at the end), buf the bytes already read."""
     raw = open(rawfile, "wb")
     raw.write(buf)
     msg, op0 = b"", 0
@@ -139,7 +158,7 @@ def client(host, port, vhost, path, auth, rawfile):
     def need(n):
         nonlocal buf
         while len(buf) < n:
-            d = s.recv(65536)
+            d = recv()
             if not d:
                 raise EOFError
             raw.write(d)
@@ -183,10 +202,62 @@ def client(host, port, vhost, path, auth, rawfile):
     raw.close()
 
 
+def h2client(host, path, cafile, auth, rawfile):
+    import ssl
+    import h2.config
+    import h2.connection
+    import h2.events
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(["h2"])
+    s = ctx.wrap_socket(socket.create_connection((host, 443), timeout=10), server_hostname=host)
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    s.sendall(c.data_to_send())
+    pending, state = [], {"sid": None, "done": False}
+
+    def pump():
+        data = s.recv(65536)
+        if not data:
+            state["done"] = True
+            return
+        for e in c.receive_data(data):
+            if isinstance(e, h2.events.RemoteSettingsChanged) and state["sid"] is None:
+                sid = state["sid"] = c.get_next_available_stream_id()
+                c.send_headers(sid, [(":method", "CONNECT"), (":protocol", "websocket"),
+                                     (":scheme", "https"), (":path", path),
+                                     (":authority", host), ("sec-websocket-version", "13"),
+                                     ("authorization", auth)])
+            elif isinstance(e, h2.events.ResponseReceived):
+                st = dict(e.headers)[b":status"].decode()
+                if st != "200":
+                    print("status=" + st)
+                    state["done"] = True
+            elif isinstance(e, h2.events.DataReceived):
+                c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                pending.append(e.data)
+            elif isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset)):
+                state["done"] = True
+        out = c.data_to_send()
+        if out:
+            s.sendall(out)
+
+    def recv():
+        while not pending and not state["done"]:
+            pump()
+        return pending.pop(0) if pending else b""
+
+    try:
+        frames(recv, b"", rawfile)
+    except OSError:
+        print("closed")
+
+
 if __name__ == "__main__":
     a = sys.argv
     if a[1] == "server":
-        server(a[2], a[3], a[4])
+        server(*a[2:7])
+    elif a[1] == "h2client":
+        h2client(*a[2:7])
     elif a[1] == "client":
         client(*a[2:8])
     elif a[1] == "expect":  # the lines the agent should see for messages 3 and 4
