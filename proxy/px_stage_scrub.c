@@ -8,8 +8,9 @@
  * A body whose length may change (a surrogate not as long as its value in some encoding) loses
  * its Content-Length: it goes out chunked on HTTP/1.1, and as DATA frames without a length on
  * HTTP/2. A compressed body (Content-Encoding other than identity) is not decompressed: a value
- * inside it is not replaced (docs/replacements.md says so). A 101 (WebSocket) is not scrubbed:
- * its frames are relayed as a tunnel. The log line gets " [scrubbed: N NAME...]": how many
+ * inside it is not replaced (docs/replacements.md says so). A 101 (WebSocket) is not scrubbed
+ * here: its frames go through the tunnel's guard, which scrubs the upstream's (px_wsscrub.c).
+ * The log line gets " [scrubbed: N NAME...]": how many
  * replacements, and the entries' names, never a value. */
 #include <stdint.h>
 #include <stdio.h>
