@@ -7,7 +7,7 @@
 #include "base/px_grow.h"
 #include "base/px_wsframe.h"
 
-#define PX__WS_HDR 10 /* room kept before the payload for the longest unmasked header */
+#define PX__WS_HDR 16 /* room before the payload for the longest unmasked header (10), aligned */
 
 struct px_wsscrub {
     const addon_scrub_t *m;
@@ -15,12 +15,13 @@ struct px_wsscrub {
     px_wsframe_t fp;
     int opcode;   /* the open message's first opcode (text, binary) */
     int opened;   /* a frame of it went out: the next ones are continuations */
+    int whole;    /* the frame being read was handled whole at its header: skip its payload */
     px_buf_t out; /* [PX__WS_HDR] header room, then the frame's scrubbed payload */
     char ctl[PX_WSFRAME_CONTROL_MAX];
     size_t ctl_len;
-    uint64_t *ctl_counts; /* replacements in control frames, per item */
-    uint64_t *taken;      /* the stream's counts at the last take */
-    uint64_t *counts;     /* what px_wsscrub_counts hands out */
+    uint64_t *once_counts; /* replacements in control frames and whole frames, per item */
+    uint64_t *taken;       /* the stream's counts at the last take */
+    uint64_t *counts;      /* what px_wsscrub_counts hands out */
     size_t nitems;
     const char *why;
     px_wsscrub_emit_cb emit; /* during a feed */
@@ -37,14 +38,15 @@ px_wsscrub_t *px_wsscrub_new(const addon_scrub_t *m)
     px_wsframe_init(&w->fp, 0);
     px_buf_init(&w->out, 4096, PX__WS_HDR + PX_WSSCRUB_FRAME_MAX);
     w->st = addon_scrub_stream_new(m);
-    w->ctl_counts = calloc(w->nitems + 1, sizeof(uint64_t));
+    w->once_counts = calloc(w->nitems + 1, sizeof(uint64_t));
     w->taken = calloc(w->nitems + 1, sizeof(uint64_t));
     w->counts = calloc(w->nitems + 1, sizeof(uint64_t));
-    if (w->st == NULL || w->ctl_counts == NULL || w->taken == NULL || w->counts == NULL ||
-        px_buf_append(&w->out, "\0\0\0\0\0\0\0\0\0\0", PX__WS_HDR) != 0) {
+    if (w->st == NULL || w->once_counts == NULL || w->taken == NULL || w->counts == NULL ||
+        px_buf_reserve(&w->out, PX__WS_HDR) != 0) {
         px_wsscrub_free(w);
         return NULL;
     }
+    w->out.len = PX__WS_HDR; /* the header room: written before each frame goes */
     return w;
 }
 
@@ -54,7 +56,7 @@ void px_wsscrub_free(px_wsscrub_t *w)
         return;
     addon_scrub_stream_free(w->st);
     px_buf_free(&w->out);
-    free(w->ctl_counts);
+    free(w->once_counts);
     free(w->taken);
     free(w->counts);
     free(w);
@@ -121,7 +123,7 @@ static int px__ws_control(px_wsscrub_t *w)
 {
     char *s = NULL;
     size_t sl = 0;
-    int rc = addon_scrub_once(w->m, w->ctl, w->ctl_len, &s, &sl, w->ctl_counts);
+    int rc = addon_scrub_once(w->m, w->ctl, w->ctl_len, &s, &sl, w->once_counts);
     if (rc < 0)
         return rc;
     const char *p = rc == 1 ? s : w->ctl;
@@ -135,6 +137,31 @@ static int px__ws_control(px_wsscrub_t *w)
         memcpy(f + 2, p, n);
     free(s);
     return w->emit(w->arg, f, 2 + n);
+}
+
+/* The shortest header's length for a payload of n bytes, unmasked. */
+static size_t px__ws_hlen(uint64_t n)
+{
+    return n < 126 ? 2 : n <= 0xFFFF ? 4 : 10;
+}
+
+/* A one-frame message whose shortest header (hl bytes, just before p) and payload p[0..n) are
+ * all in this read, scrubbed in one go: without a value it goes on as it came, without a copy
+ * (what the stream would write byte for byte, as n fits one frame); else its scrubbed payload
+ * goes the stream's way. 0 or a negative error. */
+static int px__ws_whole(px_wsscrub_t *w, const char *p, size_t hl, size_t n)
+{
+    char *s = NULL;
+    size_t sl = 0;
+    int rc = addon_scrub_once(w->m, p, n, &s, &sl, w->once_counts);
+    if (rc < 0)
+        return rc;
+    w->whole = 1;
+    if (rc == 0)
+        return w->emit(w->arg, p - hl, hl + n);
+    rc = px__ws_put(w, s, sl);
+    free(s);
+    return rc != 0 ? rc : px__ws_frame(w, 1);
 }
 
 static int px__ws_fail(px_wsscrub_t *w, const char *why)
@@ -154,6 +181,11 @@ static int px__ws_event(px_wsscrub_t *w, int ev, const char *run, size_t rlen)
             w->ctl_len = 0;
         else if (w->fp.opcode != PX_WSFRAME_CONT)
             w->opcode = w->fp.opcode; /* a new message (the stream is fresh since the last) */
+        return 0;
+    }
+    if (w->whole) { /* its payload and end: already out */
+        if (ev == PX_WSFRAME_END)
+            w->whole = 0;
         return 0;
     }
     if (ev == PX_WSFRAME_DATA) {
@@ -183,6 +215,7 @@ int px_wsscrub_feed(px_wsscrub_t *w, const char *data, size_t len, px_wsscrub_em
     for (;;) {
         size_t used, rlen;
         const char *run;
+        size_t had = w->fp.hlen; /* header bytes read before: 0 when a header begins here */
         int ev = px_wsframe_next(&w->fp, data + at, len - at, &used, &run, &rlen);
         at += used;
         if (ev < 0)
@@ -190,6 +223,12 @@ int px_wsscrub_feed(px_wsscrub_t *w, const char *data, size_t len, px_wsscrub_em
         if (ev == PX_WSFRAME_MORE)
             return 0;
         int rc = px__ws_event(w, ev, run, rlen);
+        /* a one-frame message of at most a frame's worth, its shortest header (all of it read
+         * now: a server's frame is unmasked) and its payload in this read */
+        if (rc == 0 && ev == PX_WSFRAME_HEAD && w->fp.fin && !px_wsframe_is_control(w->fp.opcode) &&
+            w->fp.opcode != PX_WSFRAME_CONT && w->fp.len <= PX_WSSCRUB_FRAME_MAX &&
+            w->fp.len <= len - at && had == 0 && used == px__ws_hlen(w->fp.len))
+            rc = px__ws_whole(w, data + at, used, (size_t)w->fp.len);
         if (rc != 0) {
             if (w->why == NULL)
                 w->why = rc == PX_ENOMEM ? "out of memory" : "the output failed";
@@ -207,7 +246,7 @@ const uint64_t *px_wsscrub_counts(const px_wsscrub_t *w, uint64_t *total)
 {
     uint64_t t = 0;
     for (size_t i = 0; i < w->nitems; i++) {
-        w->counts[i] = addon_scrub_stream_count(w->st, i) - w->taken[i] + w->ctl_counts[i];
+        w->counts[i] = addon_scrub_stream_count(w->st, i) - w->taken[i] + w->once_counts[i];
         t += w->counts[i];
     }
     *total = t;
@@ -218,6 +257,6 @@ void px_wsscrub_take_counts(px_wsscrub_t *w)
 {
     for (size_t i = 0; i < w->nitems; i++) {
         w->taken[i] = addon_scrub_stream_count(w->st, i);
-        w->ctl_counts[i] = 0;
+        w->once_counts[i] = 0;
     }
 }

@@ -103,7 +103,8 @@ static void check_frames(const out_t *o)
     for (;;) {
         size_t used, rlen;
         const char *r;
-        int ev = px_wsframe_next(&fp, (const char *)o->buf + at, o->len - at, &used, &r, &rlen);
+        const char *from = o->len > 0 ? (const char *)o->buf + at : "";
+        int ev = px_wsframe_next(&fp, from, o->len - at, &used, &r, &rlen);
         CHECK(ev >= 0);
         at += used;
         if (ev == PX_WSFRAME_MORE)
