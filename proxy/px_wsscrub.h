@@ -11,7 +11,8 @@
  * the stream still holds bytes that may begin a value, goes out as more or fewer fragments: the
  * message is the same, its fragmentation may differ (RFC 6455 5.4 lets an intermediary do that
  * when no extension is in use). An unfragmented message up to PX_WSSCRUB_FRAME_MAX bytes
- * without a value goes out byte for byte as it came.
+ * without a value goes out byte for byte as it came (without a copy when its header, in the
+ * shortest form, and its payload arrive in one read: it is scanned whole).
  *
  * What it refuses (the feed fails, the caller closes the WebSocket): what px_wsframe refuses
  * (RSV bits, i.e. a compressed frame: no extension is negotiated while the scrubber is on, so
