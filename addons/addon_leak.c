@@ -6,6 +6,7 @@
 
 #include <openssl/crypto.h>
 
+#include "addons/addon_blob.h"
 #include "addons/addon_leak_int.h"
 #include "base/px_b64.h"
 #include "base/px_err.h"
@@ -21,23 +22,10 @@ static const char leak_hex_upper[] = "0123456789ABCDEF";
 
 static int leak_reserve(addon_leak_t *m, size_t extra)
 {
-    if (m->bloblen + extra > ADDON_LEAK_MAX_PATTERN_BYTES)
-        return PX_ETOOBIG;
-    if (m->bloblen + extra > m->blobcap) {
-        size_t cap = m->blobcap ? m->blobcap : 4096;
-        while (cap < m->bloblen + extra)
-            cap *= 2;
-        unsigned char *b = malloc(cap);
-        if (b == NULL)
-            return PX_ENOMEM;
-        if (m->blob != NULL) {
-            memcpy(b, m->blob, m->bloblen);
-            OPENSSL_cleanse(m->blob, m->blobcap);
-            free(m->blob);
-        }
-        m->blob = b;
-        m->blobcap = cap;
-    }
+    int rc =
+        addon_blob_reserve(&m->blob, &m->blobcap, m->bloblen, extra, ADDON_LEAK_MAX_PATTERN_BYTES);
+    if (rc != 0)
+        return rc;
     return px_grow(&m->pats, &m->patcap, m->npats + 1, sizeof(*m->pats), 64, SIZE_MAX);
 }
 
@@ -314,9 +302,7 @@ void addon_leak_free(addon_leak_t *m)
         free(m->names[i]);
     free(m->names);
     free(m->kinds);
-    if (m->blob != NULL)
-        OPENSSL_cleanse(m->blob, m->blobcap);
-    free(m->blob);
+    addon_blob_free(m->blob, m->blobcap);
     free(m->pats);
     free(m->first);
     free(m->cnt);

@@ -8,8 +8,10 @@
 
 #include <openssl/crypto.h>
 
+#include "addons/addon_blob.h"
 #include "base/px_b64.h"
 #include "base/px_err.h"
+#include "base/px_grow.h"
 
 #define SCRUB_NAME_MAX 64 /* "entry[1023].secret_access_key" */
 /* Blob bytes (patterns and their replacements): the filter's own cap, for each of the two. */
@@ -52,32 +54,10 @@ struct addon_scrub_stream {
 
 static int scrub_reserve(addon_scrub_t *m, size_t extra)
 {
-    if (extra > SCRUB_BLOB_MAX || m->bloblen + extra > SCRUB_BLOB_MAX)
-        return PX_ETOOBIG;
-    if (m->bloblen + extra > m->blobcap) {
-        size_t cap = m->blobcap ? m->blobcap : 4096;
-        while (cap < m->bloblen + extra)
-            cap *= 2;
-        unsigned char *b = malloc(cap); /* not realloc: the old copy is wiped */
-        if (b == NULL)
-            return PX_ENOMEM;
-        if (m->blob != NULL) {
-            memcpy(b, m->blob, m->bloblen);
-            OPENSSL_cleanse(m->blob, m->blobcap);
-            free(m->blob);
-        }
-        m->blob = b;
-        m->blobcap = cap;
-    }
-    if (m->npats == m->patcap) {
-        size_t cap = m->patcap ? m->patcap * 2 : 64;
-        scrub_pat_t *p = realloc(m->pats, cap * sizeof(*p));
-        if (p == NULL)
-            return PX_ENOMEM;
-        m->pats = p;
-        m->patcap = cap;
-    }
-    return 0;
+    int rc = addon_blob_reserve(&m->blob, &m->blobcap, m->bloblen, extra, SCRUB_BLOB_MAX);
+    if (rc != 0)
+        return rc;
+    return px_grow(&m->pats, &m->patcap, m->npats + 1, sizeof(*m->pats), 64, SIZE_MAX);
 }
 
 /* Adds pattern p -> replacement r (both copied) for item, unless the item already has a
@@ -295,9 +275,7 @@ void addon_scrub_free(addon_scrub_t *m)
     for (size_t i = 0; i < m->nitems; i++)
         free(m->names[i]);
     free(m->names);
-    if (m->blob != NULL)
-        OPENSSL_cleanse(m->blob, m->blobcap);
-    free(m->blob);
+    addon_blob_free(m->blob, m->blobcap);
     free(m->pats);
     free(m->order);
     addon_leak_free(m->filter);
@@ -701,30 +679,9 @@ size_t addon_scrub_describe(const addon_scrub_t *m, const uint64_t *counts, char
 
 /* ---- one-shot ------------------------------------------------------------------------- */
 
-typedef struct scrub_buf {
-    char *p;
-    size_t len, cap;
-} scrub_buf_t;
-
 static int on_once_emit(void *arg, const char *data, size_t len)
 {
-    scrub_buf_t *b = arg;
-    if (len > b->cap - b->len) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap - b->len < len) {
-            if (cap > SIZE_MAX / 2)
-                return PX_ENOMEM;
-            cap *= 2;
-        }
-        char *n = realloc(b->p, cap);
-        if (n == NULL)
-            return PX_ENOMEM;
-        b->p = n;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
-    return 0;
+    return px_buf_append(arg, data, len) == 0 ? 0 : PX_ENOMEM;
 }
 
 int addon_scrub_once(const addon_scrub_t *m, const void *data, size_t len, char **out,
@@ -733,15 +690,16 @@ int addon_scrub_once(const addon_scrub_t *m, const void *data, size_t len, char 
     addon_leak_match_t mt;
     if (m == NULL || m->npats == 0 || addon_leak_scan(m->filter, data, len, &mt) == 0)
         return 0;
-    scrub_buf_t b = {NULL, 0, 0};
+    px_buf_t b;
+    px_buf_init(&b, 256, SIZE_MAX);
     scrub_run_t r = {m, counts, 0, on_once_emit, &b};
     size_t p = 0;
     int rc = scrub_body(&r, data, len, &p, 1);
     if (rc != 0 || r.total == 0) {
-        free(b.p);
+        px_buf_free(&b);
         return rc;
     }
-    *out = b.p;
+    *out = b.data;
     *outlen = b.len;
     return 1;
 }

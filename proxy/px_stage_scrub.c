@@ -2,13 +2,15 @@
  * an upstream hands back (an echoing debug endpoint, an error body quoting a header, a token
  * endpoint) is replaced with its surrogate before the agent sees it, in every encoding the
  * secret guard knows (addons/addon_scrub.h): in the reason phrase, every header value, and the
- * body as it streams (memory bounded by the longest value; docs/replacements.md, "Responses").
+ * body as it streams (memory bounded by the longest value; docs/replacements.md, "Responses"),
+ * and the trailers' values (px_stage_scrub_trailers, which the exchange calls at the end).
  *
  * A body whose length may change (a surrogate not as long as its value in some encoding) loses
  * its Content-Length: it goes out chunked on HTTP/1.1, and as DATA frames without a length on
  * HTTP/2. A compressed body (Content-Encoding other than identity) is not decompressed: a value
- * inside it is not replaced (docs/replacements.md says so). A 101 (WebSocket) is not scrubbed:
- * its frames are relayed as a tunnel. The log line gets " [scrubbed: N NAME...]": how many
+ * inside it is not replaced (docs/replacements.md says so). A 101 (WebSocket) is not scrubbed
+ * here: its frames go through the tunnel's guard, which scrubs the upstream's (px_wsscrub.c).
+ * The log line gets " [scrubbed: N NAME...]": how many
  * replacements, and the entries' names, never a value. */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +18,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proxy/px_stage_scrub.h"
+
 #include "addons/addon_scrub.h"
+#include "base/px_err.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_xchg_int.h"
 
@@ -264,6 +269,63 @@ static void on_response_end(px_xchg_t *x)
         len = sizeof(text) - 1;
     if (len > 2 && x->view != NULL) /* "[scrubbed: ...]": the annotation adds the brackets */
         addon_req_annotate(x->view, "%.*s", (int)(len - 2), text + 1);
+}
+
+/* Appends field i of t to c with value v[0..vl): 0, or -1 when it does not fit. */
+static int px__field_add(px_fields_t *c, const px_fields_t *t, size_t i, const char *v, size_t vl)
+{
+    size_t nl = t->names[i].len;
+    if (c->n == PX_TRAILERS_MAX || nl + vl > sizeof(c->buf) - c->len)
+        return -1;
+    memcpy(c->buf + c->len, t->buf + t->names[i].off, nl);
+    c->names[c->n] = (px_span_t){(uint32_t)c->len, (uint32_t)nl};
+    c->len += nl;
+    if (vl > 0)
+        memcpy(c->buf + c->len, v, vl);
+    c->values[c->n] = (px_span_t){(uint32_t)c->len, (uint32_t)vl};
+    c->len += vl;
+    c->n++;
+    return 0;
+}
+
+int px_scrub_fields(const addon_scrub_t *sm, const px_fields_t *t, px_fields_t **out,
+                    uint64_t *counts)
+{
+    *out = NULL;
+    if (sm == NULL || t == NULL)
+        return 0;
+    px_fields_t *c = NULL;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *v = t->buf + t->values[i].off;
+        size_t vl = t->values[i].len;
+        char *s = NULL;
+        size_t sl = 0;
+        int rc = addon_scrub_once(sm, v, vl, &s, &sl, counts);
+        if (rc < 0)
+            goto fail;
+        if (rc == 1 && c == NULL) { /* the first change: the fields before it, as they are */
+            if ((c = calloc(1, sizeof(*c))) == NULL) {
+                free(s);
+                goto fail;
+            }
+            for (size_t k = 0; k < i; k++)
+                (void)px__field_add(c, t, k, t->buf + t->values[k].off, t->values[k].len);
+        }
+        if (c != NULL) /* a field that no longer fits is left out */
+            (void)px__field_add(c, t, i, rc == 1 ? s : v, rc == 1 ? sl : vl);
+        free(s);
+    }
+    *out = c;
+    return 0;
+fail:
+    free(c);
+    return PX_ENOMEM;
+}
+
+int px_stage_scrub_trailers(px_xchg_t *x, const px_fields_t *t, px_fields_t **out)
+{
+    struct px__xscrub *xs = x->scrub; /* NULL: the head was not seen; still scrubbed */
+    return px_scrub_fields(px__matcher(x), t, out, xs != NULL ? xs->counts : NULL);
 }
 
 static void on_end(px_xchg_t *x)

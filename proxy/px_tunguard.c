@@ -10,6 +10,7 @@
 #include "base/px_sbuf.h"
 #include "base/px_wsframe.h"
 #include "proxy/px_answer.h"
+#include "proxy/px_wsscrub.h"
 
 #define PX__TG_SCRATCH (16 * 1024) /* payload unmasked for the scan, a piece at a time */
 
@@ -46,11 +47,15 @@ typedef struct px_tunguard {
     /* the upstream's frames, followed only to know where one ends (a close frame can go then) */
     px_wsframe_t down;
     int down_lost; /* they broke the protocol: no longer followed */
+    /* the upstream's frames, scrubbed (NULL: relayed as they are); it writes whole frames only */
+    px_wsscrub_t *ws;
+    px_tunnel_t *ws_t; /* during a feed: where its frames go */
 } px_tunguard_t;
 
 static void px__tg_free(void *h)
 {
     px_tunguard_t *g = h;
+    px_wsscrub_free(g->ws); /* before the snapshot: it holds the scrubber's matcher */
     addon_budget_end(g->bud);
     px_snapshot_unref(g->snap);
     free(g->seg);
@@ -165,7 +170,9 @@ static void px__tg_refuse(px_tunguard_t *g, px_tunnel_t *t, audit_event_verdict_
     static const char close1008[] = "\x88\x14\x03\xf0"
                                     "blocked by airlock";
     g->cut = 1;
-    int boundary = !g->down_lost && g->down.hlen == 0 && g->down.off == g->down.len;
+    /* the scrubber hands on whole frames only: between two feeds, the client is between frames */
+    int boundary =
+        g->ws != NULL || (!g->down_lost && g->down.hlen == 0 && g->down.off == g->down.len);
     audit_event_t ev = g->ev;
     ev.verdict = verdict;
     px_log_eventf(g->log, &ev, "%s; the WebSocket was closed%s", why, boundary ? " with 1008" : "");
@@ -333,6 +340,45 @@ static void px__tg_client(px_tunguard_t *g, px_tunnel_t *t, const char *data, si
         px__tg_refuse(g, t, AUDIT_EV_ERROR, "out of memory");
 }
 
+/* ---- the upstream's WebSocket frames, scrubbed -------------------------------------------- */
+
+static int px__tg_ws_emit(void *arg, const char *data, size_t len)
+{
+    px_tunguard_t *g = arg;
+    px__tg_pass(g, g->ws_t, 1, data, len);
+    return g->cut ? PX_ESTATE : 0; /* the budget cut the tunnel */
+}
+
+/* What the upstream sent: its frames, with every real value replaced, go on whole; one line
+ * names the entries replaced in this piece. A frame that cannot be read (compressed, masked,
+ * broken) closes the WebSocket: nothing unscrubbed reaches the agent. */
+static void px__tg_upstream(px_tunguard_t *g, px_tunnel_t *t, const char *data, size_t len)
+{
+    g->ws_t = t;
+    int rc = px_wsscrub_feed(g->ws, data, len, px__tg_ws_emit, g);
+    g->ws_t = NULL;
+    if (g->cut)
+        return;
+    if (rc != 0) {
+        char why[200];
+        snprintf(why, sizeof(why), "websocket: the upstream sent %s",
+                 rc == PX_EPARSE ? px_wsscrub_why(g->ws) : "what could not be scrubbed");
+        px__tg_refuse(g, t, rc == PX_EPARSE ? AUDIT_EV_BLOCKED : AUDIT_EV_ERROR, why);
+        return;
+    }
+    uint64_t total;
+    const uint64_t *counts = px_wsscrub_counts(g->ws, &total);
+    if (total == 0)
+        return;
+    char text[512];
+    size_t n = addon_scrub_describe(g->snap->scrub, counts, text, sizeof(text));
+    px_wsscrub_take_counts(g->ws);
+    audit_event_t ev = g->ev;
+    ev.verdict = AUDIT_EV_ALLOWED;
+    px_log_eventf(g->log, &ev, "websocket: from the upstream %.*s",
+                  (int)(n < sizeof(text) ? n : sizeof(text) - 1), text);
+}
+
 static void px__tg_data(void *h, px_tunnel_t *t, int side, const char *data, size_t len)
 {
     px_tunguard_t *g = h;
@@ -340,6 +386,10 @@ static void px__tg_data(void *h, px_tunnel_t *t, int side, const char *data, siz
         return;
     if (side == 0 && g->leak != NULL) {
         px__tg_client(g, t, data, len);
+        return;
+    }
+    if (side == 1 && g->ws != NULL) {
+        px__tg_upstream(g, t, data, len);
         return;
     }
     if (g->leak != NULL)
@@ -410,9 +460,15 @@ static px_tunguard_t *px__tg_new(px_log_t *log, const char *line, const char *wh
 int px_tunguard_ws(px_tunnel_t *t, px_log_t *log, const char *line, px_snapshot_t *snap,
                    addon_budget_req_t *bud, const addon_leak_t *leak)
 {
-    if (bud == NULL && leak == NULL)
+    const addon_scrub_t *scrub = snap != NULL ? snap->scrub : NULL;
+    if (bud == NULL && leak == NULL && scrub == NULL)
         return 0;
     px_tunguard_t *g = px__tg_new(log, line, "the WebSocket", snap, bud, leak);
+    if (g != NULL && scrub != NULL && (g->ws = px_wsscrub_new(scrub)) == NULL) {
+        g->bud = NULL;
+        px__tg_free(g);
+        g = NULL;
+    }
     if (g == NULL) {
         addon_budget_end(bud);
         return PX_ENOMEM;

@@ -11,7 +11,11 @@
  *   show they do not. A match, or a frame airlock cannot read (RSV bits: compressed), closes
  *   both ends before the frame carrying it goes on (the client gets a close frame, 1008, when
  *   the upstream's frames to it are between two frames), and is logged by name, never by
- *   value. */
+ *   value.
+ * - WebSocket, the other way: while the snapshot has a response scrubber, the upstream's frames
+ *   are rewritten with every real value replaced by its surrogate (proxy/px_wsscrub.c, which
+ *   writes whole frames only, so the client is always between two); a frame it cannot read
+ *   closes the WebSocket as above. One line per read in which values were replaced, by name. */
 #ifndef PX_TUNGUARD_H
 #define PX_TUNGUARD_H
 
@@ -32,8 +36,9 @@
 
 /* Guards tunnel t after a WebSocket upgrade: line is the exchange's "METHOD URL -> 101"
  * (copied), log is borrowed for t's life, snap is referenced for t's life, bud (taken; NULL:
- * no byte budget) the exchange's counters, leak (from snap; NULL: nothing to scan). Without
- * either, t is left as it is. 0, or PX_ENOMEM (bud is released then). */
+ * no byte budget) the exchange's counters, leak (from snap; NULL: nothing to scan); the
+ * upstream's frames are scrubbed when snap->scrub is set. Without any of the three, t is left
+ * as it is. 0, or PX_ENOMEM (bud is released then). */
 int px_tunguard_ws(px_tunnel_t *t, px_log_t *log, const char *line, px_snapshot_t *snap,
                    addon_budget_req_t *bud, const addon_leak_t *leak);
 

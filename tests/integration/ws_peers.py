@@ -227,9 +227,15 @@ def drain(s, got):
 
 def replies(r, timeout):
     r.s.settimeout(timeout)
+    first, msg = 0, b""  # a message may come in fragments (airlock's scrubber may cut it)
     try:
         while True:
             fin, op, data = r.frame()
+            if op in (0, 1, 2):
+                first, msg = (first, msg + data) if op == 0 else (op, data)
+                if not fin:
+                    continue
+                op, data = first, msg
             name = {1: "echo", 2: "binary", 8: "close", 9: "ping", 10: "pong"}.get(op, "op%d" % op)
             if op == 8:
                 code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 0

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "addons/addon_leak.h"
+#include "addons/addon_scrub.h"
 #include "base/px_wsframe.h"
 #include "proxy/px_log.h"
 #include "proxy/px_policy.h"
@@ -27,6 +28,7 @@
 #include "net/px_tunnel.h"
 
 #define SECRET "ghp_REALVALUE0123456789abcdefREALVALUE"
+#define SURR "ghp_SURROGATE"
 
 typedef struct fake_end {
     char *buf;
@@ -75,7 +77,8 @@ typedef struct rig {
     char logpath[128];
 } rig_t;
 
-static void rig_open(rig_t *r)
+/* scrub: the snapshot also has a response scrubber (SECRET -> SURR). */
+static void rig_open_scrub(rig_t *r, int scrub)
 {
     memset(r, 0, sizeof(*r));
     static const addon_leak_item_t items[] = {
@@ -85,6 +88,11 @@ static void rig_open(rig_t *r)
     r->snap = calloc(1, sizeof(*r->snap));
     r->snap->refs = 1;
     assert_int_equal(addon_leak_new(items, 2, &r->snap->leak, NULL, 0, NULL), 0);
+    if (scrub) {
+        addon_scrub_item_t it = {
+            {"entry[0].value", 14}, {SECRET, sizeof(SECRET) - 1}, {SURR, sizeof(SURR) - 1}};
+        assert_int_equal(addon_scrub_new(&it, 1, &r->snap->scrub, NULL, 0, NULL), 0);
+    }
     snprintf(r->logpath, sizeof(r->logpath), "/tmp/airlock-test-tunguard.%d.%ld", (int)getpid(),
              random());
     char err[200];
@@ -98,6 +106,11 @@ static void rig_open(rig_t *r)
                          end_finish, end_close, &r->up};
     px_tunnel_attach(r->t, 0, &a);
     px_tunnel_attach(r->t, 1, &b);
+}
+
+static void rig_open(rig_t *r)
+{
+    rig_open_scrub(r, 0);
 }
 
 /* Frees the rig; the log's text in *logtext (malloc'd) when asked. */
@@ -378,6 +391,52 @@ static void test_px_tunguard_no_close_frame_mid_frame(void **state)
     free(log);
 }
 
+/* With a scrubber, the upstream's frames reach the client with the value replaced (a value cut
+ * across two reads and two fragments), the log names the entry, and the tunnel may outlive the
+ * reference its opener held on the snapshot (a SIGHUP swapped it): the scrubber's matcher
+ * stays alive until the tunnel is freed. */
+static void test_px_tunguard_scrubs_upstream_frames(void **state)
+{
+    (void)state;
+    rig_t r;
+    rig_open_scrub(&r, 1);
+    px_snapshot_unref(r.snap); /* only the tunnel's reference is left, as after a SIGHUP */
+    r.snap = NULL;
+    static const char f1[] = "\x01\x0a"
+                             "a:ghp_REAL";
+    static const char f2[] = "\x80\x1e"
+                             "VALUE0123456789abcdefREALVALUE";
+    px_tunnel_data(r.t, 1, f1, 7);
+    px_tunnel_data(r.t, 1, f1 + 7, sizeof(f1) - 1 - 7);
+    px_tunnel_data(r.t, 1, f2, sizeof(f2) - 1);
+    char *got = malloc(r.cl.len + 1);
+    size_t n = 0;
+    px_wsframe_t fp;
+    px_wsframe_init(&fp, 0);
+    for (size_t at = 0;;) {
+        size_t used, rl;
+        const char *run;
+        int ev = px_wsframe_next(&fp, r.cl.buf + at, r.cl.len - at, &used, &run, &rl);
+        assert_true(ev >= 0);
+        at += used;
+        if (ev == PX_WSFRAME_MORE)
+            break;
+        if (ev == PX_WSFRAME_DATA) {
+            memcpy(got + n, run, rl);
+            n += rl;
+        }
+    }
+    assert_int_equal(n, sizeof("a:" SURR) - 1);
+    assert_memory_equal(got, "a:" SURR, n);
+    free(got);
+    assert_false(r.cl.closed);
+    char *text;
+    rig_close(&r, &text); /* frees the guard, its scrubber, then the snapshot's last reference */
+    assert_non_null(strstr(text, "websocket: from the upstream [scrubbed: 1 entry[0].value]"));
+    assert_null(strstr(text, SECRET));
+    free(text);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "--bench") == 0)
@@ -387,6 +446,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_px_tunguard_leaks_never_leave),
         cmocka_unit_test(test_px_tunguard_ping_and_cap),
         cmocka_unit_test(test_px_tunguard_no_close_frame_mid_frame),
+        cmocka_unit_test(test_px_tunguard_scrubs_upstream_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
