@@ -50,9 +50,11 @@
  * px__x_resp_head(), before the body it lets go). on_response_data:
  * each piece of the body, in table order: CONTINUE hands it on as it is; REFUSE means the stage
  * took it (it cut the response, or it hands on what it lets go with px_stage_resp_pass()).
- * on_response_end: the body ended (before the client is told): a stage that holds bytes hands
- * them on now with px_stage_resp_pass(). on_end: the exchange is released; the stage lets go of
- * its per-request state. */
+ * on_response_end: the body ended, *t the upstream's trailers (NULL: none), before the client
+ * is told: a stage that holds bytes hands them on now with px_stage_resp_pass(), and may put
+ * its own trailers in *t (it keeps them until its on_end); it returns 0, or a negative code
+ * when the exchange failed (the client is not told the end). on_end: the exchange is released; the
+ * stage lets go of its per-request state. */
 #ifndef PX_STAGE_H
 #define PX_STAGE_H
 
@@ -77,7 +79,7 @@ typedef struct px_stage {
     int (*on_body_over)(px_xchg_t *x, addon_answer_t *ans);
     int (*on_response_head)(px_xchg_t *x, px_resp_t *r);
     int (*on_response_data)(px_xchg_t *x, const char *data, size_t len);
-    void (*on_response_end)(px_xchg_t *x);
+    int (*on_response_end)(px_xchg_t *x, const px_fields_t **t);
     void (*on_end)(px_xchg_t *x);
 } px_stage_t;
 
@@ -110,7 +112,9 @@ int px_stage_response_data(px_xchg_t *x, const char *data, size_t len);
 /* Stage s lets go of response bytes: they go through the response hooks after s, then to the
  * client. */
 void px_stage_resp_pass(px_xchg_t *x, const px_stage_t *s, const char *data, size_t len);
-void px_stage_response_end(px_xchg_t *x);
+/* The stages' on_response_end in order, *t the trailers each may replace: 0, or the first
+ * negative code (the exchange failed). */
+int px_stage_response_end(px_xchg_t *x, const px_fields_t **t);
 void px_stage_end(px_xchg_t *x);
 
 #endif

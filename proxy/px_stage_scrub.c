@@ -3,7 +3,7 @@
  * endpoint) is replaced with its surrogate before the agent sees it, in every encoding the
  * secret guard knows (addons/addon_scrub.h): in the reason phrase, every header value, and the
  * body as it streams (memory bounded by the longest value; docs/replacements.md, "Responses"),
- * and the trailers' values (px_stage_scrub_trailers, which the exchange calls at the end).
+ * and the trailers' values (on_response_end, which may hand the exchange a scrubbed copy).
  *
  * A body whose length may change (a surrogate not as long as its value in some encoding) loses
  * its Content-Length: it goes out chunked on HTTP/1.1, and as DATA frames without a length on
@@ -32,11 +32,12 @@ typedef struct px__buf {
 
 struct px__xscrub {
     addon_scrub_stream_t *st;
-    px_msg_t *head;   /* the head as it goes out, when a field or the reason was replaced */
-    uint64_t *counts; /* replacements per item, in the head (the body's are the stream's) */
-    int holding;      /* the head is held: the body is gathered to give its new length */
-    px_resp_t r;      /* ... that head */
-    px__buf_t held;   /* ... the body, scrubbed, up to 2 x PX_SCRUB_HOLD_MAX */
+    px_msg_t *head;        /* the head as it goes out, when a field or the reason was replaced */
+    uint64_t *counts;      /* replacements per item, in the head (the body's are the stream's) */
+    int holding;           /* the head is held: the body is gathered to give its new length */
+    px_resp_t r;           /* ... that head */
+    px__buf_t held;        /* ... the body, scrubbed, up to 2 x PX_SCRUB_HOLD_MAX */
+    px_fields_t *trailers; /* the trailers as they go out, when a value was replaced */
 };
 
 static const addon_scrub_t *px__matcher(const px_xchg_t *x)
@@ -247,28 +248,42 @@ static int on_response_data(px_xchg_t *x, const char *data, size_t len)
     return PX_STAGE_REFUSE; /* taken: what is let go went on through px_stage_resp_pass */
 }
 
-/* The held bytes go out, then the annotation " [scrubbed: N names]" for the log line. */
-static void on_response_end(px_xchg_t *x)
+/* The held bytes go out, the trailers' values are scrubbed (*t becomes the stage's copy when
+ * one changed), then the annotation " [scrubbed: N names]" for the log line. */
+static int on_response_end(px_xchg_t *x, const px_fields_t **t)
 {
     struct px__xscrub *xs = x->scrub;
     const addon_scrub_t *sm = px__matcher(x);
-    if (xs == NULL || sm == NULL)
-        return;
+    if (sm == NULL)
+        return 0;
+    if (xs == NULL) { /* the head was not seen (nothing to count): the trailers still are */
+        if (*t == NULL || (xs = x->scrub = calloc(1, sizeof(*xs))) == NULL)
+            return *t == NULL ? 0 : PX_ENOMEM;
+    }
     size_t n = addon_scrub_item_count(sm);
     if (xs->st != NULL) {
         if (addon_scrub_stream_flush(xs->st, px__pass, x) != 0)
-            px__x_finish(x, -1);
+            return PX_ENOMEM;
         for (size_t i = 0; i < n; i++)
             xs->counts[i] += addon_scrub_stream_count(xs->st, i);
     }
     if (xs->holding && !x->finished)
         px__release(x, 1);
+    if (x->finished)
+        return 0;
+    if (px_scrub_fields(sm, *t, &xs->trailers, xs->counts) != 0)
+        return PX_ENOMEM;
+    if (xs->trailers != NULL)
+        *t = xs->trailers;
+    if (xs->counts == NULL)
+        return 0;
     char text[512];
     size_t len = addon_scrub_describe(sm, xs->counts, text, sizeof(text));
     if (len >= sizeof(text))
         len = sizeof(text) - 1;
     if (len > 2 && x->view != NULL) /* "[scrubbed: ...]": the annotation adds the brackets */
         addon_req_annotate(x->view, "%.*s", (int)(len - 2), text + 1);
+    return 0;
 }
 
 /* Appends field i of t to c with value v[0..vl): 0, or -1 when it does not fit. */
@@ -322,12 +337,6 @@ fail:
     return PX_ENOMEM;
 }
 
-int px_stage_scrub_trailers(px_xchg_t *x, const px_fields_t *t, px_fields_t **out)
-{
-    struct px__xscrub *xs = x->scrub; /* NULL: the head was not seen; still scrubbed */
-    return px_scrub_fields(px__matcher(x), t, out, xs != NULL ? xs->counts : NULL);
-}
-
 static void on_end(px_xchg_t *x)
 {
     struct px__xscrub *xs = x->scrub;
@@ -337,6 +346,7 @@ static void on_end(px_xchg_t *x)
     px_msg_free(xs->head);
     free(xs->held.p);
     free(xs->counts);
+    free(xs->trailers);
     free(xs);
     x->scrub = NULL;
 }

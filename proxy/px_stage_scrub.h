@@ -1,7 +1,6 @@
-/* What the scrub stage (px_stage_scrub.c) offers beyond the stage contract: the response's
- * trailer fields, scrubbed. The stage contract's on_response_end does not see the trailers, so
- * the exchange asks for them where it ends the response (px_xchg.c, on_up_end), before
- * px_stage_response_end (whose log annotation then counts them too). */
+/* What the scrub stage (px_stage_scrub.c) offers beyond the stage contract: the function that
+ * scrubs a list of fields (the stage's on_response_end uses it on the response's trailers),
+ * here so that it is unit-tested on its own. */
 #ifndef PX_STAGE_SCRUB_H
 #define PX_STAGE_SCRUB_H
 
@@ -18,9 +17,5 @@ typedef struct px_xchg px_xchg_t;
  * goes); PX_ENOMEM. counts (one per item of sm; may be NULL) is added to. sm NULL: 0. */
 int px_scrub_fields(const addon_scrub_t *sm, const px_fields_t *t, px_fields_t **out,
                     uint64_t *counts);
-
-/* px_scrub_fields for exchange x's response trailers, counted in its log line: what the
- * exchange hands the client side instead of t when *out is set. */
-int px_stage_scrub_trailers(px_xchg_t *x, const px_fields_t *t, px_fields_t **out);
 
 #endif

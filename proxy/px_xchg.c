@@ -411,7 +411,12 @@ static void on_up_data(void *owner, const char *data, size_t len)
 static void on_up_end(void *owner, const px_fields_t *t)
 {
     px_xchg_t *x = owner;
-    px_stage_response_end(x); /* a stage that holds bytes hands them on first */
+    /* a stage that holds bytes hands them on first; one may give the trailers anew (scrub) */
+    if (px_stage_response_end(x, &t) != 0) {
+        if (!x->finished)
+            px__x_finish(x, -1);
+        return;
+    }
     x->ops->end(x->down, t);
     x->rs = PX__RS_DONE;
     px__x_log(x, "allowed", x->status, NULL);

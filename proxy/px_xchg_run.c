@@ -113,11 +113,16 @@ void px_stage_resp_pass(px_xchg_t *x, const px_stage_t *s, const char *data, siz
         px__x_resp_sink(x, data, len);
 }
 
-void px_stage_response_end(px_xchg_t *x)
+int px_stage_response_end(px_xchg_t *x, const px_fields_t **t)
 {
-    for (size_t i = 0; i < px_stage_count; i++)
-        if (px_stage_table[i]->on_response_end != NULL)
-            px_stage_table[i]->on_response_end(x);
+    for (size_t i = 0; i < px_stage_count; i++) {
+        int rc = px_stage_table[i]->on_response_end != NULL
+                     ? px_stage_table[i]->on_response_end(x, t)
+                     : 0;
+        if (rc < 0 || x->finished)
+            return rc < 0 ? rc : -1;
+    }
+    return 0;
 }
 
 void px_stage_end(px_xchg_t *x)
