@@ -501,8 +501,6 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     return 0;
 }
 
-/* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
- * to ready (" dns ip:port, http ip:port, ..."). Returns 0, or -1 after saying why. */
 /* The hold table's names for the listings: the sandbox whose network log is scope (the
  * table's key for a conversation), or NULL (the one conversation). */
 static const char *on_hold_name(void *arg, const void *scope)
@@ -514,6 +512,9 @@ static const char *on_hold_name(void *arg, const void *scope)
     return NULL;
 }
 
+/* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
+ * to ready (" dns ip:port, http ip:port, ..."), then the hold table and the deciders' control
+ * socket. Returns 0, or -1 after saying why. */
 static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, size_t cap)
 {
     const px_config_t *cfg = eng->ctx.cfg;

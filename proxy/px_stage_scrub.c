@@ -78,6 +78,22 @@ static int px__put_scrubbed(const addon_scrub_t *sm, px__buf_t *b, const char *s
     return rc;
 }
 
+/* 1 when no real value is in m's reason or field values (the usual answer: nothing to copy),
+ * 0 when one is, -1 when out of memory. Counts nothing: the copy that follows a 0 counts. */
+static int px__head_clean(const addon_scrub_t *sm, const px_msg_t *m)
+{
+    for (size_t i = 0; i <= m->n; i++) {
+        px_span_t v = i < m->n ? m->values[i] : m->target;
+        char *out = NULL;
+        size_t olen = 0;
+        int rc = addon_scrub_once(sm, px_msg_at(m, v), v.len, &out, &olen, NULL);
+        free(out);
+        if (rc != 0)
+            return rc < 0 ? -1 : 0;
+    }
+    return 1;
+}
+
 /* A copy of m with the reason and every field value scrubbed, and without Content-Length when
  * drop_length; NULL when out of memory. */
 static px_msg_t *px__head_copy(const addon_scrub_t *sm, const px_msg_t *m, int drop_length,
@@ -90,6 +106,9 @@ static px_msg_t *px__head_copy(const addon_scrub_t *sm, const px_msg_t *m, int d
     c->n = 0;
     *changed = drop_length;
     px__buf_t b = {0};
+    b.cap = m->len + 64; /* one allocation: the copy is about as long as the head */
+    if ((b.p = malloc(b.cap)) == NULL)
+        goto fail;
     c->target.off = 0;
     if (px__put_scrubbed(sm, &b, px_msg_at(m, m->target), m->target.len, counts, changed) != 0)
         goto fail;
@@ -149,8 +168,12 @@ static int on_response_head(px_xchg_t *x, px_resp_t *r)
      * upstream chose stays); a longer one goes out chunked as it streams */
     int hold = relength && r->length <= PX_SCRUB_HOLD_MAX;
     int changed = 0;
-    px_msg_t *c = px__head_copy(sm, r->fields, relength && !hold, xs->counts, &changed);
-    if (c == NULL) {
+    /* a head with no value whose framing stays goes on as it is, uncopied (a held head is
+     * always copied: its Content-Length is rewritten when it goes) */
+    int clean = relength ? 0 : px__head_clean(sm, r->fields);
+    px_msg_t *c =
+        clean == 1 ? NULL : px__head_copy(sm, r->fields, relength && !hold, xs->counts, &changed);
+    if (clean < 0 || (c == NULL && clean != 1)) {
         px__x_finish(x, -1);
         return PX_STAGE_CONTINUE;
     }

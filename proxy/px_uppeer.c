@@ -7,17 +7,13 @@
 #include "base/px_err.h"
 #include "proxy/px_upstream_int.h"
 
-int px_up_peer(const px_upreq_t *r, char *out, size_t cap)
+/* Writes the socket's own peer (the address the dial settled on, after the fallbacks) into
+ * out[48]: the length, or a negative code. */
+static int px__peer_text(px_upconn_t *u, char *out, size_t cap)
 {
-    if (out == NULL || cap == 0)
-        return UV_EINVAL;
-    out[0] = '\0';
-    if (r == NULL || r->conn == NULL)
-        return PX_ESTATE;
     struct sockaddr_storage sa;
     int len = sizeof(sa);
-    /* the socket's own peer: the address the dial settled on, after the fallbacks */
-    int rc = uv_tcp_getpeername(&r->conn->sock.tcp, (struct sockaddr *)&sa, &len);
+    int rc = uv_tcp_getpeername(&u->sock.tcp, (struct sockaddr *)&sa, &len);
     if (rc != 0)
         return rc;
     char ip[INET6_ADDRSTRLEN];
@@ -40,4 +36,26 @@ int px_up_peer(const px_upreq_t *r, char *out, size_t cap)
         return PX_ETOOBIG;
     }
     return n;
+}
+
+int px_up_peer(const px_upreq_t *r, char *out, size_t cap)
+{
+    if (out == NULL || cap == 0)
+        return UV_EINVAL;
+    out[0] = '\0';
+    if (r == NULL || r->conn == NULL)
+        return PX_ESTATE;
+    px_upconn_t *u = r->conn;
+    /* asked once per connection, not per request: a system call each time cost one more per
+     * keep-alive request (http_bench's sys figure) */
+    if (u->peer[0] == '\0') {
+        int rc = px__peer_text(u, u->peer, sizeof(u->peer));
+        if (rc < 0)
+            return rc;
+    }
+    size_t n = strlen(u->peer);
+    if (n >= cap)
+        return PX_ETOOBIG;
+    memcpy(out, u->peer, n + 1);
+    return (int)n;
 }
