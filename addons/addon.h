@@ -178,6 +178,7 @@ typedef struct addon_answer {
     char log_tail[200];  /* e.g. " (signing failed: ...)"; may be empty */
     int with_detail;     /* add "detail": detail after "message" (body filters) */
     char detail[256];
+    const char *reason; /* static; NULL: none. "reason": it, last (a held request's end) */
 } addon_answer_t;
 
 /* Where a body-rewriting addon writes its output. write returns 0 or a negative code. */

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "addons/addon_allowlist.h"
-#include "base/px_sbuf.h"
 #include "proxy/px_ctx.h"
 #include "proxy/px_hold.h"
 #include "proxy/px_policy.h"
@@ -106,31 +105,9 @@ static int px__hold(px_xchg_t *x, const addon_answer_t *ans)
 /* The allowlist's 403 with "reason" (not approved, timed out). */
 static void px__held_refuse(px_xchg_t *x, const px__held_t *h, const char *reason)
 {
-    addon_req_t *r = x->view;
-    char json[4096];
-    px_sbuf_t b;
-    px_sbuf_init(&b, json, sizeof(json));
-    px_sbuf_adds(&b, "{\"error\": ");
-    px_sbuf_json_str(&b, h->ans.error, strlen(h->ans.error));
-    px_sbuf_adds(&b, ", \"host\": ");
-    px_sbuf_json_str(&b, r->host.base, r->host.len);
-    px_sbuf_adds(&b, ", \"path\": ");
-    px_sbuf_json_str(&b, r->path.base, r->path.len);
-    px_sbuf_adds(&b, ", \"method\": ");
-    px_sbuf_json_str(&b, r->method.base, r->method.len);
-    px_sbuf_adds(&b, ", \"message\": ");
-    px_sbuf_json_str(&b, h->ans.message, strlen(h->ans.message));
-    px_sbuf_adds(&b, ", \"reason\": ");
-    px_sbuf_json_str(&b, reason, strlen(reason));
-    px_sbuf_adds(&b, "}");
-    if (b.overflow) {
-        px_sbuf_init(&b, json, sizeof(json));
-        px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"reason\": ");
-        px_sbuf_json_str(&b, reason, strlen(reason));
-        px_sbuf_adds(&b, "}");
-    }
-    px__x_log(x, "BLOCKED", 403, NULL);
-    px__x_answer(x, 403, json, b.len, x->rq == PX__RQ_BODY);
+    addon_answer_t ans = h->ans;
+    ans.reason = reason;
+    px__x_addon_answer(x, &ans);
 }
 
 /* A held request was decided: 1 when it goes on as allowed, 0 when it was answered. */
@@ -159,15 +136,11 @@ static int px__held_done(px_xchg_t *x, px__held_t *h)
     return ok;
 }
 
-int px__x_addon_head(px_xchg_t *x, const addon_t *a)
+/* What an addon's head hook said (rc, with ans when it answers) as a stage's answer. */
+static int px__addon_rc(px_xchg_t *x, int rc, const addon_answer_t *ans)
 {
-    if (a->on_request_head == NULL)
-        return PX_STAGE_CONTINUE;
-    addon_answer_t ans;
-    memset(&ans, 0, sizeof(ans));
-    int rc = a->on_request_head(a, x->view, &ans);
     if (rc == ADDON_ANSWER) {
-        px__x_addon_answer(x, &ans);
+        px__x_addon_answer(x, ans);
         return PX_STAGE_REFUSE;
     }
     if (rc < 0) {
@@ -176,6 +149,15 @@ int px__x_addon_head(px_xchg_t *x, const addon_t *a)
         return PX_STAGE_REFUSE;
     }
     return PX_STAGE_CONTINUE;
+}
+
+int px__x_addon_head(px_xchg_t *x, const addon_t *a)
+{
+    if (a->on_request_head == NULL)
+        return PX_STAGE_CONTINUE;
+    addon_answer_t ans;
+    memset(&ans, 0, sizeof(ans));
+    return px__addon_rc(x, a->on_request_head(a, x->view, &ans), &ans);
 }
 
 void px__x_addon_end(px_xchg_t *x, const addon_t *a)
@@ -199,16 +181,7 @@ static int px__allowlist_head(px_xchg_t *x, const addon_t *a)
     int rc = a->on_request_head(a, x->view, &ans);
     if (rc == ADDON_ANSWER && x->view->hold_seconds > 0)
         return px__hold(x, &ans);
-    if (rc == ADDON_ANSWER) {
-        px__x_addon_answer(x, &ans);
-        return PX_STAGE_REFUSE;
-    }
-    if (rc < 0) {
-        px__x_log(x, "ERROR", -1, "internal error in an addon");
-        px__x_answer_error(x, 502, "internal_error", "airlock failed to process this request", 1);
-        return PX_STAGE_REFUSE;
-    }
-    return PX_STAGE_CONTINUE;
+    return px__addon_rc(x, rc, &ans);
 }
 
 static int on_head(px_xchg_t *x)

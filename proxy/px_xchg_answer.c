@@ -147,6 +147,16 @@ static int px__close_after_refusal(const px_xchg_t *x)
     return x->expect && x->rq == PX__RQ_BODY;
 }
 
+/* Ends an answer's JSON object, with "reason" last when there is one. */
+static void px__reason(px_sbuf_t *b, const char *reason)
+{
+    if (reason != NULL) {
+        px_sbuf_adds(b, ", \"reason\": ");
+        px_sbuf_json_str(b, reason, strlen(reason));
+    }
+    px_sbuf_adds(b, "}");
+}
+
 void px__x_addon_answer(px_xchg_t *x, const addon_answer_t *ans)
 {
     addon_req_t *r = x->view;
@@ -169,14 +179,14 @@ void px__x_addon_answer(px_xchg_t *x, const addon_answer_t *ans)
         px_sbuf_adds(&b, ", \"detail\": ");
         px_sbuf_json_str(&b, ans->detail, strnlen(ans->detail, sizeof(ans->detail)));
     }
-    px_sbuf_adds(&b, "}");
+    px__reason(&b, ans->reason);
     if (b.overflow) {
         px_sbuf_init(&b, json, sizeof(json));
         px_sbuf_adds(&b, "{\"error\": ");
         px_sbuf_json_str(&b, ans->error, strlen(ans->error));
         px_sbuf_adds(&b, ", \"message\": ");
         px_sbuf_json_str(&b, ans->message, strlen(ans->message));
-        px_sbuf_adds(&b, "}");
+        px__reason(&b, ans->reason);
     }
     px__x_log(x, ans->verdict != NULL ? ans->verdict : "BLOCKED", ans->status,
               ans->log_tail[0] ? ans->log_tail : NULL);

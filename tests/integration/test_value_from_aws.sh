@@ -36,6 +36,11 @@ cat > "$T_DIR/repl.json" <<JSON
                 "scopes": ["echo.test"], "headers": ["X-Slack"]}
 }
 JSON
+# airlock check fetches nothing: it accepts the AWS sources' shape and names them
+out=$("$AIRLOCK" check --allowlist "$T_DIR/allow.yaml" --replacements "$T_DIR/repl.json" 2>&1)
+t_eq "airlock check accepts AWS sources without fetching them" 0 "$?"
+t_contains "... and names the Secrets Manager source" "$out" "aws_secrets_manager"
+t_contains "... and the SSM one" "$out" "aws_ssm"
 state() { # state SM1-or-2 throttle fail malformed
     local v=$REAL_SM1
     [ "$1" = 2 ] && v=$REAL_SM2
