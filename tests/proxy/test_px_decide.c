@@ -1,0 +1,128 @@
+/* The decision webhook's pure parts (proxy/px_decide.h): the --decide-url URL, the JSON summary
+ * POSTed for a question (plain ASCII, no header or body), and the answer's grammar (anything
+ * but a well-formed allow or deny is an error, which denies). The calls themselves and the
+ * circuit breaker are tested end to end in tests/integration/test_decide.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/px_err.h"
+#include "proxy/px_decide.h"
+
+static void test_px_decide_url_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *url;
+        int rc;
+        const char *host;
+        unsigned port;
+        int tls;
+        const char *path;
+    } cases[] = {
+        {"http://127.0.0.1:8080/decide", 0, "127.0.0.1", 8080, 0, "/decide"},
+        {"https://Judge.Example/v1?k=1", 0, "judge.example", 443, 1, "/v1?k=1"},
+        {"http://judge.example", 0, "judge.example", 80, 0, "/"},
+        {"http://judge.example?q", 0, "judge.example", 80, 0, "/?q"},
+        {"http://[::1]:9/x", 0, "::1", 9, 0, "/x"},
+        {"ftp://judge.example/", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"judge.example", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://a:0/", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://a:65536/", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://a:8x/", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://user@a/", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://[::1/", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://a/#frag", PX_ECONFIG, NULL, 0, 0, NULL},
+        {"http://a/b c", PX_ECONFIG, NULL, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char host[256], path[256];
+        unsigned port = 0;
+        int tls = -1;
+        const char *why = NULL;
+        int rc = px_decide_parse_url(cases[i].url, host, sizeof(host), &port, &tls, path,
+                                     sizeof(path), &why);
+        if (rc != cases[i].rc)
+            fail_msg("%s: rc %d, expected %d", cases[i].url, rc, cases[i].rc);
+        if (rc != 0) {
+            assert_non_null(why);
+            continue;
+        }
+        assert_string_equal(host, cases[i].host);
+        assert_int_equal(port, cases[i].port);
+        assert_int_equal(tls, cases[i].tls);
+        assert_string_equal(path, cases[i].path);
+    }
+}
+
+static void test_px_decide_answer_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body;
+        int rc, allow, conv;
+    } cases[] = {
+        {"{\"decision\": \"allow\"}", 0, 1, 0},
+        {"{\"decision\": \"allow\", \"scope\": \"once\"}", 0, 1, 0},
+        {"{\"decision\": \"allow\", \"scope\": \"conversation\"}", 0, 1, 1},
+        {"{\"decision\": \"deny\", \"reason\": \"no\"}", 0, 0, 0},
+        {"{\"decision\": \"deny\", \"scope\": \"once\"}", 0, 0, 0},
+        {"{\"decision\": \"yes\"}", PX_EPARSE, 0, 0},
+        {"{\"decision\": true}", PX_EPARSE, 0, 0},
+        {"{\"scope\": \"once\"}", PX_EPARSE, 0, 0},
+        {"{\"decision\": \"allow\", \"scope\": \"persist\"}", PX_EPARSE, 0, 0},
+        {"{\"decision\": \"allow\", \"scope\": 1}", PX_EPARSE, 0, 0},
+        {"{\"decision\": \"allow\", \"decision\": \"deny\"}", PX_EPARSE, 0, 0},
+        {"[\"allow\"]", PX_EPARSE, 0, 0},
+        {"{\"decision\": \"allow\"", PX_EPARSE, 0, 0},
+        {"", PX_EPARSE, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int allow = -1, conv = -1;
+        const char *why = NULL;
+        int rc = px_decide_parse_answer(cases[i].body, strlen(cases[i].body), &allow, &conv, &why);
+        if (rc != cases[i].rc)
+            fail_msg("%s: rc %d, expected %d", cases[i].body, rc, cases[i].rc);
+        if (rc != 0) {
+            assert_non_null(why);
+            continue;
+        }
+        assert_int_equal(allow, cases[i].allow);
+        assert_int_equal(conv, cases[i].conv);
+    }
+}
+
+static void test_px_decide_body(void **state)
+{
+    (void)state;
+    px_hold_info_t q = {.id = 7,
+                        .scope_name = "agent1",
+                        .method = "GET",
+                        .host = "api.test",
+                        .path = "/a\"b\\c\x01\xc3\xa9?q=1",
+                        .created_ms = 1000,
+                        .deadline_ms = 31000};
+    char buf[512];
+    int n = px_decide_body(&q, 2500, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_string_equal(buf, "{\"id\":\"h7\",\"sandbox\":\"agent1\",\"method\":\"GET\",\"host\":"
+                             "\"api.test\",\"path\":\"/a\\\\x22b\\\\x5cc\\\\x01\\\\xc3\\\\xa9?q="
+                             "1\",\"seconds_left\":29}");
+    assert_int_equal(px_decide_body(&q, 2500, buf, 40), PX_ETOOBIG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_px_decide_url_table),
+        cmocka_unit_test(test_px_decide_answer_table),
+        cmocka_unit_test(test_px_decide_body),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
