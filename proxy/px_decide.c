@@ -27,7 +27,8 @@ struct px__dcall {
     uv_timer_t timer;
     int status;
     int over;
-    int trial; /* the breaker's trial call */
+    int trial;       /* the breaker's trial call */
+    int at_deadline; /* its time-out is the hold's deadline */
     size_t len;
     char resp[PX_DECIDE_RESP_MAX];
 };
@@ -312,7 +313,17 @@ static const px_up_cbs_t px__call_cbs = {
 static void on_call_timer(uv_timer_t *t)
 {
     px__dcall_t *c = t->data;
-    px__call_result(c, PX_ETIMEOUT, 0, 0, "no answer in time");
+    if (!c->at_deadline) {
+        px__call_result(c, PX_ETIMEOUT, 0, 0, "no answer in time");
+        return;
+    }
+    /* the hold's own deadline: it times out (its answer says so) within its tick */
+    px_decide_t *d = c->d;
+    uint64_t id = c->id;
+    int trial = c->trial;
+    px__call_end(c);
+    px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": no answer before the hold timed out", id);
+    px__breaker_fail(d, trial, "no answer before the hold timed out");
 }
 
 static void px__hdr(addon_req_t *h, const char *name, const char *value, size_t vlen)
@@ -384,7 +395,8 @@ static void px__call(px_decide_t *d, const px_hold_info_t *q)
     d->ncalls++;
     uint64_t ms = px__test_ms("AIRLOCK_TEST_DECIDE_TIMEOUT_MS", PX_DECIDE_TIMEOUT_MS);
     uint64_t left = q->deadline_ms > now ? q->deadline_ms - now : 0;
-    uv_timer_start(&c->timer, on_call_timer, ms < left ? ms : left, 0);
+    c->at_deadline = left <= ms;
+    uv_timer_start(&c->timer, on_call_timer, c->at_deadline ? left : ms, 0);
     c->up = px_up_open(d->up, d->host, (uint16_t)d->port, d->tls, h, PX_UP_BODY_LENGTH, 0,
                        &px__call_cbs, c);
     if (c->up != NULL) {
@@ -410,9 +422,15 @@ static void on_question(void *arg, const px_hold_info_t *q, px_hold_outcome_t o,
     }
     for (px__dcall_t *c = d->calls; c != NULL; c = c->next)
         if (c->id == q->id) {
-            if (c->trial) /* answered before the trial call ended: try again next question */
-                d->breaker = PX__BR_OPEN;
+            int trial = c->trial;
             px__call_end(c);
+            if (o == PX_HOLD_TIMEOUT) { /* the hold's deadline came first: no answer in time */
+                px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": no answer before the hold timed out",
+                        q->id);
+                px__breaker_fail(d, trial, "no answer before the hold timed out");
+            } else if (trial) { /* answered elsewhere first: the next question is the trial */
+                d->breaker = PX__BR_OPEN;
+            }
             return;
         }
 }

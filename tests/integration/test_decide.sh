@@ -4,7 +4,7 @@
 # "by webhook": allow (once or for the conversation), deny; a hang, a 500 or a malformed answer
 # denies. Three failures in a row open the circuit breaker: during the cool-down the stand-in
 # sees no call and the hold waits for the control socket; after it one trial call closes the
-# breaker again. Upstream: a recorder that answers 200.
+# breaker again; a hang past a short hold's deadline counts as a failure too. Upstream: a recorder that answers 200.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -103,6 +103,22 @@ t_eq "closed: the next hold is asked again: 200" 200 "$(req /after)"
 t_eq "... one more call" $((n + 2)) "$(ncalls)"
 t_eq "the breaker changed state three times (3 lines)" 3 "$(grep -c 'circuit breaker' "$T_DIR/airlock.err")"
 
+t_stop_airlock
+t_eq "airlock exits 0" 0 "$?"
+
+# a hold shorter than the call's time-out: a webhook that hangs lets the hold time out, and that
+# counts as a failure too
+sed -i 's/^hold_seconds: .*/hold_seconds: 1/' "$T_DIR/allow.yaml"
+echo hang > "$T_DIR/mode"
+unset AIRLOCK_TEST_DECIDE_TIMEOUT_MS
+t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 \
+    --allow-upstream-cidr 127.0.0.4/32 --decide-url http://127.0.0.4:8080/ || exit 1
+for i in 1 2 3; do
+    t_eq "hold_seconds 1, the webhook hangs ($i): 403" 403 "$(req "/short$i")"
+done
+t_contains "... timed out" "$(cat "$T_DIR/body")" '"reason": "timed out"'
+t_check "... three such time-outs open the breaker" grep -q \
+    'decide: circuit breaker open after 3 failures in a row (last: no answer before the hold timed out)' "$T_DIR/airlock.err"
 t_stop_airlock
 t_eq "airlock exits 0" 0 "$?"
 t_done
