@@ -1,7 +1,8 @@
 """A stand-in decision webhook for test_decide.sh: answers each POST as the file MODE says
 (allow, allow-conversation, deny, hang, 500, garbage) and appends each call's body, one line,
-to CALLS. Usage: decide_standin.py ADDR PORT MODE CALLS"""
+to CALLS. Usage: decide_standin.py ADDR PORT MODE CALLS [CERT KEY] (with CERT and KEY: https)"""
 import http.server
+import ssl
 import sys
 import time
 
@@ -38,4 +39,9 @@ class H(http.server.BaseHTTPRequestHandler):
 
 
 http.server.ThreadingHTTPServer.daemon_threads = True
-http.server.ThreadingHTTPServer((ADDR, PORT), H).serve_forever()
+srv = http.server.ThreadingHTTPServer((ADDR, PORT), H)
+if len(sys.argv) > 6:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[5], sys.argv[6])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()

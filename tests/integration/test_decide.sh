@@ -25,7 +25,8 @@ echo allow > "$T_DIR/mode"
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 80 || exit 1
 t_wait_port 127.0.0.4 8080 || exit 1
-t_start_resolver --address=/open.test/127.0.0.3 --address=/other.test/127.0.0.3
+t_start_resolver --address=/open.test/127.0.0.3 --address=/other.test/127.0.0.3 \
+    --address=/judge.test/127.0.0.4
 CTL=$T_DIR/control.sock
 export AIRLOCK_CONTROL=$CTL
 export AIRLOCK_TEST_DECIDE_TIMEOUT_MS=1000 AIRLOCK_TEST_DECIDE_COOLDOWN_MS=4000
@@ -119,6 +120,25 @@ done
 t_contains "... timed out" "$(cat "$T_DIR/body")" '"reason": "timed out"'
 t_check "... three such time-outs open the breaker" grep -q \
     'decide: circuit breaker open after 3 failures in a row (last: no answer before the hold timed out)' "$T_DIR/airlock.err"
+t_stop_airlock
+t_eq "airlock exits 0" 0 "$?"
+
+# https, by name: the upstream client's resolver and certificate checks (--upstream-ca)
+sed -i 's/^hold_seconds: .*/hold_seconds: 20/' "$T_DIR/allow.yaml"
+echo allow > "$T_DIR/mode"
+t_upstream_ca
+t_upstream_cert "DNS:judge.test" "$T_DIR/judge"
+"$PY" "$HERE/decide_standin.py" 127.0.0.4 8443 "$T_DIR/mode" "$T_DIR/calls" "$T_DIR/judge.pem" \
+    "$T_DIR/judge.key" > /dev/null 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.4 8443 || exit 1
+n=$(ncalls)
+t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 \
+    --allow-upstream-cidr 127.0.0.4/32 --upstream-ca "$T_DIR/upca.pem" \
+    --decide-url https://judge.test:8443/v1/decide || exit 1
+t_eq "an https webhook allows: 200" 200 "$(req /tls)"
+t_eq "... one call" $((n + 1)) "$(ncalls)"
+t_logged "... approved by webhook" '^allowed GET http://other\.test/tls -> 200 \[held: h[0-9]* approved by webhook\]$'
 t_stop_airlock
 t_eq "airlock exits 0" 0 "$?"
 t_done
