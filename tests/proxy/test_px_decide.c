@@ -117,12 +117,62 @@ static void test_px_decide_body(void **state)
     assert_int_equal(px_decide_body(&q, 2500, buf, 40), PX_ETOOBIG);
 }
 
+static int seen_observer, seen_decider;
+
+static void on_fired(px_hold_wait_t *w)
+{
+    assert_int_equal(w->outcome, PX_HOLD_DENIED);
+}
+
+static void on_observer(void *arg, const px_hold_info_t *q, px_hold_outcome_t o, const char *by)
+{
+    (void)arg, (void)q, (void)o, (void)by;
+    seen_observer++;
+}
+
+static void on_decider(void *arg, const px_hold_info_t *q, px_hold_outcome_t o, const char *by)
+{
+    (void)q;
+    assert_ptr_equal(arg, &seen_decider);
+    assert_int_equal(seen_observer, seen_decider + 1); /* after the control socket's observer */
+    if (seen_decider++ == 0) {
+        assert_int_equal(o, PX_HOLD_PENDING);
+        assert_null(by);
+    } else {
+        assert_int_equal(o, PX_HOLD_DENIED);
+        assert_string_equal(by, "webhook");
+    }
+}
+
+/* The table tells the webhook (its second observer) the same events as the first. */
+static void test_px_decide_hold_slot(void **state)
+{
+    (void)state;
+    static int scope;
+    px_hold_t *t = px_hold_new();
+    assert_non_null(t);
+    px_hold_set_observer(t, on_observer, NULL);
+    px_hold_set_decider(t, on_decider, &seen_decider);
+    px_hold_wait_t w;
+    memset(&w, 0, sizeof(w));
+    w.owner = &w;
+    w.cb = on_fired;
+    assert_int_equal(px_hold_add(t, &scope, NULL, "GET", "a.test", "/", 1000, 0, &w), 0);
+    assert_int_equal(seen_decider, 1);
+    assert_int_equal(px_hold_decide(t, w.id, PX_HOLD_DENIED, 0, "webhook"), 1);
+    assert_int_equal(seen_decider, 2);
+    px_hold_set_decider(t, NULL, NULL);
+    px_hold_cancel(t, &w);
+    px_hold_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_decide_url_table),
         cmocka_unit_test(test_px_decide_answer_table),
         cmocka_unit_test(test_px_decide_body),
+        cmocka_unit_test(test_px_decide_hold_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
