@@ -189,7 +189,7 @@ int px_decide_parse_answer(const char *body, size_t len, int *allow, int *conver
 
 static void on_call_closed(uv_handle_t *h)
 {
-    px__dcall_t *c = h->data;
+    px__dcall_t *c = px_container_of((uv_timer_t *)h, px__dcall_t, timer);
     px_decide_t *d = c->d;
     free(c);
     if (--d->handles == 0 && d->stopped)
@@ -312,7 +312,7 @@ static const px_up_cbs_t px__call_cbs = {
 
 static void on_call_timer(uv_timer_t *t)
 {
-    px__dcall_t *c = t->data;
+    px__dcall_t *c = px_container_of(t, px__dcall_t, timer);
     if (!c->at_deadline) {
         px__call_result(c, PX_ETIMEOUT, 0, 0, "no answer in time");
         return;
@@ -388,7 +388,6 @@ static void px__call(px_decide_t *d, const px_hold_info_t *q)
     c->id = q->id;
     c->trial = trial;
     uv_timer_init(d->ctx->loop.uv, &c->timer);
-    c->timer.data = c;
     d->handles++;
     c->next = d->calls;
     d->calls = c;
@@ -480,7 +479,7 @@ int px_decide_start(px_ctx_t *ctx, px_upmgr_t *up, const char *url, px_decide_t 
     d->ctx = ctx;
     d->up = up;
     px_hold_set_decider(ctx->holds, on_question, d);
-    px_hold_set_audit(ctx->holds, on_decided, d);
+    px_hold_set_audit(ctx->holds, on_decided, NULL); /* the same lines as the control socket's */
     *out = d;
     return 0;
 }
