@@ -24,6 +24,7 @@
 #include "app/px_sandbox.h"
 #include "app/px_metrics_http.h"
 #include "app/px_control.h"
+#include "proxy/px_decide.h"
 #include "proxy/px_hold.h"
 #include "proxy/px_metrics.h"
 #include "net/px_tls.h"
@@ -59,6 +60,8 @@ static void px__engine_stop(px_engine_t *eng)
     px_secretfetch_close(eng->secrets);
     px_control_stop(eng->control);
     eng->control = NULL;
+    px_decide_stop(eng->decide);
+    eng->decide = NULL;
     px_upmgr_close_idle(eng->ctx.scope.up);
     px_sandboxes_stop(&eng->sandboxes);
     if (eng->resolver != NULL)
@@ -578,6 +581,9 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     if (cfg->control_path != NULL &&
         px_control_start(&eng->ctx, cfg->control_path, &eng->control) != 0)
         return -1;
+    if (cfg->decide_url != NULL &&
+        px_decide_start(&eng->ctx, eng->ctx.scope.up, cfg->decide_url, &eng->decide) != 0)
+        return -1;
     return 0;
 }
 
@@ -621,6 +627,8 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
             dns_resolver_close(eng->resolver, NULL, NULL);
         px_control_stop(eng->control);
         eng->control = NULL;
+        px_decide_stop(eng->decide);
+        eng->decide = NULL;
         uv_run(loop, UV_RUN_DEFAULT);
     }
     uv_run(loop, UV_RUN_DEFAULT);

@@ -44,6 +44,7 @@ struct px_engine {
     px_sandboxes_t sandboxes;   /* --sandboxes (px_sandbox.h) */
     struct px_metrics_http *metrics; /* --metrics: its listener (px_metrics_http.h), or NULL */
     struct px_control *control;      /* --control: the deciders' socket (px_control.h), or NULL */
+    struct px_decide *decide;        /* --decide-url: the decision webhook (px_decide.h), or NULL */
     uint64_t reads_seen;        /* loop.reads at the last trim check */
     uint64_t reads_trimmed;     /* ... and at the last trim */
     struct px_secretfetch *secrets; /* values fetched from AWS (px_secretfetch.h), or NULL */

@@ -33,6 +33,8 @@ static const char px__usage[] =
     "                             per event, docs/events.md) [text]\n"
     "  --control PATH             a unix socket (mode 0600) where `airlock pending`,\n"
     "                             `approve` and `deny` answer held requests [off]\n"
+    "  --decide-url URL           POST each held request's summary to URL (http:// or\n"
+    "                             https://), which answers allow or deny [off]\n"
     "  --events PATH              also write every event as JSON to PATH (created when\n"
     "                             missing, appended), beside the log [off]\n"
     "  --sandboxes DIR            many sandboxes, one per subdirectory, chosen by source\n"

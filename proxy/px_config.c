@@ -220,6 +220,7 @@ enum {
     OPT_LOG_FORMAT,
     OPT_EVENTS,
     OPT_CONTROL,
+    OPT_DECIDE_URL,
 };
 
 static const struct option px__run_opts[] = {
@@ -233,6 +234,7 @@ static const struct option px__run_opts[] = {
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"events", required_argument, NULL, OPT_EVENTS},
     {"control", required_argument, NULL, OPT_CONTROL},
+    {"decide-url", required_argument, NULL, OPT_DECIDE_URL},
     {"confdir", required_argument, NULL, OPT_CONFDIR},
     {"ca-per-conversation", no_argument, NULL, OPT_CA_CONV},
     {"ca-days", required_argument, NULL, OPT_CA_DAYS},
@@ -341,6 +343,10 @@ static int px__log_opt(px_config_t *cfg, int c, const char *v, const char **what
     case OPT_CONTROL: /* the deciders' socket (docs/approvals.md) */
         *what = "--control";
         cfg->control_path = v;
+        return *v == '\0' ? PX_ECONFIG : 0;
+    case OPT_DECIDE_URL: /* the decision webhook (docs/approvals.md); parsed at start */
+        *what = "--decide-url";
+        cfg->decide_url = v;
         return *v == '\0' ? PX_ECONFIG : 0;
     default:
         return 0;

@@ -34,6 +34,7 @@ typedef struct px_config {
     int log_json;                  /* --log-format json (0: text, the default) */
     const char *events_path;       /* --events: a second sink of JSON events; NULL: none */
     const char *control_path;      /* --control: the deciders' unix socket; NULL: none */
+    const char *decide_url;        /* --decide-url: the decision webhook; NULL: none */
     const char *sandboxes_dir;     /* --sandboxes: many sandboxes by source address; NULL: one */
     const char *confdir;
     int ca_per_conversation;       /* --ca-per-conversation: a constrained CA, made when absent */

@@ -37,6 +37,8 @@ struct px_hold {
     size_t nrules, rule_next;
     px_hold_observer_cb observer;
     void *observer_arg;
+    px_hold_observer_cb decider; /* the webhook (px_decide.h): told the same events */
+    void *decider_arg;
     px_hold_audit_cb audit;
     void *audit_arg;
     px_hold_namer_cb namer;
@@ -123,6 +125,12 @@ void px_hold_set_observer(px_hold_t *t, px_hold_observer_cb cb, void *arg)
     t->observer_arg = arg;
 }
 
+void px_hold_set_decider(px_hold_t *t, px_hold_observer_cb cb, void *arg)
+{
+    t->decider = cb;
+    t->decider_arg = arg;
+}
+
 void px_hold_set_namer(px_hold_t *t, px_hold_namer_cb cb, void *arg)
 {
     t->namer = cb;
@@ -151,11 +159,14 @@ static void px__info(const px_hold_q_t *q, px_hold_info_t *i)
 
 static void px__observe(px_hold_t *t, const px_hold_q_t *q, px_hold_outcome_t o, const char *by)
 {
-    if (t->observer == NULL)
+    if (t->observer == NULL && t->decider == NULL)
         return;
     px_hold_info_t i;
     px__info(q, &i);
-    t->observer(t->observer_arg, &i, o, by);
+    if (t->observer != NULL)
+        t->observer(t->observer_arg, &i, o, by);
+    if (t->decider != NULL)
+        t->decider(t->decider_arg, &i, o, by);
 }
 
 /* A copy of s cut at PX_HOLD_FIELD_MAX, or NULL. */

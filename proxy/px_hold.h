@@ -88,6 +88,8 @@ void px_hold_close(px_hold_t *t);
 typedef const char *(*px_hold_namer_cb)(void *arg, const void *scope);
 
 void px_hold_set_observer(px_hold_t *t, px_hold_observer_cb cb, void *arg);
+/* A second observer, told the same events after the first: the decision webhook. */
+void px_hold_set_decider(px_hold_t *t, px_hold_observer_cb cb, void *arg);
 void px_hold_set_namer(px_hold_t *t, px_hold_namer_cb cb, void *arg);
 void px_hold_set_audit(px_hold_t *t, px_hold_audit_cb cb, void *arg);
 
