@@ -197,27 +197,6 @@ static void on_hold_event(void *arg, const px_hold_info_t *q, px_hold_outcome_t 
     }
 }
 
-/* Each approval and denial in the conversation's network log (the table's scope is the log),
- * as a WARNING event (audit/ has no kind of its own for a decision yet). */
-static void on_hold_audit(void *arg, const px_hold_info_t *q, px_hold_outcome_t o, const char *by,
-                          int conversation)
-{
-    (void)arg;
-    px_log_t *log = (px_log_t *)q->scope;
-    if (log == NULL)
-        return;
-    audit_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.kind = AUDIT_EV_WARNING;
-    ev.verdict = AUDIT_EV_WARN;
-    px_log_eventf(log, &ev, "hold h%" PRIu64 " %s: %s %s%s by %s (scope %s, %zu request%s)", q->id,
-                  o == PX_HOLD_APPROVED ? "approved" : "denied", q->method, q->host, q->path, by,
-                  o != PX_HOLD_APPROVED ? "-"
-                  : conversation        ? "conversation"
-                                        : "once",
-                  q->waiters, q->waiters == 1 ? "" : "s");
-}
-
 static int px__parse_id(const char *s, uint64_t *id)
 {
     if (s == NULL)
@@ -416,7 +395,6 @@ int px_control_start(px_ctx_t *ctx, const char *path, px_control_t **out)
     uv_timer_start(&c->tick, on_tick, 1000, 1000);
     uv_unref((uv_handle_t *)&c->tick);
     px_hold_set_observer(ctx->holds, on_hold_event, c);
-    px_hold_set_audit(ctx->holds, on_hold_audit, c);
     *out = c;
     return 0;
 }
@@ -426,7 +404,6 @@ void px_control_stop(px_control_t *c)
     if (c == NULL)
         return;
     px_hold_set_observer(c->ctx->holds, NULL, NULL);
-    px_hold_set_audit(c->ctx->holds, NULL, NULL);
     while (c->conns != NULL)
         px__conn_close(c->conns);
     unlink(c->path);

@@ -578,6 +578,7 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     if (eng->ctx.holds == NULL || px_hold_start(eng->ctx.holds, eng->ctx.loop.uv) != 0)
         return -1;
     px_hold_set_namer(eng->ctx.holds, on_hold_name, eng);
+    px_hold_set_audit(eng->ctx.holds, px_hold_audit_line, NULL);
     if (cfg->control_path != NULL &&
         px_control_start(&eng->ctx, cfg->control_path, &eng->control) != 0)
         return -1;

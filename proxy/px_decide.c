@@ -434,27 +434,6 @@ static void on_question(void *arg, const px_hold_info_t *q, px_hold_outcome_t o,
         }
 }
 
-/* Each approval and denial in the conversation's network log (the table's scope is the log):
- * the same WARNING line the control socket writes, for a webhook without a control socket. */
-static void on_decided(void *arg, const px_hold_info_t *q, px_hold_outcome_t o, const char *by,
-                       int conversation)
-{
-    (void)arg;
-    px_log_t *log = (px_log_t *)q->scope;
-    if (log == NULL)
-        return;
-    audit_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.kind = AUDIT_EV_WARNING;
-    ev.verdict = AUDIT_EV_WARN;
-    px_log_eventf(log, &ev, "hold h%" PRIu64 " %s: %s %s%s by %s (scope %s, %zu request%s)", q->id,
-                  o == PX_HOLD_APPROVED ? "approved" : "denied", q->method, q->host, q->path, by,
-                  o != PX_HOLD_APPROVED ? "-"
-                  : conversation        ? "conversation"
-                                        : "once",
-                  q->waiters, q->waiters == 1 ? "" : "s");
-}
-
 int px_decide_start(px_ctx_t *ctx, px_upmgr_t *up, const char *url, px_decide_t **out)
 {
     px_decide_t *d = calloc(1, sizeof(*d));
@@ -479,7 +458,6 @@ int px_decide_start(px_ctx_t *ctx, px_upmgr_t *up, const char *url, px_decide_t 
     d->ctx = ctx;
     d->up = up;
     px_hold_set_decider(ctx->holds, on_question, d);
-    px_hold_set_audit(ctx->holds, on_decided, NULL); /* the same lines as the control socket's */
     *out = d;
     return 0;
 }

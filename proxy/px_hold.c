@@ -2,11 +2,13 @@
  * the lists are plain lists walked whole. */
 #include "proxy/px_hold.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/px_err.h"
+#include "proxy/px_log.h"
 
 #define PX__HOLD_TICK_MS 100 /* how often pending questions are looked at for their deadline */
 
@@ -462,4 +464,23 @@ const char *px_hold_bound_text(int over, char *buf, size_t len)
         break;
     }
     return buf;
+}
+
+void px_hold_audit_line(void *arg, const px_hold_info_t *q, px_hold_outcome_t o, const char *by,
+                        int conversation)
+{
+    (void)arg;
+    px_log_t *log = (px_log_t *)q->scope;
+    if (log == NULL)
+        return;
+    audit_event_t ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.kind = AUDIT_EV_WARNING;
+    ev.verdict = AUDIT_EV_WARN;
+    px_log_eventf(log, &ev, "hold h%" PRIu64 " %s: %s %s%s by %s (scope %s, %zu request%s)", q->id,
+                  o == PX_HOLD_APPROVED ? "approved" : "denied", q->method, q->host, q->path, by,
+                  o != PX_HOLD_APPROVED ? "-"
+                  : conversation        ? "conversation"
+                                        : "once",
+                  q->waiters, q->waiters == 1 ? "" : "s");
 }
