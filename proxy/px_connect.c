@@ -14,6 +14,7 @@
 #include "proxy/px_client_int.h"
 #include "base/px_err.h"
 #include "net/px_hello.h"
+#include "net/px_socks.h"
 #include "proxy/px_policy.h"
 #include "proxy/px_tunguard.h"
 
@@ -155,15 +156,24 @@ static const px_up_cbs_t px__dial_cbs = {
     .on_error = on_dial_error,
 };
 
-/* The event of a decision about a CONNECT to url (host:port). */
-static audit_event_t px__connect_ev(const char *url, audit_event_verdict_t v, int status)
+/* The event of a decision about a CONNECT to url (host:port); method SOCKS for a SOCKS
+ * request, which is decided the same way. */
+static audit_event_t px__connect_ev(const px_client_t *c, const char *url,
+                                    audit_event_verdict_t v, int status)
 {
-    return audit_event_access(AUDIT_EV_CONNECT, v, "CONNECT", url, status);
+    return audit_event_access(AUDIT_EV_CONNECT, v, c->socks ? "SOCKS" : "CONNECT", url, status);
 }
 
-/* Answers the CONNECT m (taken) 403 with the JSON body json[0..len) and closes c after it. */
+/* Answers the CONNECT m (taken) 403 with the JSON body json[0..len) and closes c after it; a
+ * SOCKS request gets "not allowed by ruleset" (it has no body to carry the JSON). */
 static void connect_refuse(px_client_t *c, px_msg_t *m, const char *json, size_t len)
 {
+    if (c->socks) {
+        px__cl_socks_reply(c, PX_SOCKS_NOT_ALLOWED);
+        px_msg_free(m);
+        px__cl_close_flush(c);
+        return;
+    }
     char out[PX_ANSWER_MAX];
     size_t n = px_answer_build(out, sizeof(out), 403, json, len, 1);
     px_sock_write(&c->sock, out, n);
@@ -175,9 +185,13 @@ static void connect_refuse(px_client_t *c, px_msg_t *m, const char *json, size_t
  * need a leaf outside the CA's name constraints, and there is no other CA to fall back to. */
 static void connect_outside_ca(px_client_t *c, const char *url, px_msg_t *m)
 {
-    audit_event_t ev = px__connect_ev(url, AUDIT_EV_BLOCKED, 403);
+    audit_event_t ev = px__connect_ev(c, url, AUDIT_EV_BLOCKED, 403);
     ev.tail = audit_s(PX_CACONV_WHY);
     px_log_event(c->log, &ev);
+    if (m == NULL) {
+        connect_refuse(c, m, NULL, 0);
+        return;
+    }
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
@@ -197,8 +211,13 @@ static void connect_leak(px_client_t *c, px_msg_t *m, const addon_leak_match_t *
 {
     const char *kind = addon_leak_kind_name(mt->kind);
     const char *enc = addon_leak_enc_name(mt->enc);
-    audit_event_t ev = px__connect_ev("-", AUDIT_EV_BLOCKED, 403);
-    px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the CONNECT target", kind, mt->name, enc);
+    audit_event_t ev = px__connect_ev(c, "-", AUDIT_EV_BLOCKED, 403);
+    px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the %s target", kind, mt->name, enc,
+                  c->socks ? "SOCKS" : "CONNECT");
+    if (m == NULL) {
+        connect_refuse(c, m, NULL, 0);
+        return;
+    }
     char json[1024];
     px_sbuf_t b;
     px_sbuf_init(&b, json, sizeof(json));
@@ -224,7 +243,10 @@ static int px__cl_passthrough(px_client_t *c, const char *url, const px_pre_t *p
                                  uv_now(c->ctx->loop.uv), &c->tn->tun, ans, sizeof(ans), &n);
     if (rc == 0)
         return 0;
-    px_sock_write(&c->sock, ans, n);
+    if (c->socks)
+        px__cl_socks_reply(c, PX_SOCKS_NOT_ALLOWED); /* the budget's line says why */
+    else
+        px_sock_write(&c->sock, ans, n);
     px__cl_close_flush(c);
     return 1;
 }
@@ -234,18 +256,27 @@ static int px__cl_passthrough(px_client_t *c, const char *url, const px_pre_t *p
  * relayed unread for `tls: passthrough` entries once the ClientHello's SNI matched. */
 void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
 {
+    px__cl_connect_to(c, m, m->buf + m->target.off, m->target.len, pre);
+}
+
+void px__cl_connect_to(px_client_t *c, px_msg_t *m, const char *target, size_t tlen,
+                       const px_pre_t *pre)
+{
     char url[PX_HOST_MAX + 8];
     snprintf(url, sizeof(url), "%.*s", (int)sizeof(url) - 1, pre->url);
     px_snapshot_t *snap = px_snapshot_ref(px__cl_snap(c));
     addon_leak_match_t mt;
-    if (addon_leak_scan(snap->leak, m->buf + m->target.off, m->target.len, &mt)) {
+    if (addon_leak_scan(snap->leak, target, tlen, &mt)) {
         connect_leak(c, m, &mt); /* before the snapshot goes: mt names an entry of its matcher */
         px_snapshot_unref(snap);
         return;
     }
     int passthrough = 0;
     addon_str_t h = {pre->host, pre->host_len};
-    int ok = addon_policy_has_host(snap->cfg.policy, h, pre->port, 1, &passthrough);
+    /* a CONNECT is for TLS; a SOCKS client sends http:// URLs through its tunnel too, so port
+     * 80 is decided as plain HTTP there (each request inside is decided again anyway) */
+    int tls = !(c->socks && pre->port == 80);
+    int ok = addon_policy_has_host(snap->cfg.policy, h, pre->port, tls, &passthrough);
     /* a host named by a block entry gets that entry's message (issue 18) */
     char block_msg[512] = ADDON_POLICY_MSG_HOST_PATH;
     size_t bi;
@@ -258,13 +289,13 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     if (warn)
         ok = 1;
     if (!ok) {
-        audit_event_t ev = px__connect_ev(url, AUDIT_EV_BLOCKED, 403);
+        audit_event_t ev = px__connect_ev(c, url, AUDIT_EV_BLOCKED, 403);
         px_log_event(c->log, &ev);
         char json[1024];
         px_sbuf_t b;
         px_sbuf_init(&b, json, sizeof(json));
         px_sbuf_adds(&b, "{\"error\": \"blocked_by_network_allowlist\", \"host\": ");
-        px_sbuf_json_str(&b, m->buf + m->target.off, m->target.len < 300 ? m->target.len : 300);
+        px_sbuf_json_str(&b, target, tlen < 300 ? tlen : 300);
         px_sbuf_adds(&b, ", \"method\": \"CONNECT\", \"message\": ");
         px_sbuf_json_str(&b, block_msg, strlen(block_msg));
         px_sbuf_adds(&b, "}");
@@ -283,13 +314,18 @@ void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre)
     px_msg_free(m);
     snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
     c->tunnel_port = pre->port;
-    audit_event_t ev = px__connect_ev(url, warn ? AUDIT_EV_WARN : AUDIT_EV_ALLOWED, 200);
+    audit_event_t ev = px__connect_ev(c, url, warn ? AUDIT_EV_WARN : AUDIT_EV_ALLOWED, 200);
     if (warn)
         ev.annot = audit_s(" [warn: host not in allowlist]");
     if (passthrough)
         ev.kind = AUDIT_EV_TUNNEL;
     px_log_event(c->log, &ev);
-    px_sock_write(&c->sock, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+    /* the upstream is dialled later (per request, or after a passthrough's ClientHello): a
+     * SOCKS client hears success now too, and a failed dial ends like a CONNECT's */
+    if (c->socks)
+        px__cl_socks_reply(c, PX_SOCKS_OK);
+    else
+        px_sock_write(&c->sock, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
     /* HTTP/1 ends here: its side goes from the loop (px__cl_deferred), not inside its parser */
     c->mode = passthrough ? PX__HELLO : PX__SNIFF;
     px__cl_timer(c, c->ctx->cfg->handshake_ms);
@@ -315,14 +351,14 @@ static void px__cl_hello(px_client_t *c)
      * a mismatch line could show the SNI */
     addon_leak_match_t mt;
     if (rc == 1 && addon_leak_scan(px__cl_snap(c)->leak, tn->in.p, tn->in.len, &mt)) {
-        audit_event_t ev = px__connect_ev(tn->url, AUDIT_EV_BLOCKED, 403);
+        audit_event_t ev = px__connect_ev(c, tn->url, AUDIT_EV_BLOCKED, 403);
         px_log_eventf(c->log, &ev, "leak: %s %s, %s, in the TLS ClientHello",
                       addon_leak_kind_name(mt.kind), mt.name, addon_leak_enc_name(mt.enc));
         px__cl_close(c);
         return;
     }
     if (rc < 0 || strcmp(norm, c->tunnel) != 0) {
-        audit_event_t ev = px__connect_ev(tn->url, AUDIT_EV_BLOCKED, 403);
+        audit_event_t ev = px__connect_ev(c, tn->url, AUDIT_EV_BLOCKED, 403);
         if (tn->in.len > PX_HELLO_MAX)
             px_log_eventf(c->log, &ev, "tunnel: no TLS ClientHello");
         else
@@ -343,7 +379,7 @@ void px__cl_hello_input(px_client_t *c, const char *data, size_t len)
 {
     px__tun_t *tn = c->tn;
     if (px__in_keep(&tn->in, data, len) != 0 || tn->in.len > PX_HELLO_MAX) {
-        audit_event_t ev = px__connect_ev(tn->url, AUDIT_EV_BLOCKED, 403);
+        audit_event_t ev = px__connect_ev(c, tn->url, AUDIT_EV_BLOCKED, 403);
         ev.tail = audit_s("tunnel: no TLS ClientHello");
         px_log_event(c->log, &ev);
         px__cl_close(c);
@@ -373,7 +409,7 @@ static void on_dial_error(void *owner, const char *why)
 {
     px_client_t *c = owner;
     c->tn->dial = NULL;
-    audit_event_t ev = px__connect_ev(c->tn->url, AUDIT_EV_ERROR, -1);
+    audit_event_t ev = px__connect_ev(c, c->tn->url, AUDIT_EV_ERROR, -1);
     ev.reason = audit_s(why);
     px_log_event(c->log, &ev);
     px__cl_close(c);

@@ -1,0 +1,127 @@
+#!/bin/bash
+# Issue 31 part 4: the SOCKS5 listener (--listen-socks). Each target is decided like an
+# explicit-proxy CONNECT: curl (--socks5-hostname, --socks5 with an IPv4 target), Python
+# (PySocks through requests), HTTPS intercepted with airlock's CA, plain HTTP inside, a
+# passthrough entry, refusals (ruleset, BIND, UDP ASSOCIATE, address type, no acceptable
+# method, not SOCKS5 at all) with the reply codes of RFC 1928 and their log lines.
+. "$(dirname "$0")/lib.sh"
+t_enter_netns "$@"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+cat > "$T_DIR/allow.yaml" <<'YAML'
+domains: ["app.test", "127.0.0.2"]
+url_prefixes:
+  - host: pass.test
+    tls: passthrough
+YAML
+t_start_resolver
+t_upstream_ca
+t_upstream_cert "DNS:app.test,DNS:pass.test" "$T_DIR/up"
+cat > "$T_DIR/tls_up.py" <<PYX
+import ssl, sys, runpy, http.server
+addr, port, cert, key, log = sys.argv[1:6]
+sys.argv = ["upstream.py", addr, port, log]
+orig = http.server.ThreadingHTTPServer.get_request
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+def get_request(self):
+    c, a = orig(self)
+    return ctx.wrap_socket(c, server_side=True), a
+http.server.ThreadingHTTPServer.get_request = get_request
+runpy.run_path("$HERE/upstream.py", run_name="__main__")
+PYX
+"$PY" "$T_DIR/tls_up.py" 127.0.0.2 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$T_DIR/up.log" >/dev/null 2>&1 &
+T_PIDS+=($!)
+"$PY" "$HERE/upstream.py" 127.0.0.2 80 "$T_DIR/up80.log" >/dev/null 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.2 443 || exit 1
+t_wait_port 127.0.0.2 80 || exit 1
+t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
+    --listen-socks 127.0.0.1:1080 || exit 1
+CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
+S=127.0.0.1:1080
+
+# ---- curl, the name resolved by airlock (socks5h) ----
+out=$(curl -s -m 5 --socks5-hostname $S --cacert "$CA" https://app.test/echo-headers)
+t_contains "curl --socks5-hostname: allowed host, intercepted" "$out" '"request_line": "GET /echo-headers HTTP/1.1"'
+t_logged "allowed SOCKS line" '^allowed SOCKS app.test:443 -> 200$'
+t_logged "the request inside has its own line" '^allowed GET https://app.test/echo-headers -> 200$'
+out=$(curl -s -m 5 --socks5-hostname $S --cacert "$CA" https://blocked.test/ -o /dev/null -w '%{http_code}'; echo " rc=$?")
+t_eq "curl --socks5-hostname: blocked host refused in the handshake (curl rc 97)" "000 rc=97" "$out"
+t_logged "blocked SOCKS line" '^BLOCKED SOCKS blocked.test:443 -> 403$'
+out=$(ALL_PROXY=socks5h://$S curl -s -m 5 --cacert "$CA" https://app.test/x/echo-headers)
+t_contains "ALL_PROXY=socks5h:// works as --socks5-hostname" "$out" '"request_line": "GET /x/echo-headers HTTP/1.1"'
+
+# ---- plain HTTP inside, and an IPv4 target (curl resolves: --socks5) ----
+out=$(curl -s -m 5 --socks5-hostname $S http://app.test/plain/echo-headers)
+t_contains "plain HTTP inside a SOCKS tunnel" "$out" '"request_line": "GET /plain/echo-headers HTTP/1.1"'
+t_logged "plain HTTP request line" '^allowed GET http://app.test/plain/echo-headers -> 200$'
+out=$(curl -s -m 5 --socks5 $S http://127.0.0.2/v4/echo-headers)
+t_contains "curl --socks5: IPv4 target allowed by the allowlist" "$out" '"request_line": "GET /v4/echo-headers HTTP/1.1"'
+t_logged "IPv4 SOCKS line" '^allowed SOCKS 127.0.0.2:80 -> 200$'
+out=$(curl -s -m 5 --socks5 $S http://127.0.0.9/ -o /dev/null -w '%{http_code}'; echo " rc=$?")
+t_eq "curl --socks5: IPv4 target not allowed" "000 rc=97" "$out"
+t_logged "IPv4 blocked line" '^BLOCKED SOCKS 127.0.0.9:80 -> 403$'
+
+# ---- passthrough entry: relayed unread, the upstream's own certificate ----
+out=$(curl -s -m 5 --socks5-hostname $S --cacert "$T_DIR/upca.pem" https://pass.test/echo-headers)
+t_contains "passthrough through SOCKS" "$out" '"request_line": "GET /echo-headers HTTP/1.1"'
+t_logged "passthrough SOCKS line" '^allowed SOCKS pass.test:443 -> 200 tunnel$'
+
+# ---- Python: requests over PySocks (python3-socks) ----
+if "$PY" -c 'import socks' 2>/dev/null; then
+    out=$("$PY" - "$CA" <<'PYX'
+import sys, requests
+p = {"https": "socks5h://127.0.0.1:1080", "http": "socks5h://127.0.0.1:1080"}
+a = requests.get("https://app.test/py/echo-headers", proxies=p, verify=sys.argv[1], timeout=5)
+try:
+    requests.get("https://blocked.test/", proxies=p, verify=sys.argv[1], timeout=5)
+    b = "no error"
+except requests.exceptions.ConnectionError as e:
+    b = "refused" if "not allowed" in str(e) else str(e)[:120]
+print(a.status_code, b)
+PYX
+)
+    t_eq "python requests + PySocks: allowed, then refused by ruleset" "200 refused" "$out"
+else
+    t_not_made "python3-socks not installed (apt-get install python3-socks)"
+fi
+
+# ---- refusals a tiny client sees byte by byte ----
+raw() { # raw HEX-TO-SEND: prints the hex of what airlock answered before it closed
+    "$PY" - "$1" <<'PYX'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", 1080), timeout=5)
+s.sendall(bytes.fromhex(sys.argv[1]))
+out = b""
+try:
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        out += d
+except socket.timeout:
+    out += b"<timeout>"
+print(out.hex())
+PYX
+}
+out=$(raw 050100050200010102030401bb)
+t_eq "BIND refused: command not supported (07)" "050005070001000000000000" "$out"
+t_logged "BIND line" '^BLOCKED SOCKS - -> 400 (socks: BIND not supported)$'
+out=$(raw 050100050300010102030401bb)
+t_eq "UDP ASSOCIATE refused (07)" "050005070001000000000000" "$out"
+t_logged "UDP line" '^BLOCKED SOCKS - -> 400 (socks: UDP ASSOCIATE not supported)$'
+out=$(raw 0501000501000901)
+t_eq "unknown address type refused (08)" "050005080001000000000000" "$out"
+t_logged "address type line" '^BLOCKED SOCKS - -> 400 (socks: address type not supported)$'
+out=$(raw 050102)
+t_eq "greeting without no-authentication: 05 ff, closed" "05ff" "$out"
+t_logged "no method line" '^BLOCKED SOCKS - -> 400 (socks: no acceptable method (only no authentication is served))$'
+out=$(raw 04010050010203040000)
+t_eq "SOCKS4 greeting: closed without a reply" "" "$out"
+t_logged "not SOCKS5 line" '^BLOCKED SOCKS - -> 400 (socks: not a SOCKS5 greeting)$'
+t_eq "IPv6 target not in the allowlist: not allowed (02)" "050005020001000000000000" "$(raw 050100050100040000000000000000000000000000000101bb)"
+t_logged "IPv6 blocked line" '^BLOCKED SOCKS \[::1\]:443 -> 403$'
+
+kill -0 "$AIRLOCK_PID"; t_check "airlock survived" test $? -eq 0
+t_done
