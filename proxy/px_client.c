@@ -511,7 +511,8 @@ int px_client_cert_cb(SSL *ssl, void *arg)
             char url[PX_HOST_MAX + 8];
             snprintf(url, sizeof(url), "%s:%u", c->tunnel, c->tunnel_port);
             audit_event_t ev =
-                audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT", url, 403);
+                audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED,
+                                   c->socks ? "SOCKS" : "CONNECT", url, 403);
             px_log_eventf(c->log, &ev, "host mismatch: connect=%s, sni=%s", c->tunnel, norm);
             return PX_TLS_REFUSED;
         }

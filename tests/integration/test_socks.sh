@@ -123,5 +123,12 @@ t_logged "not SOCKS5 line" '^BLOCKED SOCKS - -> 400 (socks: not a SOCKS5 greetin
 t_eq "IPv6 target not in the allowlist: not allowed (02)" "050005020001000000000000" "$(raw 050100050100040000000000000000000000000000000101bb)"
 t_logged "IPv6 blocked line" '^BLOCKED SOCKS \[::1\]:443 -> 403$'
 
+# ---- the audit tools read the SOCKS lines as the CONNECT decisions they are ----
+grep -E '^(allowed|BLOCKED) SOCKS [^ ]+:443 -> (200|403)( tunnel)?$' "$T_DIR/net.log" > "$T_DIR/socks.log"
+out=$("$AIRLOCK" replay --allowlist "$T_DIR/allow.yaml" "$T_DIR/socks.log"); rc=$?
+t_eq "replay of the SOCKS lines under the same allowlist: exit 0" 0 "$rc"
+t_contains "replay: nothing changes" "$out" "no request would change."
+n=$(wc -l < "$T_DIR/socks.log")
+t_contains "replay: each SOCKS line re-decided ($n)" "$out" "re-decided:               $n ($n unchanged)"
 kill -0 "$AIRLOCK_PID"; t_check "airlock survived" test $? -eq 0
 t_done
