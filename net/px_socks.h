@@ -1,6 +1,6 @@
 /* The SOCKS5 handshake (RFC 1928) as a pure reader: the greeting (version, methods) and the
  * request (command, address, port), and the reply bytes. No I/O and no policy: the proxy's
- * SOCKS listener (proxy/px_socksrv.c) decides the target like a CONNECT. Fuzzed
+ * SOCKS listener (proxy/px_connect.c) decides the target like a CONNECT. Fuzzed
  * (tests/fuzz/fuzz_socks.c) and table-tested (tests/net/test_px_socks.c). */
 #ifndef PX_SOCKS_H
 #define PX_SOCKS_H
