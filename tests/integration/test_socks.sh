@@ -14,6 +14,10 @@ url_prefixes:
   - host: pass.test
     tls: passthrough
 YAML
+CANARY="CANARY-5be1d0-do-not-send"
+cat > "$T_DIR/repl.json" <<JSON
+{"canaries": [{"name": "socks-marker", "value": "$CANARY"}]}
+JSON
 t_start_resolver
 t_upstream_ca
 t_upstream_cert "DNS:app.test,DNS:pass.test" "$T_DIR/up"
@@ -36,8 +40,9 @@ T_PIDS+=($!)
 T_PIDS+=($!)
 t_wait_port 127.0.0.2 443 || exit 1
 t_wait_port 127.0.0.2 80 || exit 1
+EV="$T_DIR/events.jsonl"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
-    --listen-socks 127.0.0.1:1080 || exit 1
+    --replacements "$T_DIR/repl.json" --events "$EV" --listen-socks 127.0.0.1:1080 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 S=127.0.0.1:1080
 
@@ -67,6 +72,13 @@ t_logged "IPv4 blocked line" '^BLOCKED SOCKS 127.0.0.9:80 -> 403$'
 out=$(curl -s -m 5 --socks5-hostname $S --cacert "$T_DIR/upca.pem" https://pass.test/echo-headers)
 t_contains "passthrough through SOCKS" "$out" '"request_line": "GET /echo-headers HTTP/1.1"'
 t_logged "passthrough SOCKS line" '^allowed SOCKS pass.test:443 -> 200 tunnel$'
+
+# ---- the secret guard on the name, before the allowlist and before any lookup ----
+out=$(curl -s -m 5 --socks5-hostname $S "https://$CANARY.app.test/" -o /dev/null -w '%{http_code}'; echo " rc=$?")
+t_eq "a canary in the SOCKS target: refused in the handshake" "000 rc=97" "$out"
+t_logged "... logged without the target" \
+    '^BLOCKED SOCKS - -> 403 (leak: canary socks-marker, raw, in the SOCKS target)$'
+t_check "... the name never reached the resolver" bash -c "! grep -qi '$CANARY' '$T_DIR/dnsmasq.log'"
 
 # ---- Python: requests over PySocks (python3-socks) ----
 if "$PY" -c 'import socks' 2>/dev/null; then
@@ -130,5 +142,25 @@ t_eq "replay of the SOCKS lines under the same allowlist: exit 0" 0 "$rc"
 t_contains "replay: nothing changes" "$out" "no request would change."
 n=$(wc -l < "$T_DIR/socks.log")
 t_contains "replay: each SOCKS line re-decided ($n)" "$out" "re-decided:               $n ($n unchanged)"
+# ---- the JSON events: valid against the schema, method SOCKS with host and port ----
+if "$PY" -c 'import jsonschema' 2>/dev/null; then
+    out=$("$PY" - "$AIRLOCK_SRC/docs/events.schema.json" "$EV" <<'PYX'
+import json, sys, jsonschema
+val = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])),
+                                      format_checker=jsonschema.FormatChecker())
+bad = socks = 0
+for line in open(sys.argv[2]):
+    o = json.loads(line)
+    bad += len(list(val.iter_errors(o)))
+    if o.get("method") == "SOCKS" and o.get("host") == "app.test" and o.get("port") == 443:
+        socks += 1
+print(bad, "invalid;", "socks event" if socks else "no socks event")
+PYX
+)
+    t_eq "events: all valid, the SOCKS decision with host and port" "0 invalid; socks event" "$out"
+else
+    t_not_made "python3-jsonschema not installed"
+fi
+
 kill -0 "$AIRLOCK_PID"; t_check "airlock survived" test $? -eq 0
 t_done
