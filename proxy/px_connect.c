@@ -425,6 +425,7 @@ static void on_dial_error(void *owner, const char *why)
 struct px__socks {
     px__in_t in; /* bytes not taken yet: at most a greeting and a request (each bounded) */
     int greeted; /* the greeting was answered "no authentication" */
+    size_t done; /* after the request: the bytes of in it took (what follows is the tunnel's) */
 };
 
 void px__cl_socks_reply(px_client_t *c, int rep)
@@ -498,6 +499,25 @@ static int px__socks_greet(px_client_t *c, px__socks_t *sk)
     return 1;
 }
 
+/* The bytes that followed an accepted request, for the mode the decision left. */
+static void px__socks_rest(px_defer_t *d)
+{
+    px_client_t *c = px_container_of(d, px_client_t, defer);
+    px__in_t in = {0};
+    size_t done = 0;
+    if (c->sk != NULL) {
+        in = c->sk->in;
+        done = c->sk->done;
+        c->sk->in = (px__in_t){0};
+        px__cl_socks_free(c);
+    }
+    if (!c->closing && (c->mode == PX__SNIFF || c->mode == PX__HELLO) && in.len > done)
+        px__cl_read(&c->sock, in.p + done, in.len - done);
+    free(in.p);
+    if (!c->closing && (c->mode == PX__SNIFF || c->mode == PX__HELLO))
+        px_sock_read_start(&c->sock);
+}
+
 /* A whole CONNECT request r (n bytes of sk->in): decided like a CONNECT; what followed it goes
  * to the mode the decision left (the TLS sniff or the passthrough's ClientHello). */
 static void px__socks_connect(px_client_t *c, const px_socks_req_t *r, size_t n)
@@ -517,14 +537,13 @@ static void px__socks_connect(px_client_t *c, const px_socks_req_t *r, size_t n)
     pre.verdict = PX_PRE_TUNNEL;
     pre.port = r->port;
     snprintf(pre.url, sizeof(pre.url), "%s", auth);
-    px__in_t in = c->sk->in; /* what came after the request, once c->sk is gone */
-    c->sk->in = (px__in_t){0};
-    px__cl_socks_free(c);
+    c->sk->done = n;
     c->kind = PX_LISTEN_PROXY; /* from here on, a CONNECT tunnel's connection */
     px__cl_connect_to(c, NULL, r->host, strlen(r->host), &pre);
-    if (!c->closing && (c->mode == PX__SNIFF || c->mode == PX__HELLO) && in.len > n)
-        px__cl_read(&c->sock, in.p + n, in.len - n);
-    free(in.p);
+    /* what followed the request goes to the new mode from the loop, after the reply left: a
+     * TLS handshake begun now would hold the plain reply back behind it */
+    if (!c->closing && (c->mode == PX__SNIFF || c->mode == PX__HELLO))
+        px_defer(&c->ctx->loop, &c->defer, px__socks_rest);
 }
 
 void px__cl_socks_input(px_client_t *c, const char *data, size_t len)

@@ -120,6 +120,11 @@ PYX
 out=$(raw 050100050200010102030401bb)
 t_eq "BIND refused: command not supported (07)" "050005070001000000000000" "$out"
 t_logged "BIND line" '^BLOCKED SOCKS - -> 400 (socks: BIND not supported)$'
+# greeting, request and the first TLS bytes in one write: the plain replies come first
+out=$(raw 05010005010003086170702e7465737401bb16030100056865656c6f)
+t_eq "pipelined handshake: both replies in plain before the TLS alert" \
+    "0500050000017f0000010438" "${out:0:24}"
+t_check "... then a TLS alert record (${out:24:4})" test "${out:24:4}" = 1503
 out=$(raw 050100050300010102030401bb)
 t_eq "UDP ASSOCIATE refused (07)" "050005070001000000000000" "$out"
 t_logged "UDP line" '^BLOCKED SOCKS - -> 400 (socks: UDP ASSOCIATE not supported)$'
