@@ -1,15 +1,15 @@
 #!/bin/bash
 # Issue 31 part 4: the SOCKS5 listener (--listen-socks). Each target is decided like an
 # explicit-proxy CONNECT: curl (--socks5-hostname, --socks5 with an IPv4 target), Python
-# (PySocks through requests), HTTPS intercepted with airlock's CA, plain HTTP inside, a
-# passthrough entry, refusals (ruleset, BIND, UDP ASSOCIATE, address type, no acceptable
+# (PySocks through requests), git (ALL_PROXY, dumb HTTP), HTTPS intercepted with airlock's CA,
+# plain HTTP inside, a passthrough entry, the secret guard on the name, the JSON events, refusals (ruleset, BIND, UDP ASSOCIATE, address type, no acceptable
 # method, not SOCKS5 at all) with the reply codes of RFC 1928 and their log lines.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 cat > "$T_DIR/allow.yaml" <<'YAML'
-domains: ["app.test", "127.0.0.2"]
+domains: ["app.test", "127.0.0.2", "git.test"]
 url_prefixes:
   - host: pass.test
     tls: passthrough
@@ -18,7 +18,8 @@ CANARY="CANARY-5be1d0-do-not-send"
 cat > "$T_DIR/repl.json" <<JSON
 {"canaries": [{"name": "socks-marker", "value": "$CANARY"}]}
 JSON
-t_start_resolver
+ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
+t_start_resolver --address=/git.test/127.0.0.3
 t_upstream_ca
 t_upstream_cert "DNS:app.test,DNS:pass.test" "$T_DIR/up"
 cat > "$T_DIR/tls_up.py" <<PYX
@@ -40,9 +41,19 @@ T_PIDS+=($!)
 T_PIDS+=($!)
 t_wait_port 127.0.0.2 443 || exit 1
 t_wait_port 127.0.0.2 80 || exit 1
+# a git repository served over the dumb HTTP protocol (static files) on git.test:80
+git init -q --bare "$T_DIR/www/repo.git" && git init -q "$T_DIR/src" &&
+    git -C "$T_DIR/src" -c user.name=t -c user.email=t@t commit -q --allow-empty -m "through socks" &&
+    git -C "$T_DIR/src" push -q "$T_DIR/www/repo.git" HEAD:refs/heads/main &&
+    git -C "$T_DIR/www/repo.git" symbolic-ref HEAD refs/heads/main &&
+    git -C "$T_DIR/www/repo.git" update-server-info
+"$PY" -m http.server --bind 127.0.0.3 --directory "$T_DIR/www" 80 >/dev/null 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 80 || exit 1
 EV="$T_DIR/events.jsonl"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
-    --replacements "$T_DIR/repl.json" --events "$EV" --listen-socks 127.0.0.1:1080 || exit 1
+    --replacements "$T_DIR/repl.json" --events "$EV" --listen-socks 127.0.0.1:1080 \
+    --allow-upstream-cidr 127.0.0.3/32 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 S=127.0.0.1:1080
 
@@ -67,6 +78,12 @@ t_logged "IPv4 SOCKS line" '^allowed SOCKS 127.0.0.2:80 -> 200$'
 out=$(curl -s -m 5 --socks5 $S http://127.0.0.9/ -o /dev/null -w '%{http_code}'; echo " rc=$?")
 t_eq "curl --socks5: IPv4 target not allowed" "000 rc=97" "$out"
 t_logged "IPv4 blocked line" '^BLOCKED SOCKS 127.0.0.9:80 -> 403$'
+
+# ---- git through ALL_PROXY (libcurl reads it), plain HTTP inside the tunnel ----
+ALL_PROXY=socks5h://$S timeout 30 git clone -q http://git.test/repo.git "$T_DIR/clone" 2> "$T_DIR/git.err"
+t_eq "git clone through ALL_PROXY=socks5h://" "through socks" "$(git -C "$T_DIR/clone" log -1 --format=%s 2>&1)"
+t_logged "git's tunnel line" '^allowed SOCKS git.test:80 -> 200$'
+t_logged "git's requests inside" '^allowed GET http://git.test/repo.git/info/refs?service=git-upload-pack -> 200$'
 
 # ---- passthrough entry: relayed unread, the upstream's own certificate ----
 out=$(curl -s -m 5 --socks5-hostname $S --cacert "$T_DIR/upca.pem" https://pass.test/echo-headers)
