@@ -2,8 +2,9 @@
 # Issue 31 part 4: the SOCKS5 listener (--listen-socks). Each target is decided like an
 # explicit-proxy CONNECT: curl (--socks5-hostname, --socks5 with an IPv4 target), Python
 # (PySocks through requests), git (ALL_PROXY, dumb HTTP), HTTPS intercepted with airlock's CA,
-# plain HTTP inside, a passthrough entry, the secret guard on the name, the JSON events, refusals (ruleset, BIND, UDP ASSOCIATE, address type, no acceptable
-# method, not SOCKS5 at all) with the reply codes of RFC 1928 and their log lines.
+# plain HTTP inside, a passthrough entry, the secret guard on the name, the JSON events, and
+# the refusals (ruleset, BIND, UDP ASSOCIATE, address type, no acceptable method, not SOCKS5
+# at all) with the reply codes of RFC 1928 and their log lines.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
