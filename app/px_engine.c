@@ -471,7 +471,7 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     px__pick_proxy_ip(eng, ipbuf, iplen);
 
     if ((cfg->listen_https.enabled || cfg->listen_http.enabled || cfg->listen_proxy.enabled ||
-         cfg->listen_transparent.enabled) &&
+         cfg->listen_transparent.enabled || cfg->listen_socks.enabled) &&
         px__engine_ca(eng) != 0)
         return -1;
     if (px_tls_client_ctx_new(cfg->upstream_ca, &eng->ctx.tls_client, err, sizeof(err)) != 0) {
@@ -555,6 +555,7 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
         {&cfg->listen_https, PX_LISTEN_HTTPS, "https"},
         {&cfg->listen_proxy, PX_LISTEN_PROXY, "proxy"},
         {&cfg->listen_transparent, PX_LISTEN_TRANSPARENT, "transparent"},
+        {&cfg->listen_socks, PX_LISTEN_SOCKS, "socks"},
     };
     for (size_t i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++) {
         char bound[128];

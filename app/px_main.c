@@ -51,6 +51,7 @@ static const char px__usage[] =
     "  --listen-https ADDR:PORT   [0.0.0.0:443]\n"
     "  --listen-proxy ADDR:PORT   explicit forward proxy (HTTP_PROXY, CONNECT) [off]\n"
     "  --listen-transparent A:P   connections redirected by iptables/nftables [off]\n"
+    "  --listen-socks ADDR:PORT   SOCKS5, no authentication, CONNECT only (ALL_PROXY) [off]\n"
     "  --metrics ADDR:PORT        Prometheus /metrics on a listener of its own [off]\n"
     "  --scrub-responses on|off   real values in answers become surrogates again [on]\n"
     "  --client-idle-timeout S    idle client connection [600]\n"

@@ -307,7 +307,8 @@ static int audit__access(audit_str_t s, audit_event_t *out)
     out->method = audit__word(s);
     if (!audit__method_ok(out->method))
         return audit__fail(out, "bad method");
-    int authority = audit_str_eq(out->method, "CONNECT");
+    /* a SOCKS request is decided like a CONNECT and logged like one (method SOCKS) */
+    int authority = audit_str_eq(out->method, "CONNECT") || audit_str_eq(out->method, "SOCKS");
     if (authority)
         out->kind = AUDIT_EV_CONNECT;
     s = audit__skip(s, out->method.len);

@@ -407,7 +407,7 @@ static void aj_target(audit__json_t *o, const audit_event_t *ev)
         return;
     aj_kv(o, "url", ev->url);
     audit_url_t u;
-    int authority = audit_str_eq(ev->method, "CONNECT");
+    int authority = audit_str_eq(ev->method, "CONNECT") || audit_str_eq(ev->method, "SOCKS");
     if (audit_url_parse(ev->url, authority, &u) != 0)
         return;
     if (!authority)

@@ -76,7 +76,7 @@ int audit_req_from_line(const audit_line_t *l, audit_req_t *r)
         return audit__not(r, "URL could not be read");
     if (l->url.cut)
         return audit__not(r, "URL cut at the proxy's 2 KiB cap");
-    int connect = audit_str_eq(l->method, "CONNECT");
+    int connect = audit_str_eq(l->method, "CONNECT") || audit_str_eq(l->method, "SOCKS");
     int then;
     if (connect) {
         if (l->verdict == AUDIT_ALLOWED && l->status == 200)

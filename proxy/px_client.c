@@ -39,7 +39,8 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
     switch (c->mode) {
     case PX__SNIFF: {
         int tls = px_tls_sniff(data, len);
-        if ((c->kind == PX_LISTEN_HTTPS || c->tunnel[0] != '\0') && !tls) {
+        /* a SOCKS tunnel may carry plain HTTP (http:// URLs through ALL_PROXY) */
+        if ((c->kind == PX_LISTEN_HTTPS || (c->tunnel[0] != '\0' && !c->socks)) && !tls) {
             px__cl_close(c); /* not TLS on the TLS port or in a tunnel: close without a word */
             return;
         }
@@ -75,6 +76,9 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
         return;
     case PX__H2:
         px__cl_h2_input(c, data, len);
+        return;
+    case PX__SOCKS:
+        px__cl_socks_input(c, data, len);
         return;
     default:
         return;
@@ -196,6 +200,8 @@ static void on_client_timer(uv_timer_t *t)
         ev.tail = audit_s("request head not received in time");
         px_log_event(c->log, &ev);
     }
+    if (c->mode == PX__SOCKS)
+        px__cl_socks_timeout(c);
     px__cl_close(c);
 }
 
@@ -215,6 +221,7 @@ static void px__free_if_done(px_client_t *c)
     px__cl_h1_free(c);
     px__cl_h2_free(c);
     px__cl_tun_free(c);
+    px__cl_socks_free(c);
     free(c);
 }
 
@@ -476,7 +483,12 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
         return;
     }
     c->mode = PX__SNIFF;
-    px__cl_timer(c, kind == PX_LISTEN_HTTPS ? ctx->cfg->handshake_ms : ctx->cfg->client_idle_ms);
+    if (kind == PX_LISTEN_SOCKS) { /* the handshake first, within the TLS handshake's time */
+        c->socks = 1;
+        c->mode = PX__SOCKS;
+    }
+    px__cl_timer(c, kind == PX_LISTEN_HTTPS || kind == PX_LISTEN_SOCKS ? ctx->cfg->handshake_ms
+                                                                       : ctx->cfg->client_idle_ms);
     px_sock_read_start(&c->sock);
 }
 
@@ -499,7 +511,8 @@ int px_client_cert_cb(SSL *ssl, void *arg)
             char url[PX_HOST_MAX + 8];
             snprintf(url, sizeof(url), "%s:%u", c->tunnel, c->tunnel_port);
             audit_event_t ev =
-                audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED, "CONNECT", url, 403);
+                audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED,
+                                   c->socks ? "SOCKS" : "CONNECT", url, 403);
             px_log_eventf(c->log, &ev, "host mismatch: connect=%s, sni=%s", c->tunnel, norm);
             return PX_TLS_REFUSED;
         }

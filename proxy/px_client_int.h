@@ -27,11 +27,13 @@ typedef enum px__mode {
     PX__DIAL,       /* passthrough CONNECT: connecting upstream */
     PX__TUNNEL,     /* bytes relayed unread */
     PX__H2,         /* HTTP/2 streams (px_h2srv.c) */
+    PX__SOCKS,      /* the SOCKS5 greeting and request (px_connect.c) */
 } px__mode_t;
 
 typedef struct px__h1srv px__h1srv_t; /* the HTTP/1 server side (px_h1srv.c) */
 typedef struct px__h2srv px__h2srv_t; /* the HTTP/2 server side (px_h2srv.c) */
 typedef struct px__tun px__tun_t;     /* a passthrough CONNECT or a tunnel (px_connect.c) */
+typedef struct px__socks px__socks_t; /* a SOCKS5 handshake being read (px_connect.c) */
 
 /* Bytes read and not taken yet: a partial head, a pipelined request, a paused body, a
  * ClientHello being gathered, what a tunnel sends first. Capped at PX_IN_MAX. */
@@ -61,6 +63,7 @@ struct px_client {
     int handles;
     int closing;
     int tls;                 /* the requests are https */
+    int socks;               /* came in on the SOCKS listener: its decisions log method SOCKS */
     uint16_t tunnel_port;
     uint16_t orig_port;      /* transparent: the port the client dialed */
     char sni[PX_HOST_MAX + 1];
@@ -68,6 +71,7 @@ struct px_client {
     px__h1srv_t *h1;         /* PX__HTTP */
     px__h2srv_t *h2;         /* PX__H2 */
     px__tun_t *tn;           /* PX__HELLO, PX__DIAL, PX__TUNNEL */
+    px__socks_t *sk;         /* PX__SOCKS: the handshake so far (px_connect.c) */
 };
 
 /* The configuration, upstream pool and budgets of c's scope. */
@@ -121,6 +125,10 @@ void px__cl_h2c_refuse(px_client_t *c);
 
 /* px_connect.c */
 void px__cl_connect(px_client_t *c, px_msg_t *m, const px_pre_t *pre);
+/* The same decision for a SOCKS request (c->socks): target[0..tlen) is what the guard scans;
+ * the answers are SOCKS replies (px__cl_socks_reply) instead of HTTP ones. */
+void px__cl_connect_to(px_client_t *c, px_msg_t *m, const char *target, size_t tlen,
+                       const px_pre_t *pre);
 void px__cl_hello_input(px_client_t *c, const char *data, size_t len);
 /* c's end of tunnel t (taken); in: what the client sent first (taken, may be NULL) */
 void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t, px__in_t *in);
@@ -130,5 +138,11 @@ void px__cl_tun_drain(px_client_t *c);
 void px__cl_tun_shut(px_client_t *c);   /* a dial in progress ends */
 void px__cl_tun_closed(px_client_t *c); /* the socket is gone: the tunnel lets go of it */
 void px__cl_tun_free(px_client_t *c);   /* the last close callback */
+
+/* px_connect.c: SOCKS5 */
+void px__cl_socks_input(px_client_t *c, const char *data, size_t len);
+void px__cl_socks_reply(px_client_t *c, int rep); /* with c's local address when rep is 0 */
+void px__cl_socks_timeout(px_client_t *c);         /* the handshake deadline passed */
+void px__cl_socks_free(px_client_t *c);            /* the last close callback */
 
 #endif

@@ -24,6 +24,7 @@ void px_config_defaults(px_config_t *cfg)
     px_listen_parse(&cfg->listen_https, "0.0.0.0:443");
     px_listen_parse(&cfg->listen_proxy, "off");
     px_listen_parse(&cfg->listen_transparent, "off");
+    px_listen_parse(&cfg->listen_socks, "off");
     px_listen_parse(&cfg->metrics, "off");
     cfg->client_idle_ms = PX_CLIENT_IDLE_MS;
     cfg->upstream_first_byte_ms = PX_UPSTREAM_FIRST_BYTE_MS;
@@ -207,6 +208,7 @@ enum {
     OPT_LISTEN_HTTPS,
     OPT_LISTEN_PROXY,
     OPT_LISTEN_TRANSPARENT,
+    OPT_LISTEN_SOCKS,
     OPT_IDLE,
     OPT_FIRST_BYTE,
     OPT_CONNECT,
@@ -245,6 +247,7 @@ static const struct option px__run_opts[] = {
     {"listen-https", required_argument, NULL, OPT_LISTEN_HTTPS},
     {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
     {"listen-transparent", required_argument, NULL, OPT_LISTEN_TRANSPARENT},
+    {"listen-socks", required_argument, NULL, OPT_LISTEN_SOCKS},
     {"client-idle-timeout", required_argument, NULL, OPT_IDLE},
     {"upstream-timeout", required_argument, NULL, OPT_FIRST_BYTE},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT},
@@ -309,6 +312,10 @@ static int px__listen_opt(px_config_t *cfg, int c, const char *v, const char **w
     case OPT_LISTEN_TRANSPARENT:
         rc = px_listen_parse(&cfg->listen_transparent, v);
         *what = "--listen-transparent";
+        break;
+    case OPT_LISTEN_SOCKS:
+        rc = px_listen_parse(&cfg->listen_socks, v);
+        *what = "--listen-socks";
         break;
     case OPT_METRICS:
         rc = px_listen_parse(&cfg->metrics, v);
@@ -401,6 +408,7 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
     case OPT_LISTEN_HTTPS:
     case OPT_LISTEN_PROXY:
     case OPT_LISTEN_TRANSPARENT:
+    case OPT_LISTEN_SOCKS:
     case OPT_METRICS:
         rc = px__listen_opt(cfg, c, v, what);
         break;

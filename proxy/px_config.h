@@ -47,6 +47,7 @@ typedef struct px_config {
     px_listen_t listen_https;
     px_listen_t listen_proxy;
     px_listen_t listen_transparent;
+    px_listen_t listen_socks; /* --listen-socks ADDR: SOCKS5, decided like CONNECT (off) */
     px_listen_t metrics; /* --metrics ADDR: Prometheus /metrics on its own listener (off) */
     int scrub_off;       /* --scrub-responses off: real values in answers are not replaced */
     uint64_t client_idle_ms;

@@ -175,7 +175,7 @@ static int px__is_listener(const px_dest_ctx_t *m, const struct sockaddr *sa)
 {
     const px_config_t *cfg = m->cfg;
     const px_listen_t *ls[] = {&cfg->listen_dns, &cfg->listen_http, &cfg->listen_https,
-                               &cfg->listen_proxy, &cfg->listen_transparent};
+                               &cfg->listen_proxy, &cfg->listen_transparent, &cfg->listen_socks};
     const uint8_t *a;
     uint16_t port;
     size_t n = px__addr_bytes(sa, &a, &port);

@@ -17,6 +17,7 @@ typedef enum px_listener_kind {
     PX_LISTEN_HTTPS,
     PX_LISTEN_PROXY,
     PX_LISTEN_TRANSPARENT,
+    PX_LISTEN_SOCKS, /* a SOCKS5 handshake first; afterwards the connection is PX_LISTEN_PROXY's */
 } px_listener_kind_t;
 
 /* Where a request came in. Strings are borrowed, NUL-terminated, normalized (lowercase, no
