@@ -406,7 +406,15 @@ static int fake_lookup(void *arg, const addon_awssecret_src_t *src, unsigned ref
 {
     (void)arg;
     g_asked++;
+    /* src's strings live in the loader's frame: copied, so the checks after the load read ours */
+    static char id[256], region[64], key[256];
     g_last = *src;
+    snprintf(id, sizeof(id), "%s", src->id != NULL ? src->id : "");
+    snprintf(region, sizeof(region), "%s", src->region != NULL ? src->region : "");
+    snprintf(key, sizeof(key), "%s", src->json_key != NULL ? src->json_key : "");
+    g_last.id = src->id != NULL ? id : NULL;
+    g_last.region = src->region != NULL ? region : NULL;
+    g_last.json_key = src->json_key != NULL ? key : NULL;
     g_refresh = refresh;
     if (strcmp(src->id, "broken") == 0) {
         snprintf(why, whylen, "AWS answered HTTP 400, AccessDeniedException");
