@@ -1,5 +1,6 @@
 #include "base/px_grow.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +13,17 @@ int px_grow(void *pptr, size_t *cap, size_t need, size_t elem, size_t first, siz
         return 0;
     if (need > max)
         return PX_ETOOBIG;
-    if (elem == 0 || need > SIZE_MAX / elem)
+    /* no object may be larger than PTRDIFF_MAX bytes: a need past it fails here, before
+     * realloc is asked for a size that reads as negative */
+    if (elem == 0 || need > PTRDIFF_MAX / elem)
         return PX_ENOMEM;
     size_t n = *cap ? *cap : first ? first : 1;
     while (n < need)
         n = n > max / 2 ? max : n * 2;
     if (n > max)
         n = max; /* a first size above the cap */
-    if (n > SIZE_MAX / elem)
-        n = SIZE_MAX / elem; /* still >= need, checked above */
+    if (n > PTRDIFF_MAX / elem)
+        n = PTRDIFF_MAX / elem; /* still >= need, checked above */
     /* pptr may point at a char * or a struct foo *: read and write it as bytes, not through a
      * void ** that would alias it. */
     void *old;

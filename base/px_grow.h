@@ -11,8 +11,8 @@
  * the address of the array's pointer, of any element type; NULL with *cap 0 to start), of
  * capacity *cap elements. The new capacity is *cap (or `first` when *cap is 0) doubled until
  * need fits, and never more than `max` elements. Returns 0 (room was there or was made),
- * PX_ETOOBIG (need > max) or PX_ENOMEM (need * elem overflows, or realloc failed); on failure
- * *pptr and *cap are unchanged. */
+ * PX_ETOOBIG (need > max) or PX_ENOMEM (need * elem past PTRDIFF_MAX, or realloc failed); on
+ * failure *pptr and *cap are unchanged. */
 int px_grow(void *pptr, size_t *cap, size_t need, size_t elem, size_t first, size_t max);
 
 /* A growable byte buffer with a hard cap: data[0..len) is what was appended; the buffer owns
