@@ -2,7 +2,13 @@
  * counter per budget identity (kind + host pattern), kept across reloads. A counter is
  * refcounted: the table holds one reference, each request that counts bytes for it another, so a
  * budget dropped by a reload stops counting for new requests while requests under way finish
- * with it. */
+ * with it.
+ *
+ * With more than one loop (`airlock run --workers N`) the connections of one conversation land on
+ * any of them, and its counters must stay exact: every function here that reads or changes a
+ * counter or a table holds one process-wide mutex. It is held for a few compares and additions,
+ * never across a call that can block. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +16,8 @@
 #include "addons/addon_budget.h"
 #include "addons/addon_policy.h"
 #include "base/px_err.h"
+
+static pthread_mutex_t addon__budget_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef struct budget_ctr {
     int refs;
@@ -48,13 +56,25 @@ addon_budget_table_t *addon_budget_table_new(void)
     return calloc(1, sizeof(addon_budget_table_t));
 }
 
+addon_budget_table_t *addon_budget_table_at(addon_budget_table_t **at)
+{
+    pthread_mutex_lock(&addon__budget_mu);
+    if (*at == NULL)
+        *at = addon_budget_table_new();
+    addon_budget_table_t *t = *at;
+    pthread_mutex_unlock(&addon__budget_mu);
+    return t;
+}
+
 void addon_budget_table_free(addon_budget_table_t *t)
 {
     if (t == NULL)
         return;
+    pthread_mutex_lock(&addon__budget_mu);
     for (size_t i = 0; i < t->n; i++)
         ctr_unref(t->ctr[i]);
     free(t->ctr);
+    pthread_mutex_unlock(&addon__budget_mu);
     addon_policy_unref(t->policy);
     free(t);
 }
@@ -75,7 +95,7 @@ static budget_ctr_t *ctr_new(const addon_budget_t *b, uint64_t now_ms)
     return c;
 }
 
-int addon_budget_table_sync(addon_budget_table_t *t, addon_policy_t *p, uint64_t now_ms)
+static int budget_sync(addon_budget_table_t *t, addon_policy_t *p, uint64_t now_ms)
 {
     if (t->policy == p)
         return 0;
@@ -110,13 +130,26 @@ int addon_budget_table_sync(addon_budget_table_t *t, addon_policy_t *p, uint64_t
     return 0;
 }
 
+int addon_budget_table_sync(addon_budget_table_t *t, addon_policy_t *p, uint64_t now_ms)
+{
+    pthread_mutex_lock(&addon__budget_mu);
+    int rc = budget_sync(t, p, now_ms);
+    pthread_mutex_unlock(&addon__budget_mu);
+    return rc;
+}
+
 uint64_t addon_budget_table_used(const addon_budget_table_t *t, const char *key)
 {
+    uint64_t used = 0;
+    pthread_mutex_lock(&addon__budget_mu);
     for (size_t i = 0; i < t->n; i++) {
-        if (strcmp(t->ctr[i]->key, key) == 0)
-            return t->ctr[i]->used;
+        if (strcmp(t->ctr[i]->key, key) == 0) {
+            used = t->ctr[i]->used;
+            break;
+        }
     }
-    return 0;
+    pthread_mutex_unlock(&addon__budget_mu);
+    return used;
 }
 
 /* Refills a rate budget's bucket to now. */
@@ -160,12 +193,12 @@ static int budget_refuses(const addon_budget_t *b, budget_ctr_t *c, uint64_t bod
     return refuse;
 }
 
-int addon_budget_begin(addon_budget_table_t *t, addon_policy_t *p, addon_str_t host,
-                       uint64_t body_need, uint64_t now_ms, addon_budget_req_t **out,
-                       addon_budget_over_t *over)
+static int budget_begin(addon_budget_table_t *t, addon_policy_t *p, addon_str_t host,
+                        uint64_t body_need, uint64_t now_ms, addon_budget_req_t **out,
+                        addon_budget_over_t *over)
 {
     *out = NULL;
-    int rc = addon_budget_table_sync(t, p, now_ms);
+    int rc = budget_sync(t, p, now_ms);
     if (rc != 0)
         return rc;
     size_t n;
@@ -203,11 +236,19 @@ int addon_budget_begin(addon_budget_table_t *t, addon_policy_t *p, addon_str_t h
     return 0;
 }
 
-int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len, uint64_t *fit,
+int addon_budget_begin(addon_budget_table_t *t, addon_policy_t *p, addon_str_t host,
+                       uint64_t body_need, uint64_t now_ms, addon_budget_req_t **out,
                        addon_budget_over_t *over)
 {
-    if (r == NULL)
-        return 0;
+    pthread_mutex_lock(&addon__budget_mu);
+    int rc = budget_begin(t, p, host, body_need, now_ms, out, over);
+    pthread_mutex_unlock(&addon__budget_mu);
+    return rc;
+}
+
+static int budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len,
+                        uint64_t *fit, addon_budget_over_t *over)
+{
     uint64_t go = len;
     int crossed = 0;
     for (size_t i = 0; i < r->n; i++) {
@@ -234,12 +275,25 @@ int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t
     return crossed;
 }
 
+int addon_budget_count(addon_budget_req_t *r, addon_budget_kind_t kind, uint64_t len, uint64_t *fit,
+                       addon_budget_over_t *over)
+{
+    if (r == NULL)
+        return 0;
+    pthread_mutex_lock(&addon__budget_mu);
+    int rc = budget_count(r, kind, len, fit, over);
+    pthread_mutex_unlock(&addon__budget_mu);
+    return rc;
+}
+
 void addon_budget_end(addon_budget_req_t *r)
 {
     if (r == NULL)
         return;
+    pthread_mutex_lock(&addon__budget_mu);
     for (size_t i = 0; i < r->n; i++)
         ctr_unref(r->v[i].c);
+    pthread_mutex_unlock(&addon__budget_mu);
     free(r);
 }
 

@@ -76,6 +76,10 @@ typedef struct addon_budget_over {
 /* A new, empty table (the conversation's counters), or NULL when out of memory. */
 addon_budget_table_t *addon_budget_table_new(void);
 
+/* The table *at, made first when *at is NULL (one table however many loops ask at once), or
+ * NULL when out of memory. */
+addon_budget_table_t *addon_budget_table_at(addon_budget_table_t **at);
+
 /* Frees the table; requests still holding counters keep them until addon_budget_end. */
 void addon_budget_table_free(addon_budget_table_t *t);
 

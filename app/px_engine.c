@@ -24,6 +24,7 @@
 #include "app/px_sandbox.h"
 #include "app/px_metrics_http.h"
 #include "app/px_control.h"
+#include "app/px_worker.h"
 #include "proxy/px_decide.h"
 #include "proxy/px_hold.h"
 #include "proxy/px_metrics.h"
@@ -55,6 +56,7 @@ static void px__engine_stop(px_engine_t *eng)
         dns_server_close(eng->dns, on_dns_closed, NULL);
     eng->dns = NULL;
     px_client_close_all(&eng->ctx, "proxy shutting down");
+    px_workers_stop(eng->workers);
     px_metrics_http_stop(eng->metrics);
     eng->metrics = NULL;
     px_secretfetch_close(eng->secrets);
@@ -134,9 +136,7 @@ static void on_reloaded(void *arg, px_snapshot_t *n)
     px_metrics()->reloads_ok++;
     if (eng->secrets != NULL)
         px_secretfetch_commit(eng->secrets);
-    px_snapshot_t *old = eng->ctx.scope.snap;
-    eng->ctx.scope.snap = n;
-    px_snapshot_unref(old);
+    px_snapshot_unref(px_scope_set_snap(&eng->ctx.scope, n)); /* other loops read it */
     if (eng->ctx.scope.budgets != NULL) /* budgets still named keep their counts (else: lazily) */
         addon_budget_table_sync(eng->ctx.scope.budgets, n->cfg.policy, uv_now(eng->ctx.loop.uv));
     px_diag(PX_DIAG_WARN, "allowlist reloaded from %s (%zu domains, %zu url_prefixes)",
@@ -158,6 +158,7 @@ static void on_signal(uv_signal_t *s, int signum)
     px_engine_t *eng = s->data;
     if (signum == SIGHUP && eng->ctx.cfg->sandboxes_dir != NULL) {
         px_sandboxes_load(&eng->sandboxes, 0);
+        px_workers_sandboxes_changed(eng->workers);
         px_metrics()->reloads_ok++; /* each sandbox keeps its policy when its files are bad */
         return;
     }
@@ -203,11 +204,16 @@ static void px__bound_text(const uv_tcp_t *tcp, const char *name, char *bound, s
 static int px__listen(px_engine_t *eng, const px_listen_t *cfg, px_listener_kind_t kind,
                       const char *name, char *bound, size_t blen)
 {
+    if (eng->nlisteners == PX_ENGINE_LISTENERS)
+        return PX_ENOMEM; /* cannot happen: one per kind */
     px_listener_t *l = &eng->listeners[eng->nlisteners];
     l->eng = eng;
     l->kind = kind;
     uv_tcp_init(eng->ctx.loop.uv, &l->tcp);
-    int rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&cfg->addr, 0);
+    /* with workers, theirs bind the same address: SO_REUSEPORT on every one */
+    int rc = eng->nworkers > 1
+                 ? px_worker_listen_reuseport(&l->tcp, (const struct sockaddr *)&cfg->addr)
+                 : uv_tcp_bind(&l->tcp, (const struct sockaddr *)&cfg->addr, 0);
     if (rc == 0)
         rc = uv_listen((uv_stream_t *)&l->tcp, 4096, on_accept);
     if (rc < 0) {
@@ -449,6 +455,7 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;
     }
+    eng->ctx.conv = &eng->ctx.scope;
     eng->ctx.scope.log = eng->ctx.log; /* one conversation: its log is the process's */
     eng->ctx.scope.refs = 1;            /* the engine's, for good */
     if (cfg->sandboxes_dir != NULL) {
@@ -513,6 +520,24 @@ static const char *on_hold_name(void *arg, const void *scope)
         if ((const void *)sb->scope.log == scope)
             return sb->name;
     return NULL;
+}
+
+/* --workers N: the other loops, on the addresses the engine's listeners are bound to. 0, or -1
+ * after saying why. */
+static int px__engine_workers(px_engine_t *eng)
+{
+    if (eng->nworkers <= 1)
+        return 0;
+    px_worker_listen_t ls[PX_ENGINE_LISTENERS];
+    size_t n = 0;
+    for (int i = 0; i < eng->nlisteners && n < PX_ENGINE_LISTENERS; i++) {
+        int len = sizeof(ls[n].addr);
+        if (uv_tcp_getsockname(&eng->listeners[i].tcp, (struct sockaddr *)&ls[n].addr, &len) != 0)
+            return -1;
+        ls[n++].kind = (int)eng->listeners[i].kind;
+    }
+    return px_workers_start(&eng->ctx, eng->nworkers, ls, n, eng->own, eng->n_own,
+                            &eng->workers);
 }
 
 /* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
@@ -586,7 +611,7 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     if (cfg->decide_url != NULL &&
         px_decide_start(&eng->ctx, eng->ctx.scope.up, cfg->decide_url, &eng->decide) != 0)
         return -1;
-    return 0;
+    return px__engine_workers(eng);
 }
 
 /* Signals, the log's end-of-turn flush and the heap-trim timer; then the task-start line. */
@@ -634,6 +659,8 @@ static void px__engine_free(px_engine_t *eng, uv_loop_t *loop)
         uv_run(loop, UV_RUN_DEFAULT);
     }
     uv_run(loop, UV_RUN_DEFAULT);
+    px_workers_free(eng->workers); /* their connections end: nothing shared is read after */
+    eng->workers = NULL;
     px_hold_close(eng->ctx.holds); /* every exchange let go of its hold by now */
     px_loop_close(&eng->ctx.loop); /* nothing is queued once the loop ran dry */
     uv_run(loop, UV_RUN_DEFAULT);
@@ -659,6 +686,13 @@ int px_engine_run(const px_config_t *cfg)
     uv_loop_t loop;
     uv_loop_init(&loop);
     eng->ctx.cfg = cfg;
+    eng->nworkers = px_workers_count(cfg->workers);
+    if (eng->nworkers > 1 && (cfg->control_path != NULL || cfg->decide_url != NULL)) {
+        fprintf(stderr, "airlock: --control and --decide-url need --workers 1 (held requests "
+                        "live on one loop)\n");
+        free(eng);
+        return 1;
+    }
     if (px_loop_init(&eng->ctx.loop, &loop) != 0) {
         free(eng);
         return 1;
@@ -670,6 +704,8 @@ int px_engine_run(const px_config_t *cfg)
     if (px__engine_open(eng, ipbuf, sizeof(ipbuf)) == 0 &&
         px__engine_listen(eng, ipbuf, ready, sizeof(ready)) == 0) {
         px__engine_start(eng);
+        if (eng->nworkers > 1)
+            px_diag(PX_DIAG_INFO, "%d loops serve connections (--workers)", eng->nworkers);
         fprintf(stderr, "airlock %s: ready (proxy ip %s):%s\n", AIRLOCK_VERSION, ipbuf, ready);
         fflush(stderr);
         uv_run(&loop, UV_RUN_DEFAULT);

@@ -1,5 +1,6 @@
 /* The engine: one libuv loop running the DNS responder and the proxy listeners, and the
- * context every connection and exchange of that loop shares. */
+ * context every connection and exchange of that loop shares; with --workers N, N-1 more loops
+ * that serve connections beside it (app/px_worker.h). */
 #ifndef PX_ENGINE_H
 #define PX_ENGINE_H
 
@@ -22,6 +23,8 @@ typedef struct dns_resolver dns_resolver_t;
 typedef struct ca ca_t;
 typedef struct ssl_ctx_st SSL_CTX;
 
+#define PX_ENGINE_LISTENERS 8 /* TCP listeners: http, https, proxy, transparent, socks */
+
 typedef struct px_listener {
     uv_tcp_t tcp;
     px_engine_t *eng;
@@ -33,7 +36,7 @@ struct px_engine {
     px_ctx_t ctx;
     px_cidr_t own[64];          /* the machine's own addresses (refused upstream) */
     size_t n_own;
-    px_listener_t listeners[4];
+    px_listener_t listeners[PX_ENGINE_LISTENERS];
     int nlisteners;
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_check_t log_kick;        /* hands the loop turn's log lines to the writer */
@@ -48,6 +51,8 @@ struct px_engine {
     uint64_t reads_seen;        /* loop.reads at the last trim check */
     uint64_t reads_trimmed;     /* ... and at the last trim */
     struct px_secretfetch *secrets; /* values fetched from AWS (px_secretfetch.h), or NULL */
+    int nworkers;                   /* loops serving connections, the engine's included */
+    struct px_workers *workers;     /* the other nworkers-1 (px_worker.h), or NULL */
 };
 
 /* Runs airlock until SIGTERM/SIGINT. Borrows cfg. Returns the process exit code: 0 after a

@@ -58,6 +58,9 @@ static const char px__usage[] =
     "  --upstream-timeout S       upstream first byte / stall [600]\n"
     "  --connect-timeout S        upstream connect [10]\n"
     "  --handshake-timeout S      client TLS handshake [10]\n"
+    "  --workers N|auto           event loops serving connections, each on a thread of its\n"
+    "                             own (auto: the CPUs airlock may use) [1; env\n"
+    "                             AIRLOCK_WORKERS]\n"
     "  --verbose                  more diagnostics on stderr\n"
     "\n"
     "signals: SIGHUP reloads the allowlist; SIGTERM/SIGINT stop cleanly.\n";

@@ -241,8 +241,10 @@ static int px__sb_add(px_sandboxes_t *set, const char *name, char *err, size_t e
     sb->scope.name = sb->name;
     sb->scope.own_ca_only = set->ctx->cfg->ca_per_conversation;
     sb->scope.release = px__sb_release;
+    px_scope_wrlock(); /* other loops look sources up in the list (--workers) */
     sb->next = set->list;
     set->list = sb;
+    px_scope_unlock();
     set->n++;
     return 0;
 fail:
@@ -279,14 +281,14 @@ static int px__sb_reload(px_sandboxes_t *set, px_sandbox_t *sb)
         return 0;
     }
     int moved = fresh.scope.nsrc != sb->scope.nsrc || memcmp(fresh.scope.src, sb->scope.src, sizeof(sb->scope.src)) != 0;
-    if (moved)
-        sb->scope.gen++; /* its open connections check that their source is still in */
+    px_scope_wrlock(); /* other loops read the sources (--workers) */
+    if (moved) /* its open connections check that their source is still in */
+        __atomic_add_fetch(&sb->scope.gen, 1, __ATOMIC_RELEASE);
     memcpy(sb->scope.src, fresh.scope.src, sizeof(sb->scope.src));
     sb->scope.nsrc = fresh.scope.nsrc;
     sb->scope.max_conns = fresh.scope.max_conns;
-    px_snapshot_t *old = sb->scope.snap;
-    sb->scope.snap = n;
-    px_snapshot_unref(old);
+    px_scope_unlock();
+    px_snapshot_unref(px_scope_set_snap(&sb->scope, n));
     if (sb->scope.budgets != NULL) /* budgets still named keep their counts */
         addon_budget_table_sync(sb->scope.budgets, n->cfg.policy, uv_now(set->ctx->loop.uv));
     return moved;
@@ -294,8 +296,10 @@ static int px__sb_reload(px_sandboxes_t *set, px_sandbox_t *sb)
 
 static void px__sb_gone(px_sandboxes_t *set, px_sandbox_t *sb)
 {
+    px_scope_wrlock();
     sb->scope.gone = 1;
-    sb->scope.gen++; /* its open connections take no new request */
+    __atomic_add_fetch(&sb->scope.gen, 1, __ATOMIC_RELEASE); /* its connections take no request */
+    px_scope_unlock();
     set->n--;
     px_upmgr_close_idle(sb->scope.up);
     /* its conversation ends: the CA's key goes (open connections keep the CA in memory), and
@@ -378,8 +382,11 @@ px_sandbox_t *px_sandbox_for_addr(px_sandboxes_t *set, const uint8_t addr[16])
 
 px_scope_t *px_sandbox_scope_for(px_ctx_t *ctx, const uint8_t src[16])
 {
+    px_scope_rdlock(); /* a reload on the engine's loop may be changing the list */
     px_sandbox_t *sb = px_sandbox_for_addr(ctx->scope_arg, src);
-    return sb != NULL ? &sb->scope : NULL;
+    px_scope_t *s = sb != NULL ? px_scope_ref(&sb->scope) : NULL; /* before it can go */
+    px_scope_unlock();
+    return s;
 }
 
 px_sandbox_t *px_sandbox_for(px_sandboxes_t *set, const struct sockaddr *src)

@@ -23,11 +23,12 @@
 #define PX_HANDSHAKE_MS (10 * 1000)            /* client TLS handshake */
 #define PX_CIDR_MAX 32                         /* --allow-upstream-cidr entries */
 #define PX_CONNS_MAX 20000                     /* client connections at once */
-#define PX_TRIM_CHECK_MS 1000                  /* how often to look for a finished burst or quiet */
-#define PX_TRIM_DROP 64                        /* connections gone since the peak = a burst ended */
-#define PX_TLS_SESSIONS_MAX 1024               /* upstream host:port keys with TLS sessions (LRU) */
-#define PX_SCRUB_HOLD_MAX (64 * 1024)          /* a scrubbed body held to keep its Content-Length */
-#define PX_TLS_TICKETS_PER_KEY 4 /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
+#define PX_WORKERS_MAX 64        /* --workers: event loops (each a thread with its own listeners) */
+#define PX_TRIM_CHECK_MS 1000    /* how often to look for a finished burst or quiet */
+#define PX_TRIM_DROP 64          /* connections gone since the peak = a burst ended */
+#define PX_TLS_SESSIONS_MAX 1024 /* upstream host:port keys with TLS sessions (LRU) */
+#define PX_SCRUB_HOLD_MAX (64 * 1024) /* a scrubbed body held to keep its Content-Length */
+#define PX_TLS_TICKETS_PER_KEY 4      /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
 /* Decoded HTTP/2 request header bytes (name + value + 32 a field, as RFC 9113 counts them) held
  * by streams from their HEADERS frame until they close: HPACK lets ~50 bytes on the wire decode
  * to a 64 KiB list, which a stream waiting on a slow upstream holds (with its copies toward the

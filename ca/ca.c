@@ -540,6 +540,7 @@ int ca_load(ca_t **out, const char *confdir, unsigned flags, size_t cache_cap, c
     }
     ca->key = key;
     ca->generated = generated;
+    pthread_mutex_init(&ca->mu, NULL);
     rc = ca__mint_init(ca, cert, err, errlen);
     X509_free(cert); /* the issuer holds its own reference */
     if (rc < 0) {
@@ -572,6 +573,7 @@ void ca_free(ca_t *ca)
     ca__mint_cleanup(ca);
     ca__issuer_release(ca->issuer);
     EVP_PKEY_free(ca->key);
+    pthread_mutex_destroy(&ca->mu);
     free(ca);
 }
 
@@ -668,11 +670,14 @@ int ca_get_fingerprint(const ca_t *ca, char *buf, size_t len)
 
 void ca_cache_get_stats(const ca_t *ca, ca_cache_stats_t *out)
 {
+    pthread_mutex_t *mu = (pthread_mutex_t *)&ca->mu; /* the counters' lock, not the CA's state */
+    pthread_mutex_lock(mu);
     out->count = ca->cache.count;
     out->cap = ca->cache.cap;
     out->hits = ca->cache.hits;
     out->misses = ca->cache.misses;
     out->evictions = ca->cache.evictions;
+    pthread_mutex_unlock(mu);
 }
 
 /* ---- per-conversation CAs ---- */

@@ -2,9 +2,10 @@
  *
  * Loads the mitmproxy-compatible CA from a confdir (or creates one), mints one leaf certificate
  * per host name with a single per-object ECDSA P-256 key, and keeps minted leaves in an LRU
- * cache. Pure: OpenSSL's libcrypto only, no event loop. Not thread-safe: one ca_t belongs to
- * one loop. Errors are the PX_E* codes of base/px_err.h; a caller-supplied err buffer gets a
- * one-line message (never key material). */
+ * cache. Pure: OpenSSL's libcrypto only, no event loop. A loaded ca_t may be shared by threads
+ * (`--workers`): the cache and its counters have a lock, leaf references are atomic, and the
+ * state minting reads is set once by ca_load(). Errors are the PX_E* codes of base/px_err.h; a
+ * caller-supplied err buffer gets a one-line message (never key material). */
 #ifndef CA_H
 #define CA_H
 

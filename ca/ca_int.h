@@ -2,6 +2,7 @@
 #ifndef CA_INT_H
 #define CA_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -69,6 +70,9 @@ struct ca {
     time_t not_before;       /* the CA's notBefore: no leaf starts before it (0: unknown) */
     time_t not_after;        /* the CA's notAfter: no leaf outlives it (0: unknown) */
     int generated;
+    /* the cache and its counters; minting runs outside it (--workers: every loop signs with
+     * the one CA and shares its leaves) */
+    pthread_mutex_t mu;
     ca__cache_t cache;
 };
 

@@ -127,7 +127,7 @@ int ca_name_normalize(const char *name, size_t len, char *out, size_t outlen, in
 
 void ca__issuer_release(ca__issuer_t *issuer)
 {
-    if (issuer == NULL || --issuer->refs > 0) {
+    if (issuer == NULL || __atomic_sub_fetch(&issuer->refs, 1, __ATOMIC_ACQ_REL) > 0) {
         return;
     }
     sk_X509_pop_free(issuer->chain, X509_free);
@@ -432,7 +432,7 @@ int ca__leaf_mint(ca_t *ca, const ca__name_t *n, ca_leaf_t **out)
     }
     leaf->refs = 1;
     leaf->issuer = ca->issuer;
-    ca->issuer->refs++;
+    __atomic_add_fetch(&ca->issuer->refs, 1, __ATOMIC_RELAXED);
     memcpy(leaf->name, n->text, n->len + 1);
     leaf->name_len = n->len;
     *out = leaf;
@@ -467,23 +467,35 @@ int ca_leaf_acquire(ca_t *ca, const char *name, size_t len, ca_leaf_t **out)
         return rc;
     }
     uint64_t hash = ca__cache_hash(&ca->cache, n.text, n.len);
+    pthread_mutex_lock(&ca->mu);
     leaf = ca__cache_find(&ca->cache, n.text, n.len, hash);
     if (leaf != NULL) {
         ca->cache.hits++;
         *out = ca_leaf_retain(leaf);
+        pthread_mutex_unlock(&ca->mu);
         return 0;
     }
     ca->cache.misses++;
+    pthread_mutex_unlock(&ca->mu);
     if (ca->nc != NULL && !ca__nc_permits(ca->nc, &n)) {
         return PX_EFORBIDDEN; /* never minted, so never cached: each try is checked again */
     }
-    rc = ca__leaf_mint(ca, &n, &leaf);
+    rc = ca__leaf_mint(ca, &n, &leaf); /* unlocked: signing is the slow part */
     if (rc < 0) {
         return rc;
     }
     leaf->hash = hash;
+    pthread_mutex_lock(&ca->mu);
+    ca_leaf_t *won = ca__cache_find(&ca->cache, n.text, n.len, hash);
+    if (won != NULL) { /* another loop minted the same name meanwhile: one leaf per name */
+        *out = ca_leaf_retain(won);
+        pthread_mutex_unlock(&ca->mu);
+        ca_leaf_release(leaf);
+        return 0;
+    }
     ca__cache_insert(&ca->cache, leaf);
     *out = leaf;
+    pthread_mutex_unlock(&ca->mu);
     return 0;
 }
 
@@ -491,13 +503,13 @@ int ca_leaf_acquire(ca_t *ca, const char *name, size_t len, ca_leaf_t **out)
 
 ca_leaf_t *ca_leaf_retain(ca_leaf_t *leaf)
 {
-    leaf->refs++;
+    __atomic_add_fetch(&leaf->refs, 1, __ATOMIC_RELAXED);
     return leaf;
 }
 
 void ca_leaf_release(ca_leaf_t *leaf)
 {
-    if (leaf == NULL || --leaf->refs > 0) {
+    if (leaf == NULL || __atomic_sub_fetch(&leaf->refs, 1, __ATOMIC_ACQ_REL) > 0) {
         return;
     }
     X509_free(leaf->cert);

@@ -1,5 +1,6 @@
 #include "http/px_h1.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,24 +220,29 @@ static int on_h1_message_complete(llhttp_t *l)
     return HPE_PAUSED;
 }
 
+static llhttp_settings_t px__h1_settings;
+
+static void px__settings_init(void)
+{
+    llhttp_settings_t *s = &px__h1_settings;
+    llhttp_settings_init(s);
+    s->on_message_begin = on_h1_message_begin;
+    s->on_url = on_h1_target;
+    s->on_status = on_h1_target;
+    s->on_header_field = on_h1_field;
+    s->on_header_value = on_h1_value;
+    s->on_header_value_complete = on_h1_value_complete;
+    s->on_headers_complete = on_h1_headers_complete;
+    s->on_body = on_h1_body;
+    s->on_message_complete = on_h1_message_complete;
+}
+
+/* The parser callbacks, set once whichever loop asks first (--workers: several at once). */
 static const llhttp_settings_t *px__settings(void)
 {
-    static llhttp_settings_t s;
-    static int ready;
-    if (!ready) {
-        llhttp_settings_init(&s);
-        s.on_message_begin = on_h1_message_begin;
-        s.on_url = on_h1_target;
-        s.on_status = on_h1_target;
-        s.on_header_field = on_h1_field;
-        s.on_header_value = on_h1_value;
-        s.on_header_value_complete = on_h1_value_complete;
-        s.on_headers_complete = on_h1_headers_complete;
-        s.on_body = on_h1_body;
-        s.on_message_complete = on_h1_message_complete;
-        ready = 1;
-    }
-    return &s;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, px__settings_init);
+    return &px__h1_settings;
 }
 
 /* ---- the parser -------------------------------------------------------------------------- */

@@ -13,7 +13,9 @@
 /* ---- header bytes held ------------------------------------------------------------------- */
 
 /* Counts n more decoded header bytes held by st: in the session, then in each shared counter.
- * Returns 0, or -1 when one would pass its bound (nothing counted): st's refusal is set. */
+ * Returns 0, or -1 when one would pass its bound (nothing counted): st's refusal is set. A
+ * shared counter may be a sandbox's, whose connections run on several loops (--workers): it is
+ * changed atomically, taken first and given back when it went past its bound. */
 static int px__heads_charge(px_h2_t *h, px_h2s_t *st, size_t n)
 {
     if (h->held + n > PX_H2_CONN_HEADS_MAX) {
@@ -24,15 +26,15 @@ static int px__heads_charge(px_h2_t *h, px_h2s_t *st, size_t n)
         return -1;
     }
     for (size_t i = 0; i < h->nshare; i++) {
-        if (*h->share[i].held + n > h->share[i].max) {
+        if (__atomic_add_fetch(h->share[i].held, n, __ATOMIC_RELAXED) > h->share[i].max) {
+            for (size_t k = 0; k <= i; k++)
+                __atomic_sub_fetch(h->share[k].held, n, __ATOMIC_RELAXED);
             st->bad_status = 503;
             st->bad_rst = NGHTTP2_REFUSED_STREAM;
             st->bad = h->share[i].reason;
             return -1;
         }
     }
-    for (size_t i = 0; i < h->nshare; i++)
-        *h->share[i].held += n;
     h->held += n;
     st->held += n;
     return 0;
@@ -41,7 +43,7 @@ static int px__heads_charge(px_h2_t *h, px_h2s_t *st, size_t n)
 void px__heads_release(px_h2_t *h, px_h2s_t *st)
 {
     for (size_t i = 0; i < h->nshare; i++)
-        *h->share[i].held -= st->held;
+        __atomic_sub_fetch(h->share[i].held, st->held, __ATOMIC_RELAXED);
     h->held -= st->held;
     st->held = 0;
 }
@@ -51,7 +53,7 @@ void px_h2_share(px_h2_t *h, const px_h2_share_t *s, size_t n)
     px_h2_unshare(h);
     for (size_t i = 0; i < n && i < PX_H2_SHARES; i++) {
         h->share[i] = s[i];
-        *s[i].held += h->held; /* nothing yet, normally */
+        __atomic_add_fetch(s[i].held, h->held, __ATOMIC_RELAXED); /* nothing yet, normally */
         h->nshare++;
     }
 }
@@ -59,7 +61,7 @@ void px_h2_share(px_h2_t *h, const px_h2_share_t *s, size_t n)
 void px_h2_unshare(px_h2_t *h)
 {
     for (size_t i = 0; i < h->nshare; i++)
-        *h->share[i].held -= h->held;
+        __atomic_sub_fetch(h->share[i].held, h->held, __ATOMIC_RELAXED);
     h->nshare = 0;
 }
 

@@ -1,5 +1,6 @@
 #include "net/px_tls.h"
 
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -27,6 +28,11 @@ struct px_tls {
 };
 
 static int px__tls_idx = -1; /* SSL ex_data slot: the px_tls_t of every SSL made here */
+static pthread_once_t px__tls_idx_once = PTHREAD_ONCE_INIT;
+static void px__tls_idx_init(void)
+{
+    px__tls_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+}
 
 /* The client-facing context's certificate callback and its argument (freed with the context). */
 typedef struct px__server_cb {
@@ -379,8 +385,7 @@ static int px__sess_put(px__sessions_t *st, const char *host, uint16_t port, SSL
     return 0;
 }
 
-/* Sets the newest still good session remembered for t's key on t->ssl, if any, dropping the
- * ones that have expired on the way. */
+/* Sets the newest good session remembered for t's key on t->ssl, dropping expired ones. */
 static void px__sess_offer(px__sessions_t *st, px_tls_t *t)
 {
     px__sess_t **l = px__sess_link(st, t->host, t->port);
@@ -560,8 +565,7 @@ px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app)
     SSL_set_bio(t->ssl, t->rbio, t->wbio);
     SSL_set_app_data(t->ssl, app);
     t->peer_alert = -1;
-    if (px__tls_idx < 0)
-        px__tls_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+    pthread_once(&px__tls_idx_once, px__tls_idx_init); /* loops make SSLs at once */
     if (px__tls_idx >= 0)
         SSL_set_ex_data(t->ssl, px__tls_idx, t);
     if (server)

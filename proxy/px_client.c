@@ -214,8 +214,9 @@ static void px__free_if_done(px_client_t *c)
     if (--c->handles > 0)
         return;
     px__cl_unlink(c);
+    px_snapshot_unref(c->snap);
     if (c->scope != NULL) {
-        c->scope->conns--;
+        __atomic_sub_fetch(&c->scope->conns, 1, __ATOMIC_RELAXED);
         px_scope_unref(c->scope);
     }
     px__cl_h1_free(c);
@@ -334,11 +335,12 @@ static void px__src_text(const uint8_t a[16], char *out, size_t len)
 static int px__scope_pick(px_client_t *c)
 {
     px_ctx_t *ctx = c->ctx;
-    px_scope_t *s = &ctx->scope;
+    px_scope_t *s = px_scope_ref(ctx->conv);
     char ip[INET6_ADDRSTRLEN];
     if (ctx->scope_for != NULL) {
         struct sockaddr_storage peer;
         int len = sizeof(peer);
+        px_scope_unref(s);
         if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0 ||
             px_srcnet_addr((const struct sockaddr *)&peer, c->src) != 0)
             return -1;
@@ -349,16 +351,30 @@ static int px__scope_pick(px_client_t *c)
             return -1;
         }
     }
-    if (s->max_conns != 0 && s->conns >= s->max_conns) {
+    size_t conns = __atomic_add_fetch(&s->conns, 1, __ATOMIC_RELAXED); /* loops share it */
+    if (s->max_conns != 0 && conns > s->max_conns) {
+        __atomic_sub_fetch(&s->conns, 1, __ATOMIC_RELAXED);
         audit_event_t ev = px__closed_ev();
         px_log_eventf(s->log, &ev, "sandbox %s: %zu connections at once", s->name, s->max_conns);
+        px_scope_unref(s);
         return -1;
     }
-    c->scope = px_scope_ref(s);
-    c->scope_gen = s->gen;
+    c->scope = s; /* the reference taken above */
+    c->scope_gen = __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE);
     c->log = s->log;
-    s->conns++;
+    c->up = ctx->pool_for != NULL ? ctx->pool_for(ctx, s) : s->up;
+    if (c->up == NULL)
+        return -1; /* out of memory (c's close lets go of the scope) */
+    c->snap = px_scope_snap(s);
     return 0;
+}
+
+px_snapshot_t *px__cl_snap_take(px_client_t *c)
+{
+    px_snapshot_t *old = c->snap;
+    c->snap = px_scope_snap(c->scope);
+    px_snapshot_unref(old);
+    return c->snap;
 }
 
 /* One compare per request while c's scope did not change (its generation did not move); after
@@ -366,13 +382,18 @@ static int px__scope_pick(px_client_t *c)
 int px__cl_sb_left(px_client_t *c)
 {
     px_scope_t *s = c->scope;
-    if (c->sb_left || s == NULL || s == &c->ctx->scope || c->scope_gen == s->gen)
+    if (c->sb_left || s == NULL || s == c->ctx->conv ||
+        c->scope_gen == __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE))
         return c->sb_left;
-    if (!px_scope_holds(s, c->src)) {
+    px_scope_rdlock(); /* the sources are re-read in place by a reload on the engine's loop */
+    int holds = px_scope_holds(s, c->src);
+    unsigned gen = s->gen;
+    px_scope_unlock();
+    if (!holds) {
         c->sb_left = 1; /* for good: a later reload giving the source back changes nothing */
         return 1;
     }
-    c->scope_gen = s->gen;
+    c->scope_gen = gen;
     return 0;
 }
 
@@ -433,6 +454,10 @@ static void px__cl_link(px_ctx_t *ctx, px_client_t *c)
         ctx->clients->prev = c;
     ctx->clients = c;
     ctx->nclients++;
+    if (ctx->conns_all != NULL) {
+        __atomic_add_fetch(ctx->conns_all, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(ctx->accepted_all, 1, __ATOMIC_RELAXED);
+    }
     ctx->next_id++;
     if (ctx->nclients > ctx->nclients_peak)
         ctx->nclients_peak = ctx->nclients;
@@ -449,6 +474,8 @@ static void px__cl_unlink(px_client_t *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     ctx->nclients--;
+    if (ctx->conns_all != NULL)
+        __atomic_sub_fetch(ctx->conns_all, 1, __ATOMIC_RELAXED);
 }
 
 void px_client_close_all(px_ctx_t *ctx, const char *reason)
@@ -459,6 +486,14 @@ void px_client_close_all(px_ctx_t *ctx, const char *reason)
     }
 }
 
+/* More connections than the process takes (PX_CONNS_MAX over every loop). */
+static int px__cl_over_limit(const px_ctx_t *ctx)
+{
+    size_t n = ctx->conns_all != NULL ? __atomic_load_n(ctx->conns_all, __ATOMIC_RELAXED)
+                                      : ctx->nclients;
+    return n > PX_CONNS_MAX;
+}
+
 void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kind)
 {
     px_client_t *c = calloc(1, sizeof(*c));
@@ -467,13 +502,14 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
     c->ctx = ctx;
     c->log = ctx->log;
     c->kind = kind;
+    px_metrics()->accepted++; /* per loop: airlock_loop_connections_total */
     px_sock_init(&ctx->loop, &c->sock, &px__client_sock_cbs, c);
     uv_timer_init(ctx->loop.uv, &c->timer);
     c->timer.data = c;
     c->handles = 2;
     px__cl_link(ctx, c);
     if (px_sock_accept(&c->sock, server) != 0 || ctx->stopping ||
-        ctx->nclients > PX_CONNS_MAX || px__scope_pick(c) != 0) {
+        px__cl_over_limit(ctx) || px__scope_pick(c) != 0) {
         px_client_close(c, NULL);
         return;
     }
@@ -496,8 +532,9 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
 
 int px_client_cert_cb(SSL *ssl, void *arg)
 {
-    px_ctx_t *ctx = arg;
+    (void)arg; /* the engine's context: c's own loop's is the one to use (--workers) */
     px_client_t *c = SSL_get_app_data(ssl);
+    px_ctx_t *ctx = c->ctx;
     const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
     char ipbuf[64];
     char norm[CA_NAME_MAX + 1];

@@ -53,7 +53,9 @@ struct px_client {
     uv_timer_t timer;        /* handshake, request-head deadline, idle keep-alive, hello */
     px_defer_t defer;        /* input to process again after a pause */
     px_ctx_t *ctx;
-    px_scope_t *scope;       /* what it runs under: ctx->scope, or its sandbox's (a reference) */
+    px_scope_t *scope;       /* what it runs under: ctx->conv, or its sandbox's (a reference) */
+    px_snapshot_t *snap;     /* scope's snapshot when c last looked (a reference; px__cl_snap) */
+    px_upmgr_t *up;          /* scope's upstream pool on c's loop */
     unsigned scope_gen;      /* scope->gen when c last found its source in scope */
     int sb_left;             /* its sandbox went, or c's source left it: no new request */
     uint8_t src[16];         /* its source address, IPv4 mapped (px_srcnet.h) */
@@ -74,14 +76,19 @@ struct px_client {
     px__socks_t *sk;         /* PX__SOCKS: the handshake so far (px_connect.c) */
 };
 
-/* The configuration, upstream pool and budgets of c's scope. */
-static inline px_snapshot_t *px__cl_snap(const px_client_t *c)
+px_snapshot_t *px__cl_snap_take(px_client_t *c); /* px_client.c */
+
+/* The configuration, upstream pool and budgets of c's scope. The snapshot is c's own reference,
+ * taken again only when a reload swapped the scope's (a reload may run on another loop). */
+static inline px_snapshot_t *px__cl_snap(px_client_t *c)
 {
-    return c->scope->snap;
+    if (c->snap != __atomic_load_n(&c->scope->snap, __ATOMIC_ACQUIRE))
+        return px__cl_snap_take(c);
+    return c->snap;
 }
 static inline px_upmgr_t *px__cl_up(const px_client_t *c)
 {
-    return c->scope->up;
+    return c->up;
 }
 static inline struct addon_budget_table **px__cl_budgets(px_client_t *c)
 {

@@ -30,6 +30,7 @@ void px_config_defaults(px_config_t *cfg)
     cfg->upstream_first_byte_ms = PX_UPSTREAM_FIRST_BYTE_MS;
     cfg->connect_ms = PX_CONNECT_MS;
     cfg->handshake_ms = PX_HANDSHAKE_MS;
+    cfg->workers = 1;
 }
 
 int px_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -217,6 +218,7 @@ enum {
     OPT_SANDBOXES,
     OPT_METRICS,
     OPT_SCRUB,
+    OPT_WORKERS,
     OPT_CA_CONV,
     OPT_CA_DAYS,
     OPT_LOG_FORMAT,
@@ -224,6 +226,9 @@ enum {
     OPT_CONTROL,
     OPT_DECIDE_URL,
 };
+
+#define PX__STR2(x) #x
+#define PX__STR(x) PX__STR2(x)
 
 static const struct option px__run_opts[] = {
     {"proxy-ip", required_argument, NULL, OPT_PROXY_IP},
@@ -256,6 +261,7 @@ static const struct option px__run_opts[] = {
     {"sandboxes", required_argument, NULL, OPT_SANDBOXES},
     {"metrics", required_argument, NULL, OPT_METRICS},
     {"scrub-responses", required_argument, NULL, OPT_SCRUB},
+    {"workers", required_argument, NULL, OPT_WORKERS},
     {NULL, 0, NULL, 0},
 };
 
@@ -360,6 +366,22 @@ static int px__log_opt(px_config_t *cfg, int c, const char *v, const char **what
     }
 }
 
+/* --workers N|auto (and AIRLOCK_WORKERS): 0 or PX_ECONFIG. */
+static int px__workers_opt(px_config_t *cfg, const char *v, const char **what)
+{
+    *what = "--workers (1 to " PX__STR(PX_WORKERS_MAX) ", or auto)";
+    if (strcmp(v, "auto") == 0) {
+        cfg->workers = 0; /* the CPUs the process may use, counted at start */
+        return 0;
+    }
+    char *end = NULL;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || n < 1 || n > PX_WORKERS_MAX)
+        return PX_ECONFIG;
+    cfg->workers = (int)n;
+    return 0;
+}
+
 /* Applies one `airlock run` option c with value v; sets *what to the option's name for an
  * error. Returns 0 or a negative code (a bad value). */
 static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what)
@@ -431,6 +453,9 @@ static int px__run_opt(px_config_t *cfg, int c, const char *v, const char **what
     case OPT_VERBOSE:
         cfg->verbose++;
         break;
+    case OPT_WORKERS:
+        rc = px__workers_opt(cfg, v, what);
+        break;
     case OPT_SCRUB:
         *what = "--scrub-responses (on or off)";
         if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0)
@@ -492,6 +517,14 @@ int px_config_parse_run(px_config_t *cfg, int argc, char **argv, char *err, size
     if (env_dns != NULL && *env_dns != '\0' &&
         px__set_str(cfg->upstream_dns, sizeof(cfg->upstream_dns), env_dns) != 0) {
         snprintf(err, errlen, "UPSTREAM_DNS is too long");
+        return 2;
+    }
+    const char *env_workers = getenv("AIRLOCK_WORKERS"); /* --workers wins */
+    const char *ewhat = NULL;
+    if (env_workers != NULL && *env_workers != '\0' &&
+        px__run_opt(cfg, OPT_WORKERS, env_workers, &ewhat) != 0) {
+        snprintf(err, errlen, "bad value for AIRLOCK_WORKERS: '%s' (1 to %d, or auto)", env_workers,
+                 PX_WORKERS_MAX);
         return 2;
     }
     optind = 1;

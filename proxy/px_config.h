@@ -50,6 +50,7 @@ typedef struct px_config {
     px_listen_t listen_socks; /* --listen-socks ADDR: SOCKS5, decided like CONNECT (off) */
     px_listen_t metrics; /* --metrics ADDR: Prometheus /metrics on its own listener (off) */
     int scrub_off;       /* --scrub-responses off: real values in answers are not replaced */
+    int workers;         /* --workers: event loops serving connections [1]; 0: auto (cores) */
     uint64_t client_idle_ms;
     uint64_t upstream_first_byte_ms;
     uint64_t connect_ms;

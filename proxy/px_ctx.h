@@ -3,7 +3,11 @@
  * of single-conversation mode. The engine (app/px_engine.h) owns one and fills it in; the
  * connections read it and change only their own counters here (the list, the HTTP/2 header
  * bytes, the TLS REJECTED memory). Nothing here knows about sandboxes: a connection asks
- * scope_for() for its scope when there is one to choose. */
+ * scope_for() for its scope when there is one to choose.
+ *
+ * With `--workers N` each of the N loops has a context of its own (app/px_worker.c): the
+ * configuration, the log, the CA, the TLS contexts and the scopes are the engine's, shared;
+ * the loop, the list of connections, the resolver and the upstream pools are the loop's. */
 #ifndef PX_CTX_H
 #define PX_CTX_H
 
@@ -28,9 +32,17 @@ struct px_ctx {
     SSL_CTX *tls_client; /* upstream side */
     uint32_t proxy_ip;   /* network order */
     int stopping;
-    px_scope_t scope; /* single-conversation mode: every connection's scope */
-    /* --sandboxes: the scope of a source address (borrowed: the caller takes a reference), or
-     * NULL when the source is in none. NULL when every connection is in `scope`. */
+    px_scope_t scope; /* single-conversation mode: every connection's scope (the engine's) */
+    px_scope_t *conv; /* that scope: &scope in the engine's context, the engine's in a worker's */
+    int worker;       /* 0: the engine's loop; 1..N-1: a worker's (--workers) */
+    /* a worker's upstream pool for a scope (its loop's own); NULL: the scope's (the engine's) */
+    struct px_upmgr *(*pool_for)(px_ctx_t *ctx, px_scope_t *s);
+    void *pool_arg;
+    size_t *conns_all;      /* the connections of every loop (atomic; NULL: nclients is all) */
+    uint64_t *accepted_all; /* ... and those accepted so far (atomic; with conns_all) */
+    /* --sandboxes: the scope of a source address (a reference for the caller, taken while the
+     * scope could not go), or NULL when the source is in none. NULL when every connection is
+     * in `conv`. */
     px_scope_t *(*scope_for)(px_ctx_t *ctx, const uint8_t src[16]);
     void *scope_arg;       /* scope_for's */
     size_t h2_heads;       /* decoded HTTP/2 request header bytes held (px_h2_share) */

@@ -419,10 +419,10 @@ void px__cl_start_h2(px_client_t *c)
     px_h2_share_t sh[PX_H2_SHARES] = {
         {&c->ctx->h2_heads, PX_H2_PROCESS_HEADS_MAX,
          "all connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
-        {c->scope != &c->ctx->scope ? &c->scope->h2_heads : NULL, PX_H2_SANDBOX_HEADS_MAX,
+        {c->scope != c->ctx->conv ? &c->scope->h2_heads : NULL, PX_H2_SANDBOX_HEADS_MAX,
          "the sandbox's connections hold too many header bytes; stream reset (REFUSED_STREAM)"},
     };
-    px_h2_share(c->h2->codec, sh, c->scope != &c->ctx->scope ? 2 : 1);
+    px_h2_share(c->h2->codec, sh, c->scope != c->ctx->conv ? 2 : 1);
     c->mode = PX__H2;
     px__cl_timer(c, c->ctx->cfg->client_idle_ms);
     px__cl_h2_pump(c); /* our SETTINGS */

@@ -35,7 +35,8 @@ struct px_log {
     int busy;              /* the writer holds a batch */
     int waiting;           /* the writer sleeps on `wake` */
     int batched;           /* wake the writer from px_log_kick() only (once per loop turn) */
-    int touched;           /* a line was queued since the last px_log_kick() (loop thread only) */
+    int touched; /* a line was queued since the last px_log_kick() (any loop: read and written
+                    atomically; a loop that clears it kicks what is pending) */
     int stop;
     unsigned long lost;
     int reported;
@@ -313,7 +314,7 @@ static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *lin
     if (to_file)
         px__log_queue(log, buf, (size_t)n, log->batched);
     if (log->events != NULL) {
-        log->events->touched = 1;
+        __atomic_store_n(&log->events->touched, 1, __ATOMIC_RELAXED);
         px__log_queue(log->events, buf, (size_t)n, log->batched);
     }
 }
@@ -322,7 +323,7 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
 {
     if (!px__log_active(log))
         return;
-    log->touched = 1;
+    __atomic_store_n(&log->touched, 1, __ATOMIC_RELAXED);
     char text[AUDIT_EVENT_LINE_CAP];
     size_t n = px__log_escape(line, len, text);
     if (log->fd >= 0 && !log->json)
@@ -349,12 +350,12 @@ void px_log_event(px_log_t *log, const audit_event_t *ev)
         int n = audit_event_render(ev, buf, sizeof(buf));
         if (n < 0)
             return;
-        log->touched = 1;
+        __atomic_store_n(&log->touched, 1, __ATOMIC_RELAXED);
         px__log_queue(log, buf, (size_t)n, log->batched);
     }
     if (audit_json_kind_name(ev->kind) == NULL)
         return;
-    log->touched = 1;
+    __atomic_store_n(&log->touched, 1, __ATOMIC_RELAXED);
     px__log_json(log, ev, NULL, 0, 0);
 }
 
@@ -402,7 +403,7 @@ void px_log_set_batched(px_log_t *log, int on)
 static int px__log_kick1(px_log_t *log, int force)
 {
     int left = 0;
-    log->touched = 0;
+    __atomic_store_n(&log->touched, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&log->mu);
     if (log->pending.len > 0 && log->waiting &&
         (force || log->pending.len >= PX_LOG_KICK_BYTES))
@@ -418,18 +419,18 @@ int px_log_kick(px_log_t *log, int force)
     if (!px__log_active(log))
         return 0;
     int left = 0;
-    log->touched = 0;
+    __atomic_store_n(&log->touched, 0, __ATOMIC_RELAXED);
     if (log->fd >= 0)
         left = px__log_kick1(log, force);
     /* the events sink is kicked with the logs that write to it */
-    if (log->events != NULL && (force || log->events->touched))
+    if (log->events != NULL && (force || __atomic_load_n(&log->events->touched, __ATOMIC_RELAXED)))
         left |= px__log_kick1(log->events, force);
     return left;
 }
 
 int px_log_touched(const px_log_t *log)
 {
-    return log != NULL && log->touched;
+    return log != NULL && __atomic_load_n(&log->touched, __ATOMIC_RELAXED);
 }
 
 static void px__log_flush1(px_log_t *log)

@@ -1,5 +1,6 @@
 #include "proxy/px_metrics.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +8,13 @@
 #define PX__STR2(x) #x
 #define PX__STR(x) PX__STR2(x)
 
+/* The engine loop's counters (and any thread's that is not a worker's). */
 static px_metrics_t px__metrics;
+/* A worker loop's own (px_metrics_thread_begin): counting stays an increment without a lock or
+ * an atomic; px_metrics_sum() adds them up when the metrics are read. */
+static __thread px_metrics_t *px__mine;
+static pthread_mutex_t px__threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static px_metrics_t *px__threads[PX_METRICS_THREADS_MAX];
 
 /* The histograms' upper bounds, seconds: LLM calls take seconds to minutes, a cached page ms. */
 static const double px__bounds[PX_M_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
@@ -15,7 +22,88 @@ static const double px__bounds[PX_M_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0
 
 px_metrics_t *px_metrics(void)
 {
-    return &px__metrics;
+    return px__mine != NULL ? px__mine : &px__metrics;
+}
+
+int px_metrics_thread_begin(px_metrics_t *m)
+{
+    int rc = -1;
+    pthread_mutex_lock(&px__threads_mu);
+    for (size_t i = 0; i < PX_METRICS_THREADS_MAX && rc != 0; i++) {
+        if (px__threads[i] == NULL) {
+            px__threads[i] = m;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&px__threads_mu);
+    if (rc == 0)
+        px__mine = m;
+    return rc;
+}
+
+void px_metrics_thread_end(void)
+{
+    pthread_mutex_lock(&px__threads_mu);
+    for (size_t i = 0; i < PX_METRICS_THREADS_MAX; i++)
+        if (px__threads[i] == px__mine && px__mine != NULL)
+            px__threads[i] = NULL;
+    pthread_mutex_unlock(&px__threads_mu);
+    px__mine = NULL;
+}
+
+static void px__hist_add(px_metrics_hist_t *to, const px_metrics_hist_t *h)
+{
+    for (size_t i = 0; i <= PX_M_HIST_BUCKETS; i++)
+        to->counts[i] += h->counts[i];
+    to->n += h->n;
+    to->sum += h->sum;
+}
+
+static px_metrics_sandbox_t *px__sandbox_in(px_metrics_t *m, const char *name);
+
+/* Adds a worker's per-request counters to out (what only the engine's loop counts, reloads and
+ * the like, is in out already). */
+static void px__add(px_metrics_t *out, const px_metrics_t *m)
+{
+    for (size_t k = 0; k <= AUDIT_EV_GRAPHQL_SCOPE; k++)
+        for (size_t v = 0; v <= AUDIT_EV_REJECTED; v++)
+            out->events[k][v] += m->events[k][v];
+    out->leak_refusals += m->leak_refusals;
+    out->budget_refusals += m->budget_refusals;
+    for (size_t i = 0; i < PX_M_UP_KINDS; i++)
+        out->upstream_errors[i] += m->upstream_errors[i];
+    out->bytes_up += m->bytes_up;
+    out->bytes_down += m->bytes_down;
+    px__hist_add(&out->request_seconds, &m->request_seconds);
+    px__hist_add(&out->first_byte_seconds, &m->first_byte_seconds);
+    for (size_t i = 0; i < PX_M_TLS_REASONS; i++)
+        out->tls_failures[i] += m->tls_failures[i];
+    out->h2_streams += m->h2_streams;
+    out->accepted += m->accepted;
+    for (size_t i = 0; i <= m->nsandboxes; i++) {
+        const px_metrics_sandbox_t *s = i < m->nsandboxes ? &m->sandboxes[i] : &m->sandbox_other;
+        px_metrics_sandbox_t *t =
+            i < m->nsandboxes ? px__sandbox_in(out, s->name) : &out->sandbox_other;
+        for (size_t v = 0; v <= AUDIT_EV_REJECTED; v++)
+            t->requests[v] += s->requests[v];
+    }
+}
+
+void px_metrics_sum(px_metrics_t *out)
+{
+    /* the other loops' counters are read while they count: each value is a whole aligned word,
+     * so a read sees it before or after an increment, and the sum is as of "about now" */
+    memcpy(out, &px__metrics, sizeof(*out));
+    out->loops_accepted[0] = px__metrics.accepted;
+    out->nloops = 1;
+    pthread_mutex_lock(&px__threads_mu);
+    for (size_t i = 0; i < PX_METRICS_THREADS_MAX; i++) {
+        if (px__threads[i] == NULL)
+            continue;
+        px__add(out, px__threads[i]);
+        out->loops_accepted[out->nloops++] = px__threads[i]->accepted;
+    }
+    pthread_mutex_unlock(&px__threads_mu);
 }
 
 /* 1 when s holds the NUL-terminated word w. */
@@ -31,14 +119,14 @@ static int px__has(audit_str_t s, const char *w)
 void px_metrics_event(const audit_event_t *ev)
 {
     if ((unsigned)ev->kind <= AUDIT_EV_GRAPHQL_SCOPE && (unsigned)ev->verdict <= AUDIT_EV_REJECTED)
-        px__metrics.events[ev->kind][ev->verdict]++;
+        px_metrics()->events[ev->kind][ev->verdict]++;
     if (ev->verdict != AUDIT_EV_BLOCKED)
         return;
     /* the refusals' tails say who refused: "(leak: ...)", "(budget: ...)" (network-log.md) */
     if (ev->tail.len >= 5 && memcmp(ev->tail.base, "leak:", 5) == 0)
-        px__metrics.leak_refusals++;
+        px_metrics()->leak_refusals++;
     else if (px__has(ev->tail, "budget: "))
-        px__metrics.budget_refusals++;
+        px_metrics()->budget_refusals++;
 }
 
 /* The request-shaped kinds: one per request, CONNECT, tunnel or connection refused whole. */
@@ -50,9 +138,8 @@ static int px__request_shaped(audit_event_kind_t k)
 
 /* The sandbox's slot: found, or the next free one, or the shared one once all are taken (a
  * linear scan: at most PX_METRICS_SANDBOXES_MAX short names, only with --sandboxes). */
-static px_metrics_sandbox_t *px__sandbox(const char *name)
+static px_metrics_sandbox_t *px__sandbox_in(px_metrics_t *m, const char *name)
 {
-    px_metrics_t *m = &px__metrics;
     for (size_t i = 0; i < m->nsandboxes; i++)
         if (strcmp(m->sandboxes[i].name, name) == 0)
             return &m->sandboxes[i];
@@ -69,7 +156,7 @@ void px_metrics_sandbox_event(const char *name, const audit_event_t *ev)
     if (name == NULL || name[0] == '\0' || !px__request_shaped(ev->kind) ||
         (unsigned)ev->verdict > AUDIT_EV_REJECTED)
         return;
-    px__sandbox(name)->requests[ev->verdict]++;
+    px__sandbox_in(px_metrics(), name)->requests[ev->verdict]++;
 }
 
 /* The client's alerts that say it does not accept the certificate (RFC 8446 6.2). */
@@ -102,14 +189,15 @@ px_metrics_tlsfail_t px_metrics_tls_reason(int alert, int sent_cert, int has_sni
 void px_metrics_tls_failed(px_metrics_tlsfail_t why)
 {
     if ((unsigned)why < PX_M_TLS_REASONS)
-        px__metrics.tls_failures[why]++;
+        px_metrics()->tls_failures[why]++;
 }
 
 void px_metrics_h2_stream(int delta)
 {
-    px__metrics.h2_streams += delta;
-    if (px__metrics.h2_streams < 0) /* never below zero, whatever a caller does */
-        px__metrics.h2_streams = 0;
+    px_metrics_t *m = px_metrics();
+    m->h2_streams += delta;
+    if (m->h2_streams < 0) /* never below zero, whatever a caller does */
+        m->h2_streams = 0;
 }
 
 px_metrics_uperr_t px_metrics_up_error(const char *why)
@@ -250,6 +338,13 @@ static void px__render_more(px__out_t *o, const px_metrics_t *m)
     for (size_t i = 0; i < m->nsandboxes; i++)
         px__sandbox_series(o, &m->sandboxes[i], m->sandboxes[i].name);
     px__sandbox_series(o, &m->sandbox_other, PX_METRICS_SANDBOX_OTHER);
+    px__head(o, "loop_connections_total", "counter",
+             "Client connections accepted by each event loop (--workers; loop 0 is the "
+             "engine's).");
+    size_t nloops = m->nloops > 0 ? m->nloops : 1;
+    for (size_t i = 0; i < nloops && i <= PX_METRICS_THREADS_MAX; i++)
+        px__put(o, "airlock_loop_connections_total{loop=\"%zu\"} %llu\n", i,
+                (unsigned long long)(m->nloops > 0 ? m->loops_accepted[i] : m->accepted));
 }
 
 size_t px_metrics_render(const px_metrics_t *m, const px_metrics_gauges_t *g, char *buf, size_t cap)

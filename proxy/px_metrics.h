@@ -5,8 +5,10 @@
  * folders, at most PX_METRICS_SANDBOXES_MAX of them named, the rest counted together): no host
  * or path ever becomes a label, so the number of series is bounded whatever the traffic.
  *
- * One loop runs the proxy, so the counters are plain integers, bumped from that loop only.
- * Counting costs an increment and, for the histograms, a short scan of the bucket bounds. */
+ * Each loop counts in its own px_metrics_t (the engine's, or a worker's registered with
+ * px_metrics_thread_begin()), so the counters are plain integers bumped by one thread; the
+ * metrics page adds them up (px_metrics_sum()). Counting costs an increment and, for the
+ * histograms, a short scan of the bucket bounds. */
 #ifndef PX_METRICS_H
 #define PX_METRICS_H
 
@@ -50,6 +52,8 @@ typedef struct px_metrics_sandbox {
     uint64_t requests[AUDIT_EV_REJECTED + 1]; /* request-shaped events by verdict */
 } px_metrics_sandbox_t;
 
+#define PX_METRICS_THREADS_MAX 64 /* worker loops with counters of their own */
+
 #define PX_M_HIST_BUCKETS 12 /* upper bounds: 5 ms .. 60 s (px_metrics.c), then +Inf */
 
 typedef struct px_metrics_hist {
@@ -74,6 +78,11 @@ typedef struct px_metrics {
     px_metrics_sandbox_t sandboxes[PX_METRICS_SANDBOXES_MAX];
     size_t nsandboxes;
     px_metrics_sandbox_t sandbox_other; /* every sandbox past the first MAX seen */
+    uint64_t accepted;                  /* client connections this loop accepted */
+    /* px_metrics_sum() only: each loop's `accepted` (the engine's first), for
+     * airlock_loop_connections_total{loop} */
+    uint64_t loops_accepted[PX_METRICS_THREADS_MAX + 1];
+    size_t nloops;
 } px_metrics_t;
 
 /* What the proxy counts now (gauges), read when the metrics are written. */
@@ -83,8 +92,17 @@ typedef struct px_metrics_gauges {
     uint64_t leaf_cache_hits, leaf_cache_misses; /* the CA's minted-leaf cache */
 } px_metrics_gauges_t;
 
-/* The process's counters (static storage, zero at start). */
+/* The calling loop's counters: a worker's own, else the engine's (static storage, zero at
+ * start). */
 px_metrics_t *px_metrics(void);
+
+/* The calling thread (a worker's loop) counts into m (zeroed, kept until px_metrics_thread_end
+ * on the same thread). 0, or -1 when PX_METRICS_THREADS_MAX are counting already. */
+int px_metrics_thread_begin(px_metrics_t *m);
+void px_metrics_thread_end(void);
+
+/* Every loop's counters added up into out: what the metrics page shows. */
+void px_metrics_sum(px_metrics_t *out);
 
 /* Counts one written network-log event. */
 void px_metrics_event(const audit_event_t *ev);

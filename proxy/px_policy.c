@@ -109,13 +109,13 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
 
 px_snapshot_t *px_snapshot_ref(px_snapshot_t *s)
 {
-    s->refs++;
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED); /* loops share a snapshot (--workers) */
     return s;
 }
 
 void px_snapshot_unref(px_snapshot_t *s)
 {
-    if (s == NULL || --s->refs > 0)
+    if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     addon_policy_unref(s->cfg.policy);
     if (s->cfg.replacements != NULL)

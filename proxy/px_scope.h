@@ -6,7 +6,13 @@
  *
  * A connection holds a reference (px_scope_ref) for its life. A sandbox that left its directory
  * is `gone`; one whose sources changed moves `gen`, so a connection that saw another value looks
- * again whether its source is still in (px_scope_holds). */
+ * again whether its source is still in (px_scope_holds).
+ *
+ * With `--workers N` a scope's connections run on any of N loops: its reference count, its
+ * connection count and its header bytes change atomically; its snapshot is swapped and read
+ * under the scope lock (px_scope_set_snap, px_scope_snap), as are a sandbox's sources and the
+ * list of sandboxes; its counters have their own lock (addons/addon_budget.h); its upstream
+ * pool is the one loop's that made it (a worker keeps one of its own per scope). */
 #ifndef PX_SCOPE_H
 #define PX_SCOPE_H
 
@@ -50,6 +56,19 @@ int px_scope_holds(const px_scope_t *s, const uint8_t addr[16]);
 ca_t *px_scope_ca(const px_scope_t *s, ca_t *fallback);
 
 px_scope_t *px_scope_ref(px_scope_t *s);
+
+/* The scope lock (see above): readers of a sandbox's sources or of the sandboxes' list from
+ * another loop than the one that reloads them, and the reload itself. */
+void px_scope_rdlock(void);
+void px_scope_wrlock(void);
+void px_scope_unlock(void);
+
+/* s's snapshot now, with a reference the caller lets go of (NULL when s has none). */
+px_snapshot_t *px_scope_snap(px_scope_t *s);
+
+/* Puts n (a reference, taken) in force for s; returns the previous one for the caller to let
+ * go of once nothing it started still reads it. */
+px_snapshot_t *px_scope_set_snap(px_scope_t *s, px_snapshot_t *n);
 void px_scope_unref(px_scope_t *s);
 
 #endif

@@ -38,10 +38,9 @@ static int on_head(px_xchg_t *x)
     addon_policy_budgets(x->snap->cfg.policy, &n);
     if (n == 0)
         return PX_STAGE_CONTINUE;
-    if ((*x->budgets_at) == NULL)
-        (*x->budgets_at) = addon_budget_table_new();
+    addon_budget_table_t *table = addon_budget_table_at(x->budgets_at);
     struct px__xbud *xb = calloc(1, sizeof(*xb));
-    if ((*x->budgets_at) == NULL || xb == NULL) {
+    if (table == NULL || xb == NULL) {
         free(xb);
         px__x_finish(x, -1);
         return PX_STAGE_REFUSE;
@@ -52,7 +51,7 @@ static int on_head(px_xchg_t *x)
     if (x->upgrade && declared == 0)
         declared = 1; /* a WebSocket sends as a body of unknown length would (px_tunguard.c) */
     addon_budget_over_t o;
-    int rc = addon_budget_begin((*x->budgets_at), x->snap->cfg.policy, x->view->host, declared,
+    int rc = addon_budget_begin(table, x->snap->cfg.policy, x->view->host, declared,
                                 uv_now(x->ctx->loop.uv), &xb->req, &o);
     if (rc < 0) {
         px__x_log(x, "ERROR", -1, "internal error in an addon");

@@ -8,6 +8,7 @@
  * body gathered first, then checked against them before the token goes in (addon_ghscope.h).
  * The JWT and the token never reach the log or stderr: a failure is logged with its cause
  * (status, connection error, parse error) only. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,12 @@
 #include "proxy/px_xchg_int.h"
 
 #define PX__GH_TIMEOUT_MS 30000 /* the whole token request (the reference's HTTP timeout) */
+
+/* An entry's cached token and repositories are read and set by every loop (--workers): under
+ * this lock, never held across I/O. A job runs on the loop that started it, and only that
+ * loop's requests wait for it (px__pending: the loop's jobs), so each loop asks at most once
+ * at a time per entry. */
+static pthread_mutex_t px__gh_mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef enum { PX__GH_MINT = 0, PX__GH_REPOS } px__ghphase_t;
 
@@ -49,7 +56,29 @@ typedef struct px__ghmint {
     addon_ghrepos_t *repos; /* gathered so far */
     px_defer_t next;        /* the next page is asked from the loop, outside the last one's end */
     px_xchg_t *waiters;
+    struct px__ghmint *pnext; /* the loop's jobs under way */
 } px__ghmint_t;
+
+static __thread px__ghmint_t *px__pending; /* this loop's jobs under way */
+
+static px__ghmint_t *px__pending_for(const addon_ghapp_t *g)
+{
+    for (px__ghmint_t *mt = px__pending; mt != NULL; mt = mt->pnext)
+        if (mt->g == g)
+            return mt;
+    return NULL;
+}
+
+static void px__pending_drop(px__ghmint_t *mt)
+{
+    for (px__ghmint_t **p = &px__pending; *p != NULL; p = &(*p)->pnext) {
+        if (*p == mt) {
+            *p = mt->pnext;
+            break;
+        }
+    }
+    mt->pnext = NULL;
+}
 
 static void on_mint_closed(uv_handle_t *h)
 {
@@ -99,14 +128,16 @@ static void px__mint_done(px__ghmint_t *mt, const char *why)
         mt->up = NULL;
     }
     px_defer_cancel(mt->loop, &mt->next);
+    pthread_mutex_lock(&px__gh_mu);
     if (why == NULL && mt->minted)
         addon_ghapp_cache_set(mt->g, mt->tok, mt->toklen, mt->expires);
     if (why == NULL) {
         addon_ghapp_set_repos(mt->g, mt->repos); /* taken: NULL when the fetch failed */
         mt->repos = NULL;
     }
+    pthread_mutex_unlock(&px__gh_mu);
     OPENSSL_cleanse(mt->tok, sizeof(mt->tok));
-    addon_ghapp_set_pending(mt->g, NULL);
+    px__pending_drop(mt);
     px_xchg_t *x = mt->waiters;
     mt->waiters = NULL;
     while (x != NULL) {
@@ -376,7 +407,7 @@ static int px__repos_send(px__ghmint_t *mt, px_upmgr_t *upmgr)
  * negative code (nothing could start: x does not wait). */
 static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, int repos_only)
 {
-    px__ghmint_t *mt = addon_ghapp_pending(g);
+    px__ghmint_t *mt = px__pending_for(g);
     if (mt == NULL) {
         mt = calloc(1, sizeof(*mt));
         if (mt == NULL)
@@ -388,8 +419,10 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, 
         int rc;
         if (repos_only) {
             size_t tl = 0;
+            pthread_mutex_lock(&px__gh_mu);
             const char *t = addon_ghapp_cache_token(g, &tl);
             memcpy(mt->tok, t, tl);
+            pthread_mutex_unlock(&px__gh_mu);
             mt->toklen = tl;
             mt->phase = PX__GH_REPOS;
             mt->page = 1;
@@ -402,7 +435,8 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, 
             return rc;
         }
         mt->repl = addon_replacements_ref(repl);
-        addon_ghapp_set_pending(g, mt);
+        mt->pnext = px__pending;
+        px__pending = mt;
     }
     x->gh.mint = mt;
     x->gh.next = mt->waiters;
@@ -418,8 +452,20 @@ static int px__wait(px_xchg_t *x, addon_ghapp_t *g, addon_replacements_t *repl, 
 /* The entry's token goes into the request, or the exchange answers. A GraphQL request
  * (scoped) is first checked against the installation's repositories, on its gathered body.
  * 0 or 1 (answered). */
+static int px__inject_locked(px_xchg_t *x, const addon_replacements_t *repl, size_t i,
+                             addon_ghapp_t *g, int scoped);
+
 static int px__inject(px_xchg_t *x, const addon_replacements_t *repl, size_t i, addon_ghapp_t *g,
                       int scoped)
+{
+    pthread_mutex_lock(&px__gh_mu); /* the token and the repositories, read in place */
+    int rc = px__inject_locked(x, repl, i, g, scoped);
+    pthread_mutex_unlock(&px__gh_mu);
+    return rc;
+}
+
+static int px__inject_locked(px_xchg_t *x, const addon_replacements_t *repl, size_t i,
+                             addon_ghapp_t *g, int scoped)
 {
     addon_req_t *r = x->view;
     addon_answer_t ans;
@@ -503,8 +549,11 @@ static int on_head(px_xchg_t *x)
         return px__gather(x); /* the scope is read from the body: gather it first */
     addon_ghapp_t *g = addon_replacements_ghapp(repl, (size_t)i);
     if (x->gh.outcome == 0) {
+        pthread_mutex_lock(&px__gh_mu);
         int valid = addon_ghapp_cache_valid(g, (int64_t)time(NULL));
-        if (valid && !(scoped && addon_ghapp_repos(g) == NULL)) {
+        int no_repos = addon_ghapp_repos(g) == NULL;
+        pthread_mutex_unlock(&px__gh_mu);
+        if (valid && !(scoped && no_repos)) {
             x->gh.outcome = PX__GH_CACHED;
         } else if (px__wait(x, g, repl, valid) == 0) {
             return PX_STAGE_WAIT;

@@ -488,13 +488,12 @@ int px_tunguard_connect(px_log_t *log, addon_budget_table_t **tab, px_snapshot_t
     addon_policy_budgets(snap->cfg.policy, &n);
     if (n == 0)
         return 0;
-    if (*tab == NULL)
-        *tab = addon_budget_table_new();
-    if (*tab == NULL)
+    addon_budget_table_t *table = addon_budget_table_at(tab);
+    if (table == NULL)
         return PX_ENOMEM;
     addon_budget_req_t *bud = NULL;
     addon_budget_over_t o;
-    int rc = addon_budget_begin(*tab, snap->cfg.policy, host, 1, now_ms, &bud, &o);
+    int rc = addon_budget_begin(table, snap->cfg.policy, host, 1, now_ms, &bud, &o);
     if (rc < 0)
         return rc;
     if (rc == 1) {
