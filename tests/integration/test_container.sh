@@ -1,7 +1,8 @@
 #!/bin/bash
 # The proxy container and its Podman lifecycle, with real podman: build the FROM-scratch image,
 # `airlock-sandbox setup/start/client-args/run/stop/cleanup`, and an agent container (a
-# FROM-scratch image holding curl, getent and their shared libraries) on the internal network.
+# FROM-scratch image holding curl, getent and their shared libraries) on the internal network,
+# without and with ALL_PROXY=socks5h:// (`client-args --socks`, the proxy's SOCKS5 on :1080).
 #
 # Hermetic: everything runs in network and mount namespaces of the test's own (bridges,
 # iptables rules, /run/netns, /run/runc and netavark's state on tmpfs), with a containers.conf,
@@ -157,6 +158,7 @@ t_start_nginx "
     }
     server {
         listen $GW:443 ssl;
+        listen $GW:8443 ssl;
         ssl_certificate $T_DIR/up.pem; ssl_certificate_key $T_DIR/up.key;
         root $T_DIR/www;
         location /auth { if (\$http_authorization = \"Bearer real-secret-1\") { return 200 \"auth=real\\n\"; } return 200 \"auth=\$http_authorization\\n\"; }
@@ -165,6 +167,8 @@ t_start_nginx "
 cat > "$T_DIR/allow.yaml" <<'YAML'
 domains: ["nginx.test"]
 url_prefixes:
+  - host: nginx.test
+    ports: [8443]
   - host: api.test
     path: /v1/*
     methods: [GET]
@@ -199,6 +203,18 @@ t_eq "client-args" "--network $P-conv-c1 --dns 10.199.1.100 -v $T_DIR/confdir/mi
     "${CARGS[*]}"
 eval "set -- $("$SANDBOX" client-args c1 --shell)"
 t_eq "client-args --shell gives the same words" "${CARGS[*]}" "$*"
+S5=socks5h://10.199.1.100:1080
+mapfile -t CARGSS < <("$SANDBOX" client-args c1 --socks)
+t_eq "client-args --socks: the same words, then ALL_PROXY and NO_PROXY (both cases)" \
+    "${CARGS[*]} -e ALL_PROXY=$S5 -e all_proxy=$S5 -e NO_PROXY=localhost,127.0.0.1,::1 -e no_proxy=localhost,127.0.0.1,::1" \
+    "${CARGSS[*]}"
+eval "set -- $("$SANDBOX" client-args c1 --shell --socks)"
+t_eq "client-args --shell --socks gives the same words" "${CARGSS[*]}" "$*"
+out=$("$SANDBOX" client-args c1 --sox 2>&1)
+t_eq "client-args with an unknown option: usage error" "2" "$?"
+t_contains "the proxy runs a SOCKS5 listener on its sandbox address" \
+    "$(podman container inspect -f '{{range .Config.Cmd}}{{.}} {{end}}' "$P-proxy-c1")" \
+    "--listen-socks 10.199.1.100:1080"
 
 client() { podman run --rm "${CARGS[@]}" "$CLIENT" "$@" 2>&1; }
 
@@ -257,6 +273,33 @@ else t_ok "the real secret is not in the log"; fi
 if grep -q 198.51.100.1 "$LOG"; then t_fail "the external IP reached the proxy"
 else t_ok "the external IP never reached the proxy"; fi
 
+# ---- the same agent with ALL_PROXY=socks5h://<proxy ip>:1080 (client-args --socks) --------
+sclient() { podman run --rm "${CARGSS[@]}" "$CLIENT" "$@" 2>&1; }
+out=$(sclient curl -s -m 10 -w ' %{http_code}' https://nginx.test/)
+t_eq "SOCKS agent: allowed HTTPS host answers 200" "hello from upstream
+ 200" "$out"
+c_logged "log: ... decided as a SOCKS tunnel" 'allowed SOCKS nginx.test:443 -> 200'
+out=$(sclient curl -s -m 10 -w ' %{http_code}' http://nginx.test/sx)
+t_contains "SOCKS agent: plain HTTP inside the tunnel" "$out" " 404"
+c_logged "log: ... its tunnel and its request" 'allowed SOCKS nginx.test:80 -> 200'
+c_logged "log: ... the request inside" 'allowed GET http://nginx.test/sx -> 404'
+out=$(sclient curl -s -m 10 -o /dev/null -w '%{http_code}' https://evil.test/socks)
+t_eq "SOCKS agent: blocked host refused in the handshake (curl exit 97, no 403 body)" \
+    "000 97" "$out $?"
+c_logged "log: ... BLOCKED SOCKS" 'BLOCKED SOCKS evil.test:443 -> 403'
+out=$(sclient curl -s -m 10 -w ' %{http_code}' https://api.test/v2/x)
+t_contains "SOCKS agent: a path outside the entry still gets the 403 JSON inside the tunnel" \
+    "$out" '"error": "blocked_by_network_allowlist", "host": "api.test", "path": "/v2/x"'
+out=$(sclient curl -s -m 10 -w ' %{http_code}' https://nginx.test:8443/)
+t_eq "SOCKS agent: a ports: entry (8443) works, which transparent mode cannot reach" \
+    "hello from upstream
+ 200" "$out"
+c_logged "log: ... SOCKS to port 8443" 'allowed SOCKS nginx.test:8443 -> 200'
+out=$(sclient curl -s -m 10 -o /dev/null http://localhost:9/; echo "exit $?")
+t_eq "SOCKS agent: NO_PROXY keeps localhost off the proxy (refused locally: 7)" "exit 7" "$out"
+if grep -q 'SOCKS localhost' "$LOG"; then t_fail "localhost went to the proxy despite NO_PROXY"
+else t_ok "localhost never reached the proxy"; fi
+
 # The binary's default verify file is /usr/lib/ssl/cert.pem: an image whose bundle is the test
 # CA verifies the upstream without --upstream-ca.
 IMG2=$("$BUILD_IMAGE" --binary "$STATIC" --name localhost/alt-proxy-testca \
@@ -309,6 +352,11 @@ t_contains "client-args mounts the conversation's certificate" "${CARGSC[*]}" \
 out=$(podman run --rm "${CARGSC[@]}" "$CLIENT" curl -s -m 10 -w ' %{http_code}' \
     https://nginx.test/ 2>&1)
 t_eq "agent: an allowed host through the conversation CA" "hello from upstream
+ 200" "$out"
+mapfile -t CARGSCS < <(env -u AIRLOCK_CONFDIR "$SANDBOX" client-args pc --socks)
+out=$(podman run --rm "${CARGSCS[@]}" "$CLIENT" curl -s -m 10 -w ' %{http_code}' \
+    https://nginx.test/ 2>&1)
+t_eq "SOCKS agent: an allowed host through the conversation CA" "hello from upstream
  200" "$out"
 out=$(podman run --rm "${CARGSC[@]}" "$CLIENT" curl -s -m 10 https://evil.test/ 2>&1)
 t_eq "agent: a host outside the allowlist cannot get a certificate (handshake fails: 35)" \
@@ -402,6 +450,13 @@ out=$("$SANDBOX" run r2 --allowlist "$T_DIR/allow.yaml" --upstream-dns "$GW" \
     curl -s -f -m 10 -o /dev/null https://evil.test/ 2>&1)
 t_eq "run: exits with the client's status (curl -f on a 403: 22)" "22" "$?"
 t_check "run: its log" grep -qx 'allowed GET https://nginx.test/ -> 200' "$T_DIR/r1.log"
+out=$("$SANDBOX" run r6 --allowlist "$T_DIR/allow.yaml" --log "$T_DIR/r6.log" \
+    --upstream-dns "$GW" --upstream-ca "$T_DIR/upca.pem" --socks \
+    --proxy-arg --allow-upstream-cidr --proxy-arg "$GW/32" -- "$CLIENT" \
+    curl -s -m 10 https://nginx.test/ 2>&1)
+t_eq "run --socks: the client's output" "hello from upstream" "$out"
+t_check "run --socks: through the SOCKS listener" \
+    grep -qx 'allowed SOCKS nginx.test:443 -> 200' "$T_DIR/r6.log"
 out=$("$SANDBOX" run r3 --allowlist "$T_DIR/bad.yaml" --upstream-dns "$GW" -- "$CLIENT" \
     curl -s https://nginx.test/ 2>&1)
 t_eq "run: a sandbox that cannot start exits 125" "125" "$?"

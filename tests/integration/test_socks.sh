@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 31 part 4: the SOCKS5 listener (--listen-socks). Each target is decided like an
 # explicit-proxy CONNECT: curl (--socks5-hostname, --socks5 with an IPv4 target), Python
-# (PySocks through requests), git (ALL_PROXY, dumb HTTP), HTTPS intercepted with airlock's CA,
+# (PySocks through requests), git (ALL_PROXY: dumb HTTP, and clone and push over HTTPS with the
+# smart protocol, git http-backend behind a TLS server), HTTPS intercepted with airlock's CA,
 # plain HTTP inside, a passthrough entry, the secret guard on the name, the JSON events, and
 # the refusals (ruleset, BIND, UDP ASSOCIATE, address type, no acceptable method, not SOCKS5
 # at all) with the reply codes of RFC 1928 and their log lines.
@@ -22,7 +23,7 @@ JSON
 ip addr add 127.0.0.3/8 dev lo 2>/dev/null || true
 t_start_resolver --address=/git.test/127.0.0.3
 t_upstream_ca
-t_upstream_cert "DNS:app.test,DNS:pass.test" "$T_DIR/up"
+t_upstream_cert "DNS:app.test,DNS:pass.test,DNS:git.test" "$T_DIR/up"
 cat > "$T_DIR/tls_up.py" <<PYX
 import ssl, sys, runpy, http.server
 addr, port, cert, key, log = sys.argv[1:6]
@@ -51,6 +52,58 @@ git init -q --bare "$T_DIR/www/repo.git" && git init -q "$T_DIR/src" &&
 "$PY" -m http.server --bind 127.0.0.3 --directory "$T_DIR/www" 80 >/dev/null 2>&1 &
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 80 || exit 1
+# the same repository over HTTPS on git.test:443, git's smart protocol: git http-backend (CGI)
+git -C "$T_DIR/www/repo.git" config http.receivepack true
+cat > "$T_DIR/git_https.py" <<'PYX'
+import http.server, os, ssl, subprocess, sys
+addr, port, cert, key, root = sys.argv[1:6]
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def cgi(self):
+        path, _, query = self.path.partition("?")
+        body = b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                n = int(self.rfile.readline().split(b";")[0], 16)
+                body += self.rfile.read(n) if n else b""
+                self.rfile.readline()
+                if n == 0:
+                    break
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        env = {"GIT_PROJECT_ROOT": root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
+               "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_ADDR": "127.0.0.1",
+               "REMOTE_USER": "agent", "CONTENT_LENGTH": str(len(body)),
+               "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+               "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+               "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""), "PATH": os.environ["PATH"]}
+        out = subprocess.run(["git", "http-backend"], input=body, env=env,
+                             capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status, hdrs = 200, []
+        for line in head.split(b"\r\n"):
+            k, _, v = line.decode().partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                hdrs.append((k, v.strip()))
+        self.send_response(status)
+        for k, v in hdrs:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+    do_GET = do_POST = cgi
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+srv = http.server.ThreadingHTTPServer((addr, int(port)), H)
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+PYX
+"$PY" "$T_DIR/git_https.py" 127.0.0.3 443 "$T_DIR/up.pem" "$T_DIR/up.key" "$T_DIR/www" \
+    2> "$T_DIR/git_https.err" &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 443 || exit 1
 EV="$T_DIR/events.jsonl"
 t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
     --replacements "$T_DIR/repl.json" --events "$EV" --listen-socks 127.0.0.1:1080 \
@@ -85,6 +138,22 @@ ALL_PROXY=socks5h://$S timeout 30 git clone -q http://git.test/repo.git "$T_DIR/
 t_eq "git clone through ALL_PROXY=socks5h://" "through socks" "$(git -C "$T_DIR/clone" log -1 --format=%s 2>&1)"
 t_logged "git's tunnel line" '^allowed SOCKS git.test:80 -> 200$'
 t_logged "git's requests inside" '^allowed GET http://git.test/repo.git/info/refs?service=git-upload-pack -> 200$'
+
+# ---- git over HTTPS through ALL_PROXY: intercepted (GIT_SSL_CAINFO), the smart protocol ----
+ALL_PROXY=socks5h://$S GIT_SSL_CAINFO=$CA timeout 30 git clone -q https://git.test/repo.git \
+    "$T_DIR/clone-https" 2> "$T_DIR/git-https.err"
+t_eq "git clone https:// through ALL_PROXY=socks5h://" "through socks|" \
+    "$(git -C "$T_DIR/clone-https" log -1 --format=%s 2>&1)|$(head -c 300 "$T_DIR/git-https.err")"
+t_logged "git's HTTPS tunnel line" '^allowed SOCKS git.test:443 -> 200$'
+t_logged "git's ref discovery inside, intercepted" \
+    '^allowed GET https://git.test/repo.git/info/refs?service=git-upload-pack -> 200$'
+t_logged "git's smart-protocol POST inside" '^allowed POST https://git.test/repo.git/git-upload-pack -> 200$'
+git -C "$T_DIR/clone-https" -c user.name=t -c user.email=t@t commit -q --allow-empty -m "pushed"
+ALL_PROXY=socks5h://$S GIT_SSL_CAINFO=$CA timeout 30 git -C "$T_DIR/clone-https" push -q \
+    origin HEAD:refs/heads/agent 2> "$T_DIR/git-push.err"
+t_eq "git push https:// through ALL_PROXY=socks5h://" "pushed|" \
+    "$(git -C "$T_DIR/www/repo.git" log -1 --format=%s agent 2>&1)|$(head -c 300 "$T_DIR/git-push.err")"
+t_logged "git's push POST inside" '^allowed POST https://git.test/repo.git/git-receive-pack -> 200$'
 
 # ---- passthrough entry: relayed unread, the upstream's own certificate ----
 out=$(curl -s -m 5 --socks5-hostname $S --cacert "$T_DIR/upca.pem" https://pass.test/echo-headers)
