@@ -96,7 +96,9 @@ int px_otel_parse_pairs(const char *s, size_t len,
 static int px__num(const char *(*get)(const char *), const char *name, const char *fallback,
                    unsigned def, unsigned lo, unsigned hi, unsigned *out, char *err, size_t errlen)
 {
-    const char *v = fallback != NULL ? px__env2(get, name, fallback) : px__env(get, name);
+    const char *v = px__env(get, name);
+    if (v == NULL && fallback != NULL)
+        v = px__env(get, fallback), name = fallback; /* the error names the one read */
     *out = def;
     if (v == NULL)
         return 0;
