@@ -268,8 +268,9 @@ static void px__sleep(uint64_t ms)
         uint64_t s = end - now < PX__SLICE_MS ? end - now : PX__SLICE_MS;
         struct timespec ts = {(time_t)(s / 1000), (long)(s % 1000) * 1000000};
         nanosleep(&ts, NULL);
-        if (atomic_load(&px__ot.stop))
-            end = px__deadline(end > now ? end - px__mono_ms() : 0);
+        uint64_t left = end > px__mono_ms() ? end - px__mono_ms() : 0;
+        if (atomic_load(&px__ot.stop)) /* a stop during the wait shortens it */
+            end = px__deadline(left);
     }
 }
 
