@@ -1,5 +1,6 @@
 #include "proxy/px_log.h"
 #include "proxy/px_metrics.h"
+#include "proxy/px_otel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -202,7 +203,7 @@ int px_log_enabled(const px_log_t *log)
 /* 1 when a line goes anywhere: the log's file or the events sink. */
 static int px__log_active(const px_log_t *log)
 {
-    return log != NULL && (log->fd >= 0 || log->events != NULL);
+    return log != NULL && (log->fd >= 0 || log->events != NULL || px_otel_enabled());
 }
 
 static int px__buf_reserve(px__logbuf_t *b, size_t extra)
@@ -300,7 +301,7 @@ static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *lin
                          int escaped)
 {
     int to_file = log->json && log->fd >= 0;
-    if (!to_file && log->events == NULL)
+    if (!to_file && log->events == NULL && !px_otel_enabled())
         return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -317,6 +318,7 @@ static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *lin
         __atomic_store_n(&log->events->touched, 1, __ATOMIC_RELAXED);
         px__log_queue(log->events, buf, (size_t)n, log->batched);
     }
+    px_otel_push(buf, (size_t)n); /* the OTLP exporter (a no-op when it is off) */
 }
 
 void px_log_line(px_log_t *log, const char *line, size_t len)
@@ -328,7 +330,7 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
     size_t n = px__log_escape(line, len, text);
     if (log->fd >= 0 && !log->json)
         px__log_queue(log, text, n, log->batched);
-    if (!log->json && log->events == NULL)
+    if (!log->json && log->events == NULL && !px_otel_enabled())
         return;
     /* a line formatted elsewhere (DNS, addons) is read back into its event for JSON */
     audit_event_t ev;
@@ -485,6 +487,9 @@ void px_log_close(px_log_t *log)
 int px_log_configure(int json, const char *events_path, const char *sandboxes_dir, char *err,
                      size_t errlen)
 {
+    int rc = px_otel_start(err, errlen); /* OTEL_EXPORTER_OTLP_ENDPOINT (docs/otel.md) */
+    if (rc != 0)
+        return rc;
     px__out.json = json != 0;
     px__out.sbdir[0] = '\0';
     if (sandboxes_dir != NULL) {
@@ -501,9 +506,10 @@ int px_log_configure(int json, const char *events_path, const char *sandboxes_di
     px_log_t *ev = NULL;
     px__out.json = 0; /* the sink is handed whole objects: it needs no format of its own */
     char why[600];
-    int rc = px_log_open(events_path, 1, &ev, why, sizeof(why));
+    rc = px_log_open(events_path, 1, &ev, why, sizeof(why));
     px__out.json = json != 0;
     if (rc != 0) {
+        px_otel_stop();
         snprintf(err, errlen, "--events: %s", why);
         return rc;
     }
@@ -514,6 +520,7 @@ int px_log_configure(int json, const char *events_path, const char *sandboxes_di
 void px_log_unconfigure(void)
 {
     px_log_close(px__out.events);
+    px_otel_stop(); /* sends what is queued, within its shutdown budget */
     memset(&px__out, 0, sizeof(px__out));
 }
 

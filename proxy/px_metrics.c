@@ -1,4 +1,5 @@
 #include "proxy/px_metrics.h"
+#include "proxy/px_otel.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -345,6 +346,23 @@ static void px__render_more(px__out_t *o, const px_metrics_t *m)
     for (size_t i = 0; i < nloops && i <= PX_METRICS_THREADS_MAX; i++)
         px__put(o, "airlock_loop_connections_total{loop=\"%zu\"} %llu\n", i,
                 (unsigned long long)(m->nloops > 0 ? m->loops_accepted[i] : m->accepted));
+    /* the OTLP exporter runs on a thread of its own, not a loop: its counters are its atomics,
+     * read here (px_otel_stats()), not fields bumped by a loop */
+    px_otel_stats_t ot;
+    px_otel_stats(&ot);
+    px__head(o, "otel_log_records_total", "counter",
+             "Audit events sent to the OpenTelemetry collector (OTEL_EXPORTER_OTLP_ENDPOINT), by "
+             "result: exported, or dropped because the queue was full or the collector failed.");
+    px__put(o, "airlock_otel_log_records_total{result=\"exported\"} %llu\n",
+            (unsigned long long)ot.exported);
+    px__put(o, "airlock_otel_log_records_total{result=\"dropped_queue_full\"} %llu\n",
+            (unsigned long long)ot.dropped_full);
+    px__put(o, "airlock_otel_log_records_total{result=\"dropped_export_failed\"} %llu\n",
+            (unsigned long long)ot.dropped_failed);
+    px__head(o, "otel_export_retries_total", "counter",
+             "Export requests repeated after a retryable failure (429, 502, 503, 504, no "
+             "connection).");
+    px__put(o, "airlock_otel_export_retries_total %llu\n", (unsigned long long)ot.retries);
 }
 
 size_t px_metrics_render(const px_metrics_t *m, const px_metrics_gauges_t *g, char *buf, size_t cap)
