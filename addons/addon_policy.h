@@ -210,6 +210,16 @@ size_t addon_policy_block_message(const addon_policy_t *p, size_t index, char *b
  * allowlist deciding the same. snprintf-style. */
 size_t addon_policy_print_effective(const addon_policy_t *p, char *buf, size_t len);
 
+/* 0 when drafts (an approvals drafts file, loaded as YAML) holds only domains and url_prefixes
+ * entries; else PX_ECONFIG with "name: KEY is not allowed in a drafts file ..." in err. */
+int addon_policy_drafts_check(const addon_policy_t *drafts, char *err, size_t errlen);
+
+/* Appends copies of drafts' domains and url_prefixes entries (borrowed) to p's, after p's own,
+ * each with its source ("drafts-file:line"). p must not be shared yet (a policy being loaded).
+ * 0, PX_ENOMEM or PX_ETOOBIG (over ADDON_POLICY_ENTRIES_MAX): p is then partly merged and the
+ * caller drops it. */
+int addon_policy_merge_drafts(addon_policy_t *p, const addon_policy_t *drafts);
+
 /* A short name for a pre-check ("path has a .. segment"). Static storage. */
 const char *addon_policy_precheck_name(addon_policy_precheck_t c);
 

@@ -10,6 +10,7 @@
 #include "addons/addon_policy.h"
 #include "addons/addon_replacements.h"
 #include "app/px_cli.h"
+#include "proxy/px_drafts.h"
 #include "proxy/px_config.h"
 #include "base/px_err.h"
 
@@ -125,6 +126,12 @@ int px_cli_check(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
+    }
+    /* the approvals drafts beside it, as airlock run loads them (a broken one fails the check,
+     * and the allowlist is shown alone, as airlock run would use it) */
+    if (px_drafts_merge(p, path, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: the approvals drafts are ignored\n", err);
+        failed = 1;
     }
     size_t (*text)(const addon_policy_t *, char *, size_t) =
         effective ? addon_policy_print_effective : addon_policy_describe;

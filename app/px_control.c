@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/px_err.h"
+#include "proxy/px_drafts.h"
 #include "proxy/px_hold.h"
 #include "proxy/px_log.h"
 
@@ -113,7 +115,7 @@ static void px__sendf(px__ctl_conn_t *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void px__sendf(px__ctl_conn_t *k, const char *fmt, ...)
 {
-    char buf[256];
+    char buf[PX_HOLD_FIELD_MAX * 2 + 512]; /* an approval line with its host and path */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -212,6 +214,65 @@ static int px__parse_id(const char *s, uint64_t *id)
     return 0;
 }
 
+static int px__scope(const char *w, int *scope)
+{
+    static const char *const names[] = {"once", "conversation", "persist"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(w, names[i]) == 0) {
+            *scope = i; /* PX_HOLD_SCOPE_ONCE, _CONVERSATION, _PERSIST */
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* `approvals [SANDBOX]`: the drafts file's entries, "approval aN WHEN METHODS HOST PATH WHO"
+ * (PATH "-" for any path, METHODS "-" for any), then end. `undo aN [SANDBOX]`: removes one,
+ * forgets the rule its approval left and reloads the configuration as SIGHUP does. */
+static void px__drafts_command(px__ctl_conn_t *k, const char *cmd, const char *a1, const char *a2)
+{
+    const char *sandbox = strcmp(cmd, "undo") == 0 ? a2 : a1;
+    char file[4096], err[1024];
+    if (px_drafts_path_for(k->c->ctx->cfg, sandbox, file, sizeof(file)) != 0) {
+        px__sendf(k, "error name the sandbox\n");
+        return;
+    }
+    if (strcmp(cmd, "undo") == 0) {
+        unsigned id = 0;
+        char end;
+        if (a1 == NULL || sscanf(a1, "a%u%c", &id, &end) != 1 || id == 0) {
+            px__sendf(k, "error expected an approval ID (a3)\n");
+            return;
+        }
+        px_draft_t gone;
+        if (px_drafts_remove(file, id, &gone, err, sizeof(err)) != 0) {
+            px__sendf(k, "error %s\n", err);
+            return;
+        }
+        free(gone.host);
+        free(gone.path);
+        px_hold_forget(k->c->ctx->holds, sandbox != NULL ? sandbox : "-", id);
+        /* the entry may be in the loaded allowlist too (loaded at start-up or on a SIGHUP): the
+         * configuration is loaded again, exactly as SIGHUP does it */
+        uv_kill(getpid(), SIGHUP);
+        px__sendf(k, "ok a%u removed\n", id);
+        return;
+    }
+    px_drafts_t set;
+    if (px_drafts_read(file, &set, err, sizeof(err)) != 0) {
+        px__sendf(k, "error %s\n", err);
+        return;
+    }
+    for (size_t i = 0; i < set.n; i++) {
+        const px_draft_t *d = &set.v[i];
+        px__sendf(k, "approval a%u %s %s %s %s %s\n", d->id, d->when,
+                  d->methods[0] != '\0' ? d->methods : "-", d->host,
+                  d->path[0] != '\0' ? d->path : "-", d->who);
+    }
+    px_drafts_free(&set);
+    px__send(k, "end\n", 4);
+}
+
 static void px__command(px__ctl_conn_t *k, char *line)
 {
     px_hold_t *t = k->c->ctx->holds;
@@ -231,29 +292,56 @@ static void px__command(px__ctl_conn_t *k, char *line)
         }
         return;
     }
+    if (strcmp(cmd, "approvals") == 0 || strcmp(cmd, "undo") == 0) {
+        px__drafts_command(k, cmd, a1, a2);
+        return;
+    }
     int approve = strcmp(cmd, "approve") == 0;
     if (!approve && strcmp(cmd, "deny") != 0) {
-        px__sendf(k, "error unknown command (list, follow, approve ID [once|conversation], "
-                     "deny ID)\n");
+        px__sendf(k, "error unknown command (list, follow, approve ID [once|conversation|persist] "
+                     "[path PATTERN] [methods LIST], deny ID, approvals [SANDBOX], undo aN "
+                     "[SANDBOX])\n");
         return;
     }
     uint64_t id;
-    int conv = 0;
     if (px__parse_id(a1, &id) != 0) {
         px__sendf(k, "error expected a hold ID (h12)\n");
         return;
     }
-    if (approve && a2 != NULL && strcmp(a2, "conversation") == 0)
-        conv = 1;
-    else if (a2 != NULL && !(approve && strcmp(a2, "once") == 0)) {
-        px__sendf(k, "error unknown scope '%.32s' (once or conversation)\n", a2);
+    if (!approve) {
+        if (a2 != NULL) {
+            px__sendf(k, "error deny takes a hold ID alone\n");
+            return;
+        }
+        int n = px_hold_decide(t, id, PX_HOLD_DENIED, 0, k->who);
+        if (n < 0)
+            px__sendf(k, "error no pending hold h%" PRIu64 "\n", id);
+        else
+            px__sendf(k, "ok h%" PRIu64 " denied %d\n", id, n);
         return;
     }
-    int n = px_hold_decide(t, id, approve ? PX_HOLD_APPROVED : PX_HOLD_DENIED, conv, k->who);
+    int scope = PX_HOLD_SCOPE_ONCE;
+    const char *path = NULL, *methods = NULL;
+    for (char *w = a2; w != NULL; w = strtok_r(NULL, " \t\r", &save)) {
+        char *v = NULL;
+        if (strcmp(w, "path") == 0 || strcmp(w, "methods") == 0) {
+            if ((v = strtok_r(NULL, " \t\r", &save)) == NULL) {
+                px__sendf(k, "error %s needs a value\n", w);
+                return;
+            }
+            *(w[0] == 'p' ? &path : &methods) = v;
+        } else if (px__scope(w, &scope) != 0) {
+            px__sendf(k, "error unknown scope '%.32s' (once, conversation or persist)\n", w);
+            return;
+        }
+    }
+    char msg[512];
+    int n =
+        px_drafts_approve(t, k->c->ctx->cfg, id, scope, path, methods, k->who, msg, sizeof(msg));
     if (n < 0)
-        px__sendf(k, "error no pending hold h%" PRIu64 "\n", id);
+        px__sendf(k, "error %s\n", msg);
     else
-        px__sendf(k, "ok h%" PRIu64 " %s %d\n", id, approve ? "approved" : "denied", n);
+        px__sendf(k, "ok h%" PRIu64 " approved %d\n", id, n);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)

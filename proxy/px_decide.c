@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "base/px_err.h"
+#include "proxy/px_drafts.h"
 #include "proxy/px_hold.h"
 #include "proxy/px_log.h"
 #include "proxy/px_upstream.h"
@@ -173,11 +174,15 @@ int px_decide_parse_answer(const char *body, size_t len, int *allow, int *conver
         const char *dec = json_string_value(json_object_get(o, "decision"));
         json_t *sc = json_object_get(o, "scope");
         const char *scope = sc == NULL ? "once" : json_string_value(sc);
-        *conversation = scope != NULL && strcmp(scope, "conversation") == 0;
+        *conversation = scope == NULL                        ? -1
+                        : strcmp(scope, "once") == 0         ? PX_HOLD_SCOPE_ONCE
+                        : strcmp(scope, "conversation") == 0 ? PX_HOLD_SCOPE_CONVERSATION
+                        : strcmp(scope, "persist") == 0      ? PX_HOLD_SCOPE_PERSIST
+                                                             : -1;
         if (dec == NULL || (strcmp(dec, "allow") != 0 && strcmp(dec, "deny") != 0))
             *why = "\"decision\" is not \"allow\" or \"deny\"";
-        else if (scope == NULL || (strcmp(scope, "once") != 0 && !*conversation))
-            *why = "\"scope\" is not \"once\" or \"conversation\"";
+        else if (*conversation < 0)
+            *why = "\"scope\" is not \"once\", \"conversation\" or \"persist\"";
         else {
             *allow = strcmp(dec, "allow") == 0;
             rc = 0;
@@ -248,6 +253,16 @@ static void px__call_result(px__dcall_t *c, int rc, int allow, int conv, const c
         px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": the webhook failed (%s): denied", id, why);
         px__breaker_fail(d, trial, why);
         allow = 0;
+    }
+    if (allow && conv == PX_HOLD_SCOPE_PERSIST) {
+        char msg[512];
+        int n = px_drafts_approve(d->ctx->holds, d->ctx->cfg, id, conv, NULL, NULL, "webhook", msg,
+                                  sizeof(msg));
+        if (n >= 0 || n == PX_ENOENT) /* PX_ENOENT: answered meanwhile */
+            return;
+        /* the drafts file could not take it: the request still goes on, this once */
+        px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": not persisted (%s): approved once", id, msg);
+        conv = PX_HOLD_SCOPE_ONCE;
     }
     px_hold_decide(d->ctx->holds, id, allow ? PX_HOLD_APPROVED : PX_HOLD_DENIED, allow && conv,
                    "webhook"); /* PX_ENOENT: answered meanwhile; the first answer stands */

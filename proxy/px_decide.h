@@ -31,7 +31,8 @@ int px_decide_parse_url(const char *url, char *host, size_t hostcap, unsigned *p
 /* The JSON summary of question q (what is POSTed), into buf: its length, or PX_ETOOBIG. Pure. */
 int px_decide_body(const px_hold_info_t *q, uint64_t now, char *buf, size_t cap);
 
-/* The answer's body: 0 with *allow and *conversation, or PX_EPARSE with why. Pure. */
+/* The answer's body: 0 with *allow and *conversation (its scope: PX_HOLD_SCOPE_ONCE,
+ * _CONVERSATION or _PERSIST), or PX_EPARSE with why. Pure. */
 int px_decide_parse_answer(const char *body, size_t len, int *allow, int *conversation,
                            const char **why);
 

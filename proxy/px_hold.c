@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addons/addon_glob.h"
 #include "base/px_err.h"
 #include "proxy/px_log.h"
 
@@ -26,8 +27,11 @@ struct px_hold_q {
 
 typedef struct px__hold_rule {
     const void *scope;
-    char method[24];
+    char methods[128]; /* "GET" or "GET,POST" */
     char *host, *path;
+    int glob;            /* path is a pattern (--path): matched with or without the query */
+    unsigned draft;      /* persist: its ID in the drafts file (px_hold_forget); 0 conversation */
+    char scope_name[64]; /* the sandbox's: a drafts file is named by it (px_hold_forget) */
 } px__hold_rule_t;
 
 struct px_hold {
@@ -286,10 +290,10 @@ static void px__q_unlink(px_hold_t *t, px_hold_q_t *q)
     }
 }
 
-static void px__rule_add(px_hold_t *t, const px_hold_q_t *q)
+static void px__rule_add(px_hold_t *t, const px_hold_q_t *q, const px_hold_grant_t *g)
 {
     px__hold_rule_t *r = &t->rules[t->rule_next];
-    char *host = px__dup(q->host), *path = px__dup(q->path);
+    char *host = px__dup(q->host), *path = px__dup(g->path != NULL ? g->path : q->path);
     if (host == NULL || path == NULL) {
         free(host);
         free(path);
@@ -302,18 +306,23 @@ static void px__rule_add(px_hold_t *t, const px_hold_q_t *q)
         t->nrules++;
     }
     r->scope = q->scope;
-    snprintf(r->method, sizeof(r->method), "%s", q->method);
+    snprintf(r->methods, sizeof(r->methods), "%s", g->methods != NULL ? g->methods : q->method);
     r->host = host;
     r->path = path;
+    r->glob = g->path != NULL;
+    r->draft = g->draft;
+    snprintf(r->scope_name, sizeof(r->scope_name), "%s", q->scope_name);
     t->rule_next = (t->rule_next + 1) % PX_HOLD_RULES_MAX;
 }
 
 /* Answers q (taken out of the list and freed): each waiter hears outcome. */
-static int px__answer(px_hold_t *t, px_hold_q_t *q, px_hold_outcome_t o, int conv, const char *by)
+static int px__answer(px_hold_t *t, px_hold_q_t *q, px_hold_outcome_t o, const px_hold_grant_t *g,
+                      const char *by)
 {
+    int conv = o == PX_HOLD_APPROVED ? g->scope : 0;
     px__q_unlink(t, q);
-    if (o == PX_HOLD_APPROVED && conv)
-        px__rule_add(t, q);
+    if (conv != PX_HOLD_SCOPE_ONCE)
+        px__rule_add(t, q, g);
     px__observe(t, q, o, by);
     if (t->audit != NULL && o != PX_HOLD_TIMEOUT) {
         px_hold_info_t i;
@@ -328,7 +337,7 @@ static int px__answer(px_hold_t *t, px_hold_q_t *q, px_hold_outcome_t o, int con
         w->qnext = NULL;
         w->q = NULL;
         w->outcome = o;
-        w->rule_made = o == PX_HOLD_APPROVED && conv;
+        w->rule_made = conv;
         snprintf(w->by, sizeof(w->by), "%s", by != NULL ? by : "-");
         t->bytes -= w->bytes; /* a decided request no longer counts against the bounds */
         w->bytes = 0;
@@ -341,15 +350,54 @@ static int px__answer(px_hold_t *t, px_hold_q_t *q, px_hold_outcome_t o, int con
     return n;
 }
 
-int px_hold_decide(px_hold_t *t, uint64_t id, px_hold_outcome_t outcome, int conversation,
-                   const char *by)
+static px_hold_q_t *px__q_find(const px_hold_t *t, uint64_t id)
 {
     px_hold_q_t *q = t->qs;
     while (q != NULL && q->id != id)
         q = q->next;
+    return q;
+}
+
+int px_hold_decide(px_hold_t *t, uint64_t id, px_hold_outcome_t outcome, int conversation,
+                   const char *by)
+{
+    px_hold_grant_t g = {conversation ? PX_HOLD_SCOPE_CONVERSATION : PX_HOLD_SCOPE_ONCE, NULL, NULL,
+                         0};
+    px_hold_q_t *q = px__q_find(t, id);
     if (q == NULL || outcome == PX_HOLD_PENDING)
         return PX_ENOENT;
-    return px__answer(t, q, outcome, conversation, by);
+    return px__answer(t, q, outcome, &g, by);
+}
+
+int px_hold_approve(px_hold_t *t, uint64_t id, const px_hold_grant_t *g, const char *by)
+{
+    px_hold_q_t *q = px__q_find(t, id);
+    if (q == NULL)
+        return PX_ENOENT;
+    return px__answer(t, q, PX_HOLD_APPROVED, g, by);
+}
+
+int px_hold_get(const px_hold_t *t, uint64_t id, px_hold_info_t *out)
+{
+    const px_hold_q_t *q = px__q_find(t, id);
+    if (q == NULL)
+        return PX_ENOENT;
+    px__info(q, out);
+    return 0;
+}
+
+size_t px_hold_forget(px_hold_t *t, const char *scope_name, unsigned draft)
+{
+    size_t n = 0;
+    for (size_t i = 0; draft != 0 && i < t->nrules; i++) {
+        px__hold_rule_t *r = &t->rules[i];
+        if (r->scope != NULL && r->draft == draft && strcmp(r->scope_name, scope_name) == 0) {
+            r->draft = 0;
+            r->scope = NULL; /* matches no conversation again; its slot is reused in turn */
+            n++;
+        }
+    }
+    return n;
 }
 
 size_t px_hold_expire(px_hold_t *t, uint64_t now)
@@ -359,7 +407,8 @@ size_t px_hold_expire(px_hold_t *t, uint64_t now)
     while (q != NULL) {
         px_hold_q_t *next = q->next;
         if (now >= q->deadline_ms) {
-            px__answer(t, q, PX_HOLD_TIMEOUT, 0, "timeout");
+            px_hold_grant_t g = {PX_HOLD_SCOPE_ONCE, NULL, NULL, 0};
+            px__answer(t, q, PX_HOLD_TIMEOUT, &g, "timeout");
             n++;
         }
         q = next;
@@ -409,6 +458,16 @@ px_hold_wait_t *px_hold_find(const px_hold_t *t, const void *owner)
     return NULL;
 }
 
+/* 1 when methods ("GET,POST") holds method. */
+static int px__has_method(const char *methods, const char *method)
+{
+    size_t n = strlen(method);
+    for (const char *m = methods; m != NULL; m = strchr(m, ','), m = m != NULL ? m + 1 : NULL)
+        if (strncmp(m, method, n) == 0 && (m[n] == ',' || m[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 int px_hold_allowed(const px_hold_t *t, const void *scope, const char *method, const char *host,
                     const char *path)
 {
@@ -416,8 +475,11 @@ int px_hold_allowed(const px_hold_t *t, const void *scope, const char *method, c
         return 0;
     for (size_t i = 0; i < t->nrules; i++) {
         const px__hold_rule_t *r = &t->rules[i];
-        if (r->scope == scope && px__same(r->method, method) && px__same(r->host, host) &&
-            px__same(r->path, path))
+        if (r->scope != scope || !px__same(r->host, host) || !px__has_method(r->methods, method))
+            continue;
+        if (!r->glob ? px__same(r->path, path)
+                     : addon_glob_match(r->path, strlen(r->path), path, strlen(path)) ||
+                           addon_glob_match(r->path, strlen(r->path), path, strcspn(path, "?")))
             return 1;
     }
     return 0;
@@ -479,8 +541,9 @@ void px_hold_audit_line(void *arg, const px_hold_info_t *q, px_hold_outcome_t o,
     ev.verdict = AUDIT_EV_WARN;
     px_log_eventf(log, &ev, "hold h%" PRIu64 " %s: %s %s%s by %s (scope %s, %zu request%s)", q->id,
                   o == PX_HOLD_APPROVED ? "approved" : "denied", q->method, q->host, q->path, by,
-                  o != PX_HOLD_APPROVED ? "-"
-                  : conversation        ? "conversation"
-                                        : "once",
+                  o != PX_HOLD_APPROVED                        ? "-"
+                  : conversation == PX_HOLD_SCOPE_PERSIST      ? "persist"
+                  : conversation == PX_HOLD_SCOPE_CONVERSATION ? "conversation"
+                                                               : "once",
                   q->waiters, q->waiters == 1 ? "" : "s");
 }

@@ -28,6 +28,22 @@ typedef enum {
     PX_HOLD_TIMEOUT,
 } px_hold_outcome_t;
 
+/* What an approval leaves behind: nothing (once), a rule for its conversation in memory
+ * (conversation), or that rule and an entry in the drafts file (persist: px_drafts.h). */
+enum {
+    PX_HOLD_SCOPE_ONCE = 0,
+    PX_HOLD_SCOPE_CONVERSATION = 1,
+    PX_HOLD_SCOPE_PERSIST = 2,
+};
+
+/* An approval: its scope, and for a rule what it allows (borrowed for the call). */
+typedef struct px_hold_grant {
+    int scope;           /* PX_HOLD_SCOPE_* */
+    const char *path;    /* a path pattern (checked by the caller); NULL: the held path exactly */
+    const char *methods; /* "GET,POST"; NULL: the held request's method */
+    unsigned draft;      /* persist: the entry's ID in the drafts file */
+} px_hold_grant_t;
+
 /* Why px_hold_add() did not hold a request: 0 held, else one of these (positive). */
 enum {
     PX_HOLD_OVER_SCOPE_COUNT = 1,
@@ -51,7 +67,7 @@ struct px_hold_wait {
     px_hold_outcome_t outcome;
     uint64_t id;   /* its question's */
     char by[48];   /* who decided ("uid 1000", "timeout") */
-    int rule_made; /* the approval left a conversation rule */
+    int rule_made; /* the approval left a rule: PX_HOLD_SCOPE_CONVERSATION or _PERSIST */
 };
 
 /* What a listing and the observer see of a question (borrowed for the call). */
@@ -69,7 +85,8 @@ typedef struct px_hold_info {
  * whose requests all went away (outcome PENDING, by "gone"). */
 typedef void (*px_hold_observer_cb)(void *arg, const px_hold_info_t *q, px_hold_outcome_t outcome,
                                     const char *by);
-/* Called for each approval or denial (not time-outs) so it can be audited: the scope's key. */
+/* Called for each approval or denial (not time-outs) so it can be audited: the scope's key;
+ * conversation is the approval's PX_HOLD_SCOPE_* (0 for a denial). */
 typedef void (*px_hold_audit_cb)(void *arg, const px_hold_info_t *q, px_hold_outcome_t outcome,
                                  const char *by, int conversation);
 
@@ -112,6 +129,17 @@ int px_hold_add(px_hold_t *t, const void *scope, const char *scope_name, const c
 int px_hold_decide(px_hold_t *t, uint64_t id, px_hold_outcome_t outcome, int conversation,
                    const char *by);
 
+/* Approves question id with grant g (borrowed): as px_hold_decide(), a rule per g->scope. */
+int px_hold_approve(px_hold_t *t, uint64_t id, const px_hold_grant_t *g, const char *by);
+
+/* Copies what a listing sees of pending question id into *out (its strings borrowed until the
+ * question is decided): 0 or PX_ENOENT. */
+int px_hold_get(const px_hold_t *t, uint64_t id, px_hold_info_t *out);
+
+/* Drops the rules persist approval draft (its drafts file entry was removed) left in the
+ * conversation named scope_name ("-" for the one conversation); returns how many. */
+size_t px_hold_forget(px_hold_t *t, const char *scope_name, unsigned draft);
+
 /* Times out the questions whose deadline passed; returns how many. */
 size_t px_hold_expire(px_hold_t *t, uint64_t now);
 
@@ -122,7 +150,9 @@ void px_hold_cancel(px_hold_t *t, px_hold_wait_t *w);
 /* The waiter whose owner is owner, or NULL (no cost when nothing is held). */
 px_hold_wait_t *px_hold_find(const px_hold_t *t, const void *owner);
 
-/* 1 when an approval with scope conversation allows (method, host, path) for scope. */
+/* 1 when an approval with scope conversation or persist allows (method, host, path) for scope:
+ * its method list holds method, and its path is path exactly, or its pattern matches path with
+ * or without the query. */
 int px_hold_allowed(const px_hold_t *t, const void *scope, const char *method, const char *host,
                     const char *path);
 

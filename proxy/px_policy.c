@@ -13,6 +13,7 @@
 #include "addons/addon_provider.h"
 #include "addons/addon_tooldomains.h"
 #include "base/px_err.h"
+#include "proxy/px_drafts.h"
 #include "proxy/px_log.h"
 
 int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
@@ -36,6 +37,10 @@ int px_snapshot_load(const px_config_t *cfg, int startup, px_snapshot_t **out)
         px_diag(PX_DIAG_ERROR, "%s%s", err, why);
         return rc;
     }
+    /* the approvals drafts beside the allowlist (px_drafts.h): a drafts file that does not load
+     * is left out, said once; the allowlist alone then decides (it allows no more) */
+    if (px_drafts_merge(p, cfg->allowlist_path, err, sizeof(err)) != 0)
+        px_diag(PX_DIAG_ERROR, "%s: the approvals drafts are ignored", err);
     rc = addon_replacements_load_file(cfg->replacements_path, &r, err, sizeof(err));
     if (rc == PX_ENOENT) {
         if (startup)
