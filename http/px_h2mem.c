@@ -87,8 +87,9 @@ static void on_h2mem_free(void *p, void *ud)
 }
 
 /* realloc(NULL, n) is how nghttp2 makes its frame buffer: a malloc. A block born small stays
- * with malloc whatever it grows to (its size is not known here); a paged one stays in its
- * pages while it fits them, else moves. */
+ * with malloc whatever it grows to (its size is not known here); a paged one stays in place
+ * while its new size needs the same number of pages (the mapping's length is derived from the
+ * size kept), else moves. */
 static void *on_h2mem_realloc(void *p, size_t size, void *ud)
 {
     px_h2mem_t *m = ud;
