@@ -544,7 +544,11 @@ px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner)
     px_h2_t *h = calloc(1, sizeof(*h));
     nghttp2_session_callbacks *cb = px__callbacks();
     nghttp2_option *o = px__options();
-    int rv = h == NULL || cb == NULL || o == NULL || nghttp2_session_server_new2(&h->ses, cb, h, o);
+    nghttp2_mem mem;
+    if (h != NULL)
+        px_h2mem_init(&h->mem, &mem); /* nghttp2 copies mem; h->mem outlives the session */
+    int rv = h == NULL || cb == NULL || o == NULL ||
+             nghttp2_session_server_new3(&h->ses, cb, h, o, &mem);
     nghttp2_session_callbacks_del(cb); /* both take NULL */
     nghttp2_option_del(o);
     if (rv != 0) {
@@ -655,6 +659,11 @@ int px_h2_done(const px_h2_t *h)
     if (h->out.len > h->out.handed)
         return 0;
     return h->failed || (!nghttp2_session_want_read(h->ses) && !nghttp2_session_want_write(h->ses));
+}
+
+size_t px_h2_paged_resident(const px_h2_t *h)
+{
+    return px_h2mem_resident(&h->mem);
 }
 
 const char *px_h2_reason(const px_h2_t *h)

@@ -190,6 +190,10 @@ int px_h2_done(const px_h2_t *h);
 /* Why the session ended or failed: static text, "" while it runs. */
 const char *px_h2_reason(const px_h2_t *h);
 
+/* Bytes of nghttp2's large buffers (its frame buffer) the kernel holds in memory now: the pages
+ * frames were written into, not the buffer's size (px_h2mem.h). For tests and benchmarks. */
+size_t px_h2_paged_resident(const px_h2_t *h);
+
 /* The owner forwarded n body bytes of sid: the client may send n more. Unknown streams are
  * ignored. */
 void px_h2_consume(px_h2_t *h, int32_t sid, size_t n);

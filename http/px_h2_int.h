@@ -9,6 +9,7 @@
 
 #include "http/px_h2.h"
 #include "http/px_h2io.h"
+#include "http/px_h2mem.h"
 
 /* One request stream. Lives from its first HEADERS frame until nghttp2 closes the stream. */
 typedef struct px_h2s px_h2s_t;
@@ -41,6 +42,7 @@ struct px_h2s {
 
 struct px_h2 {
     nghttp2_session *ses;
+    px_h2mem_t mem; /* nghttp2's allocations (its frame buffer in pages of its own) */
     const px_h2_cbs_t *cbs;
     void *owner;
     px_h2s_t *streams;

@@ -1,5 +1,6 @@
 #include "http/px_h2cli.h"
 #include "http/px_h2io.h"
+#include "http/px_h2mem.h"
 
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ struct px_h2cs {
     px_fields_t *trailers;
     char *held; /* response bytes held while paused */
     size_t held_len, held_cap;
-    px_h2io_q_t q; /* the request body waiting for the server's windows, its trailers */
+    px_h2io_q_t q;   /* the request body waiting for the server's windows, its trailers */
     const char *bad; /* the response broke a cap: why (static) */
     uint32_t code;
     unsigned is_head : 1, final : 1, no_body : 1;
@@ -34,6 +35,7 @@ struct px_h2cs {
 
 struct px_h2c {
     nghttp2_session *ses;
+    px_h2mem_t mem; /* nghttp2's allocations: a pooled idle connection backs few pages */
     const px_h2c_cbs_t *cbs;
     px_h2cs_t *streams;
     size_t open; /* streams the owner holds */
@@ -277,7 +279,7 @@ static int on_h2_stream_close(nghttp2_session *ses, int32_t sid, uint32_t code, 
     st->code = code;
     h->any_free = 1;
     px_h2io_q_free(&st->q); /* nothing more goes out on it */
-    if (st->q.over_high) { /* an owner waiting to send more hears the queue is empty */
+    if (st->q.over_high) {  /* an owner waiting to send more hears the queue is empty */
         st->q.over_high = 0;
         st->q.drain = 1;
         h->any_drain = 1;
@@ -377,7 +379,11 @@ px_h2c_t *px_h2c_new(const px_h2c_cbs_t *cbs)
     px_h2c_t *h = calloc(1, sizeof(*h));
     nghttp2_session_callbacks *cb = px__callbacks();
     nghttp2_option *o = px__options();
-    int rv = h == NULL || cb == NULL || o == NULL || nghttp2_session_client_new2(&h->ses, cb, h, o);
+    nghttp2_mem mem;
+    if (h != NULL)
+        px_h2mem_init(&h->mem, &mem); /* nghttp2 copies mem; h->mem outlives the session */
+    int rv = h == NULL || cb == NULL || o == NULL ||
+             nghttp2_session_client_new3(&h->ses, cb, h, o, &mem);
     nghttp2_session_callbacks_del(cb);
     nghttp2_option_del(o);
     if (rv != 0) {

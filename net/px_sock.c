@@ -137,6 +137,20 @@ static int px__sock_tls_out(px_sock_t *s)
     return ct != NULL ? px__sock_send(s, ct, n) : 0;
 }
 
+/* Records a TLS 1.3 server has for the network once the handshake is over, and that no peer
+ * waits for (the session tickets, a KeyUpdate answer, which RFC 8446 4.6.3 wants before our next
+ * data: it then leads that data), stay inside TLS until the next write takes them along, rather
+ * than costing a write system call and a segment of their own: an HTTP client sends its request
+ * without waiting for tickets, and the response carries them. Anything else leaves now (a TLS
+ * 1.2 server's Finished, the client side's records). */
+static void px__sock_tls_out_soon(px_sock_t *s)
+{
+    SSL *ssl = px_tls_ssl(s->tls);
+    if (s->tls_done && SSL_is_server(ssl) && SSL_version(ssl) >= TLS1_3_VERSION)
+        return;
+    px__sock_tls_out(s);
+}
+
 static void px__sock_flush(px_sock_t *s)
 {
     int rc = 0;
@@ -254,7 +268,7 @@ static void px__sock_pump(px_sock_t *s)
         s->cbs->on_read(s, s->loop->tbuf, (size_t)n);
     }
     if (!s->closing)
-        px__sock_tls_out(s); /* a read may have produced records (tickets, key updates) */
+        px__sock_tls_out_soon(s); /* a read may have produced records (key updates) */
 }
 
 static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
@@ -267,7 +281,9 @@ static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
     }
     if (!s->tls_done) {
         int rc = px_tls_handshake(s->tls, s->tls_err, sizeof(s->tls_err));
-        px__sock_tls_out(s);
+        if (rc == 1)
+            s->tls_done = 1; /* a TLS 1.3 server's tickets wait for the first write */
+        px__sock_tls_out_soon(s);
         if (rc == 0)
             return;
         if (rc < 0) {
@@ -277,7 +293,6 @@ static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
                 s->cbs->on_handshake(s, rc);
             return;
         }
-        s->tls_done = 1;
         if (!s->reading)
             px__sock_uv_read(s, 0); /* the handshake read for itself; now the owner decides */
         if (s->cbs->on_handshake != NULL)

@@ -1,0 +1,149 @@
+#!/bin/bash
+# Per-connection and bulk counts (issue 34): airlock, nginx and HAProxy side by side, set up
+# as http_bench.sh sets them up (same namespace, upstream, configs and CPU placement), and
+# measured by counts that a loaded, shared box does not disturb much: system calls (by name)
+# and CPU time per new TLS connection; system calls, epoll wake-ups, bytes per read, socket
+# buffer sizes and CPU per GiB of a download over HTTP and HTTPS; RSS per idle HTTP/1.1
+# connection (one GET each, and after a burst) and per idle HTTP/2 connection.
+#
+#   tests/bench/conn_count.sh          (see tests/bench/README.md, issue 34)
+#
+# Environment: as http_bench.sh: RUNS=3, DURATION=10, CONNS=50, BIG_MB=1024, IDLE_CONNS=300,
+# PROFILE=1 (perf record of airlock during one new-connection run), COUNTS="new big idle" (the
+# parts to run), AIRLOCK=binary, OUT=dir.
+# Prints figures; never fails on one.
+# Run, it starts http_bench.sh in its "counts" mode, which sets everything up and then sources
+# this file for the part below the exec.
+if [ "${MODE:-}" != counts ]; then
+    HERE=$(cd "$(dirname "$0")" && pwd)
+    export IDLE_CONNS=${IDLE_CONNS:-300} NGINX_H2=1 NO_MITM=1
+    exec "$HERE/http_bench.sh" counts "$@"
+fi
+
+# conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
+# read, socket buffers, CPU time, RSS), never rates.
+IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close'
+io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write-like calls)
+    local p
+    for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
+        awk '/^rchar/ { r += $2 } /^wchar/ { w += $2 } END { printf "%.0f %.0f\n", r, w }'
+}
+# One download of the big file, counted: system calls by name per MiB, epoll_wait returns
+# per MiB, bytes per read-like call (rchar / calls), proxy CPU per GiB, and the socket
+# buffers (ss -tm) of the proxy's two sockets one second in.
+count_big() { # count_big METRIC SUBJECT URL
+    local metric=$1 subj=$2 url=$3 pids ev c r0 w0 r1 w1 io0 io1 out size secs
+    pids=$(proxy_pids "$subj")
+    ev=raw_syscalls:sys_enter
+    for c in $IO_CALLS; do ev="$ev,syscalls:sys_enter_$c"; done
+    perf stat -x, -e "$ev" -p "$(echo $pids | tr ' ' ',')" -o "$T_DIR/cnt-$metric-$subj" > /dev/null 2>&1 &
+    local perfpid=$!
+    sleep 0.5
+    read -r r0 w0 < <(sched_ns $pids); io0=$(io_bytes $pids)
+    curl -s --http1.1 -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
+        -w '%{http_code} %{size_download} %{time_total}\n' "$url" > "$T_DIR/cnt-curl" &
+    local curlpid=$!
+    sleep 1
+    local skm
+    skm=$(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
+        grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r[0-9]+,rb([0-9]+),t[0-9]+,tb([0-9]+).*/rb \1 tb \2/' |
+        sort -u | tr '\n' ';')
+    wait "$curlpid"
+    read -r r1 w1 < <(sched_ns $pids); io1=$(io_bytes $pids)
+    kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null
+    read -r _ size secs < "$T_DIR/cnt-curl"
+    if [ "${size:-0}" -eq 0 ]; then echo "  $metric $subj: download failed"; return 1; fi
+    local mib cpu_gib calls reads rsize wakes
+    mib=$(awk -v b="$size" 'BEGIN {printf "%.3f", b / 1048576}')
+    cpu_gib=$(awk -v c=$((r1 - r0)) -v b="$size" 'BEGIN {printf "%.0f", c / 1e6 / (b / 1073741824)}')
+    calls=$(awk -F, -v m="$mib" '/raw_syscalls:sys_enter/ {printf "%.1f", $1 / m}' "$T_DIR/cnt-$metric-$subj")
+    reads=$(awk -F, '$3 ~ /sys_enter_(read|recvfrom|recvmsg|readv)$/ {n += $1} END {print n + 0}' "$T_DIR/cnt-$metric-$subj")
+    wakes=$(awk -F, -v m="$mib" '$3 ~ /sys_enter_epoll_(p)?wait$/ {n += $1} END {printf "%.1f", n / m}' "$T_DIR/cnt-$metric-$subj")
+    rsize=$(awk -v b="$size" -v n="$reads" 'BEGIN { if (n > 0) printf "%.0f", b / n; else print "-" }')
+    record "$metric.cpu_ms_gib" "$subj" "$cpu_gib"
+    record "$metric.sys_mib" "$subj" "$calls"
+    record "$metric.wake_mib" "$subj" "$wakes"
+    record "$metric.read_bytes" "$subj" "$rsize"
+    printf '  %-10s %-8s %6.2f s; CPU %5s ms/GiB; per MiB: %6s syscalls, %5s epoll_wait; %6s bytes per read; socket buffers (bytes) %s\n' \
+        "$metric" "$subj" "$secs" "$cpu_gib" "$calls" "$wakes" "$rsize" "$skm"
+    awk -F, -v m="$mib" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+            sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$T_DIR/cnt-$metric-$subj" |
+        sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $metric $subj per MiB: /"
+}
+# RSS per idle HTTP/2 connection (one GET each, then idle past airlock's quiet-time trim).
+count_idle_h2() { # count_idle_h2 SUBJECT HOST SNI
+    local pids base idle line kb
+    pids=$(proxy_pids "$1")
+    base=$(rss_kb $pids)
+    coproc IDLE2 { exec "$PY" "$HERE/h2_idle_conns.py" "$2" 443 "$3" "$T_DIR/clients-ca.pem" /1k.bin "$IDLE_CONNS" 2>&1; }
+    COPROC_PID=$IDLE2_PID
+    local in=${IDLE2[0]} outfd=${IDLE2[1]}
+    if ! read -r -t 300 -u "$in" line || [ "${line%% *}" != idle ]; then
+        echo "  idle h2 $1: client failed [$line]"; kill "$COPROC_PID" 2>/dev/null
+        wait "$COPROC_PID" 2>/dev/null; COPROC_PID=; return 1
+    fi
+    sleep 2.5; idle=$(rss_kb $pids)
+    echo go >&"$outfd"; read -r -t 60 -u "$in" _
+    wait "$COPROC_PID" 2>/dev/null; COPROC_PID=
+    kb=$(awk -v a="$idle" -v b="$base" -v n="$IDLE_CONNS" 'BEGIN {printf "%.2f", (a - b) / n}')
+    record h2.idle.kb "$1" "$kb"
+    printf '  idle h2    %-8s RSS %6d KB -> %6d KB with %s idle h2 connections (%s): %s KB/conn\n' \
+        "$1" "$base" "$idle" "$IDLE_CONNS" "$line" "$kb"
+}
+restart_subject() { # a fresh proxy, warmed by 3 requests
+    case $1 in
+        airlock) stop_airlock; start_airlock || exit 1; warm https://bench.test/1k.bin ;;
+        nginx) stop_nginx_proxy; start_nginx_proxy || exit 1; warm https://bench-nginx.test/1k.bin ;;
+        haproxy) stop_haproxy; start_haproxy || exit 1; warm https://bench-haproxy.test/1k.bin ;;
+    esac
+}
+COUNTS=${COUNTS:-new big idle} # which parts conn_count.sh runs
+for run in $(seq 1 "$RUNS"); do
+    [[ " $COUNTS " == *" new "* ]] || [[ " $COUNTS " == *" big "* ]] || break
+    : > "$T_DIR/net.log"
+    log "run $run/$RUNS: new TLS connection per request (wrk -c$CONNS -H 'Connection: close')"
+    [[ " $COUNTS " == *" new "* ]] && for s in "${SUBJ_HTTPS[@]}"; do
+        SYSCALL_DETAIL=1 bench_wrk https.new "$s" "$(base_url https "$s")/1k.bin" -H 'Connection: close'
+    done
+    [[ " $COUNTS " == *" big "* ]] || continue
+    log "run $run/$RUNS: ${BIG_MB} MiB download, HTTP and HTTPS"
+    for s in "${SUBJ_HTTP[@]}"; do count_big http.big "$s" "$(base_url http "$s")/big.bin"; done
+    for s in "${SUBJ_HTTPS[@]}"; do count_big https.big "$s" "$(base_url https "$s")/big.bin"; done
+done
+[[ " $COUNTS " == *" idle "* ]] && log "idle memory ($IDLE_CONNS connections; fresh proxies warmed by 3 requests)"
+[[ " $COUNTS " == *" idle "* ]] && for mode in seq burst; do
+    restart_subject airlock
+    bench_idle airlock "airlock-$mode" "$mode" 127.0.0.1 bench.test
+done
+[[ " $COUNTS " == *" idle "* ]] && for s in "${SUBJ_HTTPS[@]}"; do
+    [ "$s" = airlock ] && continue
+    restart_subject "$s"
+    bench_idle "$s" "$s-burst" burst "$(getent hosts "${s/#/bench-}.test" | cut -d' ' -f1)" "bench-$s.test"
+done
+[[ " $COUNTS " == *" idle "* ]] && for s in "${SUBJ_HTTPS[@]}"; do
+    restart_subject "$s"
+    case $s in
+        airlock) count_idle_h2 airlock 127.0.0.1 bench.test ;;
+        *) count_idle_h2 "$s" "$(getent hosts "bench-$s.test" | cut -d' ' -f1)" "bench-$s.test" ;;
+    esac
+done
+restart_subject airlock
+[ "$PROFILE" = 1 ] && profile_airlock https-newconn https://bench.test/1k.bin -H 'Connection: close'
+echo
+log "load after: $(cat /proc/loadavg)"
+log "summary: $RUNS run(s); medians"
+"$PY" - "$RES" <<'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    try:
+        rows.setdefault((f[0], f[1]), []).append(float(f[2]))
+    except (ValueError, IndexError):
+        pass
+for (m, s) in sorted(rows):
+    vals = rows[(m, s)]
+    print("  %-22s %-14s median %10.2f  (%s)" % (m, s, statistics.median(vals),
+                                                   " ".join("%g" % v for v in vals)))
+PY
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$RES" "$OUT/results.txt"; fi
