@@ -98,6 +98,8 @@ static int px__hold(px_xchg_t *x, const addon_answer_t *ans)
             }
         }
     }
+    if (t == NULL && x->ctx->worker > 0) /* the hold table is the engine loop's */
+        addon_req_annotate(r, "not held: holds need --workers 1");
     px__x_addon_answer(x, ans);
     return PX_STAGE_REFUSE;
 }

@@ -43,6 +43,12 @@ CONNS=${CONNS:-50}
 LOW_CONNS=${LOW_CONNS:-10}
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+# WORKERS=N: each proxy gets N (airlock --workers N, nginx worker_processes N, HAProxy nbthread N);
+# UNPINNED=1: proxies and load share every core (no taskset split)
+WORKERS=${WORKERS:-1}
+WORKERS_ARG=() # (none at 1: a binary from before --workers runs too, for ab.sh)
+[ "$WORKERS" != 1 ] && WORKERS_ARG=(--workers "$WORKERS")
+if [ "${UNPINNED:-0}" = 1 ]; then PROXY_CPU="0-$(($(nproc) - 1))"; LOAD_CPU=$PROXY_CPU; fi
 BIG_MB=${BIG_MB:-1024}
 BIG_MAX_TIME=${BIG_MAX_TIME:-120}
 MITM_MAX_TIME=${MITM_MAX_TIME:-30}
@@ -132,8 +138,10 @@ cat "$T_DIR/fronth.pem" "$T_DIR/fronth.key" > "$T_DIR/fronth.crt" # HAProxy: one
 chmod -R a+rX "$T_DIR"
 
 nginx_common() { # $1 = name
+    local nw=1
+    [ "$1" = px ] && nw=$WORKERS # the proxy under test (the upstream keeps one)
     cat <<NGINX
-worker_processes 1;
+worker_processes $nw;
 worker_rlimit_nofile 65536;
 pid $T_DIR/$1.pid;
 error_log $T_DIR/$1-error.log;
@@ -236,7 +244,7 @@ start_haproxy() {
     [ -n "$NO_HAPROXY" ] && return 0
     cat > "$T_DIR/ha.cfg" <<HAP
 global
-    nbthread 1
+    nbthread $WORKERS
     maxconn 9000
     pidfile $T_DIR/ha.pid
     tune.bufsize 16384
@@ -280,7 +288,7 @@ printf '#!/bin/sh\nexec taskset -c %s "%s" "$@"\n' "$PROXY_CPU" "$AIRLOCK" > "$T
 chmod +x "$T_DIR/airlock-pinned"
 start_airlock() {
     AIRLOCK="$T_DIR/airlock-pinned" t_start_airlock "$T_DIR/allow.yaml" \
-        --upstream-ca "$T_DIR/upca.pem"
+        --upstream-ca "$T_DIR/upca.pem" ${WORKERS_ARG[@]+"${WORKERS_ARG[@]}"}
 }
 stop_airlock() {
     t_stop_airlock
