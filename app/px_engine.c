@@ -112,6 +112,14 @@ static void on_trim(uv_timer_t *t)
      * interval) after some: handshakes and large bodies leave their buffers' memory in the
      * heap, scattered between the connections that stay */
     int burst_over = eng->ctx.nclients_peak >= eng->ctx.nclients + PX_TRIM_DROP;
+    if (eng->ctx.conns_all != NULL) { /* --workers: every loop's connections, looked at here */
+        size_t all = __atomic_load_n(eng->ctx.conns_all, __ATOMIC_RELAXED);
+        burst_over |= eng->conns_peak >= all + PX_TRIM_DROP;
+        if (all > eng->conns_peak)
+            eng->conns_peak = all;
+        if (burst_over)
+            eng->conns_peak = all;
+    }
     uint64_t reads = eng->ctx.loop.reads;
     int quiet = reads == eng->reads_seen && reads != eng->reads_trimmed;
     eng->reads_seen = reads;

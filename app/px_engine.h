@@ -50,6 +50,7 @@ struct px_engine {
     struct px_decide *decide;        /* --decide-url: the decision webhook (px_decide.h), or NULL */
     uint64_t reads_seen;        /* loop.reads at the last trim check */
     uint64_t reads_trimmed;     /* ... and at the last trim */
+    size_t conns_peak;          /* --workers: every loop's connections, highest seen by the trim */
     struct px_secretfetch *secrets; /* values fetched from AWS (px_secretfetch.h), or NULL */
     int nworkers;                   /* loops serving connections, the engine's included */
     struct px_workers *workers;     /* the other nworkers-1 (px_worker.h), or NULL */
