@@ -691,8 +691,6 @@ int px_engine_run(const px_config_t *cfg)
     px_engine_t *eng = calloc(1, sizeof(*eng));
     if (eng == NULL)
         return 1;
-    uv_loop_t loop;
-    uv_loop_init(&loop);
     eng->ctx.cfg = cfg;
     eng->nworkers = px_workers_count(cfg->workers);
     if (eng->nworkers > 1 && (cfg->control_path != NULL || cfg->decide_url != NULL)) {
@@ -701,6 +699,8 @@ int px_engine_run(const px_config_t *cfg)
         free(eng);
         return 1;
     }
+    uv_loop_t loop;
+    uv_loop_init(&loop);
     if (px_loop_init(&eng->ctx.loop, &loop) != 0) {
         free(eng);
         return 1;

@@ -496,8 +496,8 @@ int px_drafts_approve(px_hold_t *t, const px_config_t *cfg, uint64_t id, int sco
     if (rc != 0)
         return rc;
     px_hold_grant_t g = {scope, pattern, methods, 0};
+    char own[PX_HOLD_FIELD_MAX]; /* g.path may point here until px_hold_approve() */
     if (scope == PX_HOLD_SCOPE_PERSIST) {
-        char own[PX_HOLD_FIELD_MAX];
         if (pattern == NULL) { /* the held path without its query: the allowlist's reading */
             snprintf(own, sizeof(own), "%.*s", (int)strcspn(q.path, "?"), q.path);
             if (addon_glob_is_glob(own, strlen(own))) {
