@@ -250,6 +250,10 @@ static void test_metrics_sandboxes(void **state)
     for (size_t k = 0; k <= AUDIT_EV_KIND_LAST; k++)
         for (size_t v = 0; v <= AUDIT_EV_REJECTED; v++)
             m->events[k][v] = UINT64_MAX;
+    for (size_t k = 0; k < PX_M_DECIDE_OUTCOMES; k++)
+        m->decide_calls[k] = UINT64_MAX;
+    m->decide_breaker_open = 1;
+    m->decide_in_flight = 64;
     n = px_metrics_render(m, &g, buf, sizeof(buf));
     assert_non_null(strstr(buf, other));
     assert_true(n < 128 * 1024); /* app/px_metrics_http.c's PX__METRICS_BODY_MAX */
