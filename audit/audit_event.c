@@ -532,7 +532,7 @@ static int audit__decision(audit_str_t s, audit_event_t *out)
     out->host = audit__word(r);
     r = audit__skip(r, out->host.len);
     long paren = audit__rfind(r, " (");
-    if (out->host.len == 0 || !audit__starts(r, " ") || paren < 0 || r.base[r.len - 1] != ')')
+    if (out->host.len == 0 || !audit__starts(r, " ") || paren <= 0 || r.base[r.len - 1] != ')')
         return audit__fail(out, "bad DECISION line");
     audit_str_t tail = {r.base + paren + 2, r.len - (size_t)paren - 3};
     audit_str_t head = {r.base + 1, (size_t)paren - 1};

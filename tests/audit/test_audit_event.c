@@ -390,6 +390,7 @@ static void test_audit_event_decision_bad(void **state)
         "DECISION h1 approved GET h /a by x (scope a b, 1 request)",
         "DECISION h1 approved GET h /a by x (01 request)",
         "DECISION h1 approved GET h",
+        "DECISION h1 approved Gy c (scope once, 1 request)", /* no path, no who (fuzz) */
         "DECISION h18446744073709551616 denied GET h /a by x (1 request)", /* over 64 bits */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
