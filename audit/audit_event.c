@@ -462,6 +462,92 @@ static int audit__github(audit_str_t s, audit_event_t *out)
     return 0;
 }
 
+/* The last position of needle in s, or -1. */
+static long audit__rfind(audit_str_t s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = s.len; n > 0 && i >= n; i--)
+        if (memcmp(s.base + i - n, needle, n) == 0)
+            return (long)(i - n);
+    return -1;
+}
+
+/* A number as written by %llu: digits without a leading zero, within 64 bits. */
+static int audit__u64(audit_str_t s, uint64_t *v)
+{
+    if (s.len == 0 || s.len > 20 || (s.len > 1 && s.base[0] == '0'))
+        return PX_EPARSE;
+    uint64_t n = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned d = (unsigned)(s.base[i] - '0');
+        if (s.base[i] < '0' || s.base[i] > '9' || n > (UINT64_MAX - d) / 10)
+            return PX_EPARSE;
+        n = n * 10 + d;
+    }
+    *v = n;
+    return 0;
+}
+
+/* "[scope S, ]N request[s]" inside a DECISION's parentheses: the plural as render writes it. */
+static int audit__decision_tail(audit_str_t t, audit_event_t *out)
+{
+    if (audit__starts(t, "scope ")) {
+        long comma = audit__find(t, ", ");
+        if (comma <= 6)
+            return PX_EPARSE;
+        out->scope.base = t.base + 6;
+        out->scope.len = (size_t)comma - 6;
+        if (memchr(out->scope.base, ' ', out->scope.len) != NULL)
+            return PX_EPARSE;
+        t = audit__skip(t, (size_t)comma + 2);
+    }
+    audit_str_t n = audit__word(t);
+    uint64_t v;
+    if (audit__u64(n, &v) != 0 || v > 1000000)
+        return PX_EPARSE;
+    out->count = (unsigned)v;
+    t = audit__skip(t, n.len);
+    return audit_str_eq(t, v == 1 ? " request" : " requests") ? 0 : PX_EPARSE;
+}
+
+/* "DECISION hID approved|denied METHOD host path by who (...)": who is the text after the last
+ * " by " (airlock's own words: "uid N", "webhook"), so a path holding " by " still reads. */
+static int audit__decision(audit_str_t s, audit_event_t *out)
+{
+    audit_str_t r = audit__skip(s, 9), w = audit__word(r);
+    if (w.len < 2 || w.base[0] != 'h' || audit__u64(audit__skip(w, 1), &out->hold) != 0)
+        return audit__fail(out, "bad DECISION hold ID");
+    r = audit__skip(r, w.len);
+    if (audit__starts(r, " approved "))
+        out->verdict = AUDIT_EV_ALLOWED;
+    else if (audit__starts(r, " denied "))
+        out->verdict = AUDIT_EV_BLOCKED;
+    else
+        return audit__fail(out, "bad DECISION outcome");
+    r = audit__skip(r, out->verdict == AUDIT_EV_ALLOWED ? 10 : 8);
+    out->method = audit__word(r);
+    if (!audit__method_ok(out->method) || !audit__starts(audit__skip(r, out->method.len), " "))
+        return audit__fail(out, "bad DECISION method");
+    r = audit__skip(r, out->method.len + 1);
+    out->host = audit__word(r);
+    r = audit__skip(r, out->host.len);
+    long paren = audit__rfind(r, " (");
+    if (out->host.len == 0 || !audit__starts(r, " ") || paren <= 0 || r.base[r.len - 1] != ')')
+        return audit__fail(out, "bad DECISION line");
+    audit_str_t tail = {r.base + paren + 2, r.len - (size_t)paren - 3};
+    audit_str_t head = {r.base + 1, (size_t)paren - 1};
+    long by = audit__rfind(head, " by ");
+    if (by <= 0 || (size_t)by + 4 == head.len)
+        return audit__fail(out, "bad DECISION line");
+    out->path.base = head.base;
+    out->path.len = (size_t)by;
+    out->who = audit__skip(head, (size_t)by + 4);
+    if (audit__decision_tail(tail, out) != 0)
+        return audit__fail(out, "bad DECISION requests");
+    out->kind = AUDIT_EV_DECISION;
+    return 0;
+}
+
 static int audit__dispatch(audit_str_t s, audit_event_t *out)
 {
     if (s.len == 0) {
@@ -494,6 +580,8 @@ static int audit__dispatch(audit_str_t s, audit_event_t *out)
         out->verdict = AUDIT_EV_WARN;
         return 0;
     }
+    if (audit__starts(s, "DECISION "))
+        return audit__decision(s, out);
     if (audit__starts(s, "TLS REJECTED ")) {
         audit_str_t r = audit__skip(s, 13);
         out->host = audit__word(r);
@@ -534,210 +622,4 @@ int audit_event_parse(const char *s, size_t len, audit_event_t *out)
     if (rc != 0 && out->truncated)
         out->why = "cut by the proxy's line cap";
     return rc;
-}
-
-/* ---- rendering ------------------------------------------------------------------------------ */
-
-/* The line being written: escapes as it goes, stops (cut) at the first unit over max. */
-typedef struct audit__out {
-    char *buf;
-    size_t max; /* text bytes, before the mark */
-    size_t len;
-    int cut;
-} audit__out_t;
-
-static void audit__put(audit__out_t *o, const char *p, size_t n)
-{
-    static const char hexd[] = "0123456789abcdef";
-    for (size_t i = 0; i < n && !o->cut; i++) {
-        unsigned char c = (unsigned char)p[i];
-        int plain = c >= 0x20 && c < 0x7f;
-        size_t w = plain ? 1 : 4;
-        if (o->len + w > o->max) {
-            o->cut = 1;
-            break;
-        }
-        if (plain) {
-            o->buf[o->len++] = (char)c;
-        } else {
-            o->buf[o->len++] = '\\';
-            o->buf[o->len++] = 'x';
-            o->buf[o->len++] = hexd[c >> 4];
-            o->buf[o->len++] = hexd[c & 15];
-        }
-    }
-}
-
-static void audit__puts(audit__out_t *o, const char *s)
-{
-    audit__put(o, s, strlen(s));
-}
-
-static void audit__putv(audit__out_t *o, audit_str_t v)
-{
-    if (v.base != NULL)
-        audit__put(o, v.base, v.len);
-}
-
-/* A view, or "-" when it is empty. */
-static void audit__put_or_dash(audit__out_t *o, audit_str_t v)
-{
-    if (v.len == 0)
-        audit__puts(o, "-");
-    else
-        audit__putv(o, v);
-}
-
-static void audit__put_uint(audit__out_t *o, unsigned long v)
-{
-    char n[24];
-    int k = snprintf(n, sizeof(n), "%lu", v);
-    audit__put(o, n, (size_t)k);
-}
-
-/* " (tail)" when there is one; always for the shapes whose parentheses are not optional. */
-static void audit__put_tail(audit__out_t *o, const audit_event_t *ev, int always)
-{
-    if (ev->tail.len == 0 && !always)
-        return;
-    audit__puts(o, " (");
-    audit__putv(o, ev->tail);
-    audit__puts(o, ")");
-}
-
-static void audit__render_access(audit__out_t *o, const audit_event_t *ev)
-{
-    audit__puts(o, audit_event_verdict_word(ev->verdict));
-    audit__puts(o, " ");
-    audit__put_or_dash(o, ev->method);
-    audit__puts(o, " ");
-    audit__put_or_dash(o, ev->url);
-    audit__puts(o, " -> ");
-    if (ev->status >= 0)
-        audit__put_uint(o, (unsigned long)ev->status);
-    else
-        audit__putv(o, ev->reason);
-    audit__putv(o, ev->annot);
-    if (ev->kind == AUDIT_EV_TUNNEL)
-        audit__puts(o, " tunnel");
-    audit__put_tail(o, ev, 0);
-}
-
-static int audit__render(audit__out_t *o, const audit_event_t *ev)
-{
-    switch (ev->kind) {
-    case AUDIT_EV_TASK_START:
-        audit__puts(o, "=== TASK START ");
-        audit__putv(o, ev->text);
-        audit__puts(o, " ===");
-        return 0;
-    case AUDIT_EV_REQUEST:
-    case AUDIT_EV_CONNECT:
-    case AUDIT_EV_TUNNEL:
-    case AUDIT_EV_CONNECTION:
-        if (audit_event_verdict_word(ev->verdict)[0] == '\0')
-            return -1;
-        audit__render_access(o, ev);
-        return 0;
-    case AUDIT_EV_DNS:
-        audit__puts(o, "DNS ");
-        audit__putv(o, ev->dns_type);
-        audit__puts(o, " ");
-        audit__putv(o, ev->host);
-        audit__puts(o, " -> ");
-        audit__putv(o, ev->reason);
-        return 0;
-    case AUDIT_EV_STRIPPED:
-    case AUDIT_EV_COLLAPSED:
-        if (ev->kind == AUDIT_EV_STRIPPED) {
-            audit__puts(o, "STRIPPED header '");
-        } else {
-            audit__puts(o, "COLLAPSED ");
-            audit__put_uint(o, ev->count);
-            audit__puts(o, " duplicate '");
-        }
-        audit__putv(o, ev->header);
-        audit__puts(o, ev->kind == AUDIT_EV_STRIPPED ? "' from " : "' headers in ");
-        audit__put_or_dash(o, ev->method);
-        audit__puts(o, " ");
-        audit__put_or_dash(o, ev->url);
-        audit__put_tail(o, ev, 1);
-        return 0;
-    case AUDIT_EV_WARNING:
-        audit__puts(o, "WARNING: ");
-        audit__putv(o, ev->tail);
-        return 0;
-    case AUDIT_EV_TLS_REJECTED:
-        audit__puts(o, "TLS REJECTED ");
-        audit__putv(o, ev->host);
-        audit__put_tail(o, ev, 1);
-        return 0;
-    case AUDIT_EV_GHAPP_TOKEN:
-        audit__puts(o, "GitHub App token refresh failed for ");
-        audit__put_or_dash(o, ev->method);
-        audit__puts(o, " ");
-        audit__put_or_dash(o, ev->url);
-        audit__puts(o, ": ");
-        audit__putv(o, ev->tail);
-        return 0;
-    case AUDIT_EV_GHAPP_REPOS:
-        audit__puts(o, "GitHub App repo node ID resolution failed: ");
-        audit__putv(o, ev->tail);
-        return 0;
-    case AUDIT_EV_GRAPHQL_SCOPE:
-        audit__puts(o, "GraphQL repo-scope check failed: ");
-        audit__putv(o, ev->tail);
-        return 0;
-    default:
-        return -1;
-    }
-}
-
-int audit_event_render(const audit_event_t *ev, char *buf, size_t cap)
-{
-    size_t mark = strlen(AUDIT_EVENT_TRUNC_MARK);
-    if (buf == NULL || cap < mark + 1)
-        return -1;
-    /* room for the mark and the NUL whatever is cut */
-    size_t max = cap - 1 - mark < AUDIT_EVENT_TEXT_MAX ? cap - 1 - mark : AUDIT_EVENT_TEXT_MAX;
-    audit__out_t o = {buf, max, 0, 0};
-    if (audit__render(&o, ev) != 0) {
-        buf[0] = '\0';
-        return -1;
-    }
-    if (o.cut) {
-        memcpy(buf + o.len, AUDIT_EVENT_TRUNC_MARK, mark);
-        o.len += mark;
-    }
-    buf[o.len] = '\0';
-    return (int)o.len;
-}
-
-audit_event_t audit_event_access(audit_event_kind_t kind, audit_event_verdict_t verdict,
-                                 const char *method, const char *url, int status)
-{
-    audit_event_t ev;
-    memset(&ev, 0, sizeof(ev));
-    ev.kind = kind;
-    ev.verdict = verdict;
-    ev.method = audit_s(method);
-    ev.url = audit_s(url);
-    ev.status = status;
-    return ev;
-}
-
-const char *audit_event_verdict_word(audit_event_verdict_t v)
-{
-    switch (v) {
-    case AUDIT_EV_ALLOWED:
-        return "allowed";
-    case AUDIT_EV_BLOCKED:
-        return "BLOCKED";
-    case AUDIT_EV_ERROR:
-        return "ERROR";
-    case AUDIT_EV_WARN:
-        return "WARN";
-    default:
-        return "";
-    }
 }

@@ -54,7 +54,10 @@ typedef struct audit_url {
  *   TLS_REJECTED  "TLS REJECTED host (tail)"
  *   GHAPP_TOKEN   "GitHub App token refresh failed for METHOD URL: tail"
  *   GHAPP_REPOS   "GitHub App repo node ID resolution failed: tail"
- *   GRAPHQL_SCOPE "GraphQL repo-scope check failed: tail" */
+ *   GRAPHQL_SCOPE "GraphQL repo-scope check failed: tail"
+ *   DECISION      "DECISION hID approved|denied METHOD host path by who (scope S, N requests)":
+ *                 a held request approved or denied (docs/approvals.md); " scope S, " only for
+ *                 an approval, "request" when N is 1 */
 typedef enum audit_event_kind {
     AUDIT_EV_NONE = 0, /* parse: not a line airlock writes (see why) */
     AUDIT_EV_BLANK,    /* parse: an empty line */
@@ -71,11 +74,16 @@ typedef enum audit_event_kind {
     AUDIT_EV_GHAPP_TOKEN,
     AUDIT_EV_GHAPP_REPOS,
     AUDIT_EV_GRAPHQL_SCOPE,
+    AUDIT_EV_DECISION,
 } audit_event_kind_t;
+
+/* The last kind: what arrays indexed by kind are sized by (proxy/px_metrics.h). */
+#define AUDIT_EV_KIND_LAST AUDIT_EV_DECISION
 
 /* The verdict word of the request-shaped kinds; the other kinds imply theirs (parse sets it:
  * WARNING -> WARN, TLS_REJECTED -> REJECTED, GHAPP_* -> ERROR, GRAPHQL_SCOPE -> BLOCKED, the
- * rest NONE; render ignores it there). */
+ * rest NONE; render ignores it there). A DECISION's is its outcome: ALLOWED (approved) or
+ * BLOCKED (denied). */
 typedef enum audit_event_verdict {
     AUDIT_EV_V_NONE = 0,
     AUDIT_EV_ALLOWED, /* "allowed" */
@@ -95,11 +103,19 @@ typedef struct audit_event {
                            DNS: the answer */
     audit_str_t annot;  /* " [masked: 1] [region: x]" as the addons build it (leading spaces) */
     audit_str_t tail;   /* inside the closing " (...)"; WARNING: the text after "WARNING: " */
-    audit_str_t host;   /* DNS: the query name (presentation form); TLS_REJECTED: the SNI */
+    audit_str_t host;   /* DNS: the query name (presentation form); TLS_REJECTED: the SNI;
+                           DECISION: the held host */
     audit_str_t dns_type;
     audit_str_t header; /* STRIPPED / COLLAPSED: the header name */
-    unsigned count;     /* COLLAPSED: how many */
+    unsigned count;     /* COLLAPSED: how many; DECISION: requests answered */
     audit_str_t text;   /* TASK_START: the timestamp */
+    /* DECISION: the hold's ID (hID), who decided ("uid 1000", "webhook"), the approval's scope
+     * ("once", "conversation", "persist"; empty for a denial), the held path (method and host
+     * above) and, in count, how many held requests the decision answered */
+    uint64_t hold;
+    audit_str_t who;
+    audit_str_t scope;
+    audit_str_t path;
     /* which pipeline stage and allowlist entry decided; JSON only (the text line stays) */
     audit_str_t stage;
     audit_str_t entry;

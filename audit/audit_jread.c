@@ -88,12 +88,36 @@ static int aj_other(audit_str_t t, char *out, size_t cap)
 
 static audit_event_kind_t aj_kind(audit_str_t name)
 {
-    for (int k = AUDIT_EV_TASK_START; k <= AUDIT_EV_GRAPHQL_SCOPE; k++) {
+    for (int k = AUDIT_EV_TASK_START; k <= AUDIT_EV_KIND_LAST; k++) {
         const char *n = audit_json_kind_name((audit_event_kind_t)k);
         if (n != NULL && audit_str_eq(name, n))
             return (audit_event_kind_t)k;
     }
     return AUDIT_EV_NONE;
+}
+
+/* A DECISION's own members: "hold" ("h7"), "by", "scope", "path", "requests". 0, or -1 when
+ * the hold is not an ID. */
+static int aj_held(json_t *o, audit_event_t *ev)
+{
+    audit_str_t h = aj_get(o, "hold");
+    if (h.len < 2 || h.len > 21 || h.base[0] != 'h' || (h.len > 2 && h.base[1] == '0'))
+        return -1;
+    ev->hold = 0;
+    for (size_t i = 1; i < h.len; i++) {
+        unsigned d = (unsigned)(h.base[i] - '0');
+        if (h.base[i] < '0' || h.base[i] > '9' || ev->hold > (UINT64_MAX - d) / 10)
+            return -1;
+        ev->hold = ev->hold * 10 + d;
+    }
+    ev->who = aj_get(o, "by");
+    ev->scope = aj_get(o, "scope");
+    ev->path = aj_get(o, "path");
+    json_t *n = json_object_get(o, "requests");
+    ev->count = json_is_integer(n) && json_integer_value(n) >= 0 && json_integer_value(n) <= 1000000
+                    ? (unsigned)json_integer_value(n)
+                    : 0;
+    return 0;
 }
 
 /* Fills ev from the object (views into o). Returns 0, or -1 when it is not an event. */
@@ -104,10 +128,11 @@ static int aj_event(json_t *o, audit_event_t *ev, char *annot, size_t acap)
     if (ev->kind == AUDIT_EV_NONE)
         return -1;
     audit_str_t d = aj_get(o, "decision");
-    ev->verdict = audit_str_eq(d, "allowed")   ? AUDIT_EV_ALLOWED
-                  : audit_str_eq(d, "blocked") ? AUDIT_EV_BLOCKED
-                  : audit_str_eq(d, "error")   ? AUDIT_EV_ERROR
-                                               : AUDIT_EV_V_NONE;
+    int held = ev->kind == AUDIT_EV_DECISION; /* approved, denied: its ALLOWED, BLOCKED */
+    ev->verdict = audit_str_eq(d, held ? "approved" : "allowed") ? AUDIT_EV_ALLOWED
+                  : audit_str_eq(d, held ? "denied" : "blocked") ? AUDIT_EV_BLOCKED
+                  : !held && audit_str_eq(d, "error")            ? AUDIT_EV_ERROR
+                                                                 : AUDIT_EV_V_NONE;
     ev->method = aj_get(o, "method");
     ev->url = aj_get(o, "url");
     json_t *st = json_object_get(o, "status");
@@ -124,6 +149,8 @@ static int aj_event(json_t *o, audit_event_t *ev, char *annot, size_t acap)
     ev->count = json_is_integer(n) && json_integer_value(n) >= 0 && json_integer_value(n) <= 1000000
                     ? (unsigned)json_integer_value(n)
                     : 0;
+    if (ev->kind == AUDIT_EV_DECISION && aj_held(o, ev) != 0)
+        return -1;
     long al = aj_annot(o, annot, acap);
     if (al < 0)
         return -1;

@@ -418,6 +418,25 @@ static void aj_target(audit__json_t *o, const audit_event_t *ev)
         aj_kv(o, "path", u.path);
 }
 
+/* A DECISION's members: the hold, what was held, who decided, the approval's scope, how many
+ * requests it answered. */
+static void aj_held(audit__json_t *o, const audit_event_t *ev)
+{
+    char id[24];
+    snprintf(id, sizeof(id), "h%llu", (unsigned long long)ev->hold);
+    aj_kv_word(o, "hold", id);
+    if (!audit_str_eq(ev->method, "-"))
+        aj_kv(o, "method", ev->method);
+    if (!audit_str_eq(ev->host, "-"))
+        aj_kv(o, "host", ev->host);
+    if (!audit_str_eq(ev->path, "-"))
+        aj_kv(o, "path", ev->path);
+    if (!audit_str_eq(ev->who, "-"))
+        aj_kv(o, "by", ev->who);
+    aj_kv(o, "scope", ev->scope);
+    aj_kv_int(o, "requests", ev->count);
+}
+
 const char *audit_json_kind_name(audit_event_kind_t kind)
 {
     switch (kind) {
@@ -447,6 +466,8 @@ const char *audit_json_kind_name(audit_event_kind_t kind)
         return "ghapp_repos";
     case AUDIT_EV_GRAPHQL_SCOPE:
         return "graphql_scope";
+    case AUDIT_EV_DECISION:
+        return "decision";
     default:
         return NULL;
     }
@@ -473,6 +494,10 @@ static const char *aj_decision(const audit_event_t *ev)
         return "error";
     case AUDIT_EV_GRAPHQL_SCOPE:
         return "blocked";
+    case AUDIT_EV_DECISION: /* a person's or the webhook's answer to a held request */
+        return ev->verdict == AUDIT_EV_ALLOWED   ? "approved"
+               : ev->verdict == AUDIT_EV_BLOCKED ? "denied"
+                                                 : NULL;
     default:
         return "";
     }
@@ -539,6 +564,9 @@ int audit_json_render(const audit_event_t *ev, const audit_json_ctx_t *ctx, char
         break;
     case AUDIT_EV_GHAPP_TOKEN:
         aj_target(&o, ev);
+        break;
+    case AUDIT_EV_DECISION:
+        aj_held(&o, ev);
         break;
     case AUDIT_EV_REQUEST:
     case AUDIT_EV_CONNECT:

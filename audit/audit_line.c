@@ -30,6 +30,7 @@ static const audit_line_kind_t audit__kinds[] = {
     [AUDIT_EV_GHAPP_TOKEN] = AUDIT_LINE_MALFORMED,
     [AUDIT_EV_GHAPP_REPOS] = AUDIT_LINE_MALFORMED,
     [AUDIT_EV_GRAPHQL_SCOPE] = AUDIT_LINE_MALFORMED,
+    [AUDIT_EV_DECISION] = AUDIT_LINE_DECISION,
 };
 
 /* The request-shaped fields. The tools count a refusal by its status: a BLOCKED line without
@@ -94,6 +95,12 @@ int audit_line_parse(const char *s, size_t len, audit_line_t *out)
     case AUDIT_LINE_TLS_REJECTED:
         out->text = ev.host;
         out->reason = ev.tail;
+        break;
+    case AUDIT_LINE_DECISION:
+        out->verdict = ev.verdict == AUDIT_EV_ALLOWED ? AUDIT_ALLOWED : AUDIT_BLOCKED;
+        out->count = ev.count;
+        out->text = ev.who;
+        out->reason = ev.scope;
         break;
     default:
         break;

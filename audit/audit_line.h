@@ -22,13 +22,14 @@
 typedef enum audit_line_kind {
     AUDIT_LINE_MALFORMED = 0, /* not a line airlock writes; see why */
     AUDIT_LINE_BLANK,
-    AUDIT_LINE_TASK_START,  /* === TASK START ts === */
-    AUDIT_LINE_ACCESS,      /* allowed|BLOCKED|ERROR METHOD URL -> ... */
-    AUDIT_LINE_DNS,         /* DNS TYPE NAME -> ANSWER */
-    AUDIT_LINE_STRIPPED,    /* STRIPPED header 'h' from METHOD URL (...) */
-    AUDIT_LINE_COLLAPSED,   /* COLLAPSED N duplicate 'h' headers in METHOD URL (...) */
-    AUDIT_LINE_WARNING,     /* WARNING: text */
-    AUDIT_LINE_TLS_REJECTED /* TLS REJECTED host (reason) */
+    AUDIT_LINE_TASK_START,   /* === TASK START ts === */
+    AUDIT_LINE_ACCESS,       /* allowed|BLOCKED|ERROR METHOD URL -> ... */
+    AUDIT_LINE_DNS,          /* DNS TYPE NAME -> ANSWER */
+    AUDIT_LINE_STRIPPED,     /* STRIPPED header 'h' from METHOD URL (...) */
+    AUDIT_LINE_COLLAPSED,    /* COLLAPSED N duplicate 'h' headers in METHOD URL (...) */
+    AUDIT_LINE_WARNING,      /* WARNING: text */
+    AUDIT_LINE_TLS_REJECTED, /* TLS REJECTED host (reason) */
+    AUDIT_LINE_DECISION      /* DECISION hID approved|denied METHOD host path by who (...) */
 } audit_line_kind_t;
 
 typedef enum audit_verdict {
@@ -43,7 +44,8 @@ typedef struct audit_line {
     const char *why; /* MALFORMED: a short static reason */
     int truncated;   /* the proxy cut the line (" ...(truncated)"); kept as is below */
 
-    /* ACCESS (method and url also for STRIPPED and COLLAPSED) */
+    /* ACCESS (method and url also for STRIPPED and COLLAPSED; a DECISION's verdict is ALLOWED
+     * for an approval, BLOCKED for a denial, its method the held request's) */
     audit_verdict_t verdict;
     audit_str_t method;   /* "-" when the proxy never read one */
     audit_str_t url_text; /* as logged; "-" when none */
@@ -62,9 +64,10 @@ typedef struct audit_line {
 
     /* STRIPPED / COLLAPSED */
     audit_str_t header; /* the header name */
-    unsigned count;     /* COLLAPSED: how many */
+    unsigned count;     /* COLLAPSED: how many; DECISION: the requests it answered */
 
-    /* TASK_START: the timestamp; WARNING: the text; TLS_REJECTED: host and reason */
+    /* TASK_START: the timestamp; WARNING: the text; TLS_REJECTED: host and reason; DECISION:
+     * who decided and the approval's scope (empty for a denial) */
     audit_str_t text;
     audit_str_t reason;
 } audit_line_t;

@@ -507,6 +507,8 @@ void audit_report_write_html(audit_report_t *r, FILE *out, const char *title)
     audit__total_row(out, "total-stripped", "STRIPPED", r->stripped, NULL);
     audit__total_row(out, "total-collapsed", "COLLAPSED", r->collapsed, NULL);
     audit__total_row(out, "total-warnings", "WARNING", r->warnings, NULL);
+    audit__total_row(out, "total-approved", "DECISION approved (holds)", r->approved, NULL);
+    audit__total_row(out, "total-denied", "DECISION denied (holds)", r->denied, NULL);
     audit__total_row(out, "total-unread", "lines not read", audit_named_total(r->malformed), NULL);
     fputs("</table>\n<h2>Timeline</h2>\n", out);
     audit__timeline(r, out);

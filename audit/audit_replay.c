@@ -31,7 +31,7 @@ struct audit_replay {
     unsigned long redecided;
     unsigned long to_blocked;
     unsigned long to_allowed;
-    unsigned long others[AUDIT_LINE_TLS_REJECTED + 1]; /* non-request lines by kind */
+    unsigned long others[AUDIT_LINE_DECISION + 1]; /* non-request lines by kind */
     audit_tab_t *changes;
     unsigned long changes_dropped;
     const addon_replacements_t *repl;
@@ -257,6 +257,7 @@ void audit_replay_write(const audit_replay_t *r, FILE *out)
         [AUDIT_LINE_COLLAPSED] = "COLLAPSED",
         [AUDIT_LINE_WARNING] = "WARNING",
         [AUDIT_LINE_TLS_REJECTED] = "TLS REJECTED",
+        [AUDIT_LINE_DECISION] = "DECISION",
     };
     unsigned long nr = audit_named_total(r->not_redecided);
     unsigned long nm = audit_named_total(r->malformed);

@@ -349,6 +349,12 @@ int audit_report_line(audit_report_t *r, const char *file, unsigned long lineno,
         if (kn > 0 && (size_t)kn < sizeof(key))
             audit__group(r->tls, key, (size_t)kn, file, lineno, line, len, NULL);
         break;
+    case AUDIT_LINE_DECISION:
+        if (l.verdict == AUDIT_ALLOWED)
+            r->approved++;
+        else
+            r->denied++;
+        break;
     case AUDIT_LINE_WARNING: {
         r->warnings++;
         /* "Container clock skew detected: x-amz-date=..." groups by what comes before ':' */

@@ -60,8 +60,9 @@ struct audit_report {
     size_t nfiles;
     unsigned long lines, known, requests, allowed, blocked, errors, dns_lines, tasks_seen;
     unsigned long stripped, collapsed, tls_rejected, warnings, masked;
-    unsigned long health;         /* `airlock health` probes: not requests, not DNS queries */
-    unsigned long health_pending; /* health DNS lines whose HTTP probe line is still to come */
+    unsigned long approved, denied; /* DECISION lines: held requests' questions answered */
+    unsigned long health;           /* `airlock health` probes: not requests, not DNS queries */
+    unsigned long health_pending;   /* health DNS lines whose HTTP probe line is still to come */
     audit_rep_bucket_t buckets[AUDIT_REPORT_BUCKETS];
     unsigned long width; /* requests per bucket */
     audit_rep_task_t tasks[AUDIT_REPORT_TASKS_MAX];

@@ -15,6 +15,7 @@
 #include "proxy/px_drafts.h"
 #include "proxy/px_hold.h"
 #include "proxy/px_log.h"
+#include "proxy/px_metrics.h"
 #include "proxy/px_upstream.h"
 
 typedef enum { PX__BR_CLOSED = 0, PX__BR_OPEN, PX__BR_TRIAL } px__breaker_t;
@@ -192,6 +193,14 @@ int px_decide_parse_answer(const char *body, size_t len, int *allow, int *conver
     return rc;
 }
 
+/* The webhook's gauges in /metrics (px_metrics.h): set after every change of the breaker or of
+ * the calls under way. */
+static void px__gauges(const px_decide_t *d)
+{
+    px_metrics()->decide_in_flight = d->stopped ? 0 : (int64_t)d->ncalls;
+    px_metrics()->decide_breaker_open = !d->stopped && d->breaker != PX__BR_CLOSED;
+}
+
 static void on_call_closed(uv_handle_t *h)
 {
     px__dcall_t *c = px_container_of((uv_timer_t *)h, px__dcall_t, timer);
@@ -216,6 +225,7 @@ static void px__call_end(px__dcall_t *c)
     c->up = NULL;
     uv_timer_stop(&c->timer);
     uv_close((uv_handle_t *)&c->timer, on_call_closed);
+    px__gauges(d);
 }
 
 static void px__breaker_ok(px_decide_t *d)
@@ -224,6 +234,7 @@ static void px__breaker_ok(px_decide_t *d)
     if (d->breaker != PX__BR_CLOSED)
         px_diag(PX_DIAG_WARN, "decide: the webhook answered again: circuit breaker closed");
     d->breaker = PX__BR_CLOSED;
+    px__gauges(d);
 }
 
 static void px__breaker_fail(px_decide_t *d, int trial, const char *why)
@@ -238,16 +249,20 @@ static void px__breaker_fail(px_decide_t *d, int trial, const char *why)
                 "is not called for %" PRIu64 " ms; held requests wait for the control socket",
                 d->fails, why, ms);
     }
+    px__gauges(d);
 }
 
-/* The call for c ended: allow/deny (rc 0) or a failure (why), which denies. */
-static void px__call_result(px__dcall_t *c, int rc, int allow, int conv, const char *why)
+/* The call for c ended as how says: allow or deny (with its scope conv), or a failure (why),
+ * which denies. */
+static void px__call_result(px__dcall_t *c, px_metrics_decide_t how, int conv, const char *why)
 {
     px_decide_t *d = c->d;
     uint64_t id = c->id;
     int trial = c->trial;
+    int allow = how == PX_M_DECIDE_ALLOW;
+    px_metrics()->decide_calls[how]++;
     px__call_end(c); /* before deciding: the decision's event must not find it */
-    if (rc == 0) {
+    if (how == PX_M_DECIDE_ALLOW || how == PX_M_DECIDE_DENY) {
         px__breaker_ok(d);
     } else {
         px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": the webhook failed (%s): denied", id, why);
@@ -295,21 +310,24 @@ static void on_call_end(void *owner, const px_fields_t *t)
     c->up = NULL;
     char why[96];
     const char *w = why;
-    int allow = 0, conv = 0, rc = PX_EPARSE;
-    if (c->status < 200 || c->status > 299)
+    int allow = 0, conv = 0;
+    px_metrics_decide_t how = PX_M_DECIDE_MALFORMED;
+    if (c->status < 200 || c->status > 299) {
         snprintf(why, sizeof(why), "HTTP %d", c->status);
-    else if (c->over)
+        how = PX_M_DECIDE_ERROR;
+    } else if (c->over) {
         snprintf(why, sizeof(why), "an answer over %d bytes", PX_DECIDE_RESP_MAX);
-    else
-        rc = px_decide_parse_answer(c->resp, c->len, &allow, &conv, &w);
-    px__call_result(c, rc, allow, conv, w);
+    } else if (px_decide_parse_answer(c->resp, c->len, &allow, &conv, &w) == 0) {
+        how = allow ? PX_M_DECIDE_ALLOW : PX_M_DECIDE_DENY;
+    }
+    px__call_result(c, how, conv, w);
 }
 
 static void on_call_error(void *owner, const char *why)
 {
     px__dcall_t *c = owner;
     c->up = NULL; /* the upstream client let go of it already */
-    px__call_result(c, PX_EIO, 0, 0, why);
+    px__call_result(c, PX_M_DECIDE_ERROR, 0, why);
 }
 
 static void on_call_drain(void *owner)
@@ -329,13 +347,14 @@ static void on_call_timer(uv_timer_t *t)
 {
     px__dcall_t *c = px_container_of(t, px__dcall_t, timer);
     if (!c->at_deadline) {
-        px__call_result(c, PX_ETIMEOUT, 0, 0, "no answer in time");
+        px__call_result(c, PX_M_DECIDE_TIMEOUT, 0, "no answer in time");
         return;
     }
     /* the hold's own deadline: it times out (its answer says so) within its tick */
     px_decide_t *d = c->d;
     uint64_t id = c->id;
     int trial = c->trial;
+    px_metrics()->decide_calls[PX_M_DECIDE_TIMEOUT]++;
     px__call_end(c);
     px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": no answer before the hold timed out", id);
     px__breaker_fail(d, trial, "no answer before the hold timed out");
@@ -407,6 +426,7 @@ static void px__call(px_decide_t *d, const px_hold_info_t *q)
     c->next = d->calls;
     d->calls = c;
     d->ncalls++;
+    px__gauges(d);
     uint64_t ms = px__test_ms("AIRLOCK_TEST_DECIDE_TIMEOUT_MS", PX_DECIDE_TIMEOUT_MS);
     uint64_t left = q->deadline_ms > now ? q->deadline_ms - now : 0;
     c->at_deadline = left <= ms;
@@ -439,11 +459,13 @@ static void on_question(void *arg, const px_hold_info_t *q, px_hold_outcome_t o,
             int trial = c->trial;
             px__call_end(c);
             if (o == PX_HOLD_TIMEOUT) { /* the hold's deadline came first: no answer in time */
+                px_metrics()->decide_calls[PX_M_DECIDE_TIMEOUT]++;
                 px_diag(PX_DIAG_WARN, "decide: h%" PRIu64 ": no answer before the hold timed out",
                         q->id);
                 px__breaker_fail(d, trial, "no answer before the hold timed out");
             } else if (trial) { /* answered elsewhere first: the next question is the trial */
                 d->breaker = PX__BR_OPEN;
+                px__gauges(d);
             }
             return;
         }
@@ -485,6 +507,7 @@ void px_decide_stop(px_decide_t *d)
     while (d->calls != NULL)
         px__call_end(d->calls);
     d->stopped = 1;
+    px__gauges(d); /* no webhook any more: both gauges 0 */
     if (d->handles == 0)
         free(d);
 }

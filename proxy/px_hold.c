@@ -2,7 +2,6 @@
  * the lists are plain lists walked whole. */
 #include "proxy/px_hold.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -533,17 +532,22 @@ void px_hold_audit_line(void *arg, const px_hold_info_t *q, px_hold_outcome_t o,
 {
     (void)arg;
     px_log_t *log = (px_log_t *)q->scope;
-    if (log == NULL)
+    if (log == NULL || (o != PX_HOLD_APPROVED && o != PX_HOLD_DENIED))
         return;
+    int ok = o == PX_HOLD_APPROVED;
     audit_event_t ev;
     memset(&ev, 0, sizeof(ev));
-    ev.kind = AUDIT_EV_WARNING;
-    ev.verdict = AUDIT_EV_WARN;
-    px_log_eventf(log, &ev, "hold h%" PRIu64 " %s: %s %s%s by %s (scope %s, %zu request%s)", q->id,
-                  o == PX_HOLD_APPROVED ? "approved" : "denied", q->method, q->host, q->path, by,
-                  o != PX_HOLD_APPROVED                        ? "-"
-                  : conversation == PX_HOLD_SCOPE_PERSIST      ? "persist"
-                  : conversation == PX_HOLD_SCOPE_CONVERSATION ? "conversation"
-                                                               : "once",
-                  q->waiters, q->waiters == 1 ? "" : "s");
+    ev.kind = AUDIT_EV_DECISION;
+    ev.verdict = ok ? AUDIT_EV_ALLOWED : AUDIT_EV_BLOCKED;
+    ev.hold = q->id;
+    ev.method = audit_s(q->method);
+    ev.host = audit_s(q->host);
+    ev.path = audit_s(q->path);
+    ev.who = audit_s(by);
+    ev.scope = audit_s(!ok                                          ? NULL
+                       : conversation == PX_HOLD_SCOPE_PERSIST      ? "persist"
+                       : conversation == PX_HOLD_SCOPE_CONVERSATION ? "conversation"
+                                                                    : "once");
+    ev.count = q->waiters > 1000000 ? 1000000 : (unsigned)q->waiters;
+    px_log_event(log, &ev);
 }

@@ -109,9 +109,9 @@ void px_hold_set_observer(px_hold_t *t, px_hold_observer_cb cb, void *arg);
 void px_hold_set_decider(px_hold_t *t, px_hold_observer_cb cb, void *arg);
 void px_hold_set_namer(px_hold_t *t, px_hold_namer_cb cb, void *arg);
 void px_hold_set_audit(px_hold_t *t, px_hold_audit_cb cb, void *arg);
-/* The audit callback the engine registers: each approval and denial as a WARNING line in the
- * conversation's network log (the table's scope is that px_log_t; audit/ has no kind of its
- * own for a decision yet), whoever decided (the control socket, the webhook). */
+/* The audit callback the engine registers: each approval and denial as a DECISION event in the
+ * conversation's network log (the table's scope is that px_log_t), whoever decided (the
+ * control socket, the webhook). */
 void px_hold_audit_line(void *arg, const px_hold_info_t *q, px_hold_outcome_t outcome,
                         const char *by, int conversation);
 

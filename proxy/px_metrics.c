@@ -66,7 +66,7 @@ static px_metrics_sandbox_t *px__sandbox_in(px_metrics_t *m, const char *name);
  * the like, is in out already). */
 static void px__add(px_metrics_t *out, const px_metrics_t *m)
 {
-    for (size_t k = 0; k <= AUDIT_EV_GRAPHQL_SCOPE; k++)
+    for (size_t k = 0; k <= AUDIT_EV_KIND_LAST; k++)
         for (size_t v = 0; v <= AUDIT_EV_REJECTED; v++)
             out->events[k][v] += m->events[k][v];
     out->leak_refusals += m->leak_refusals;
@@ -119,7 +119,7 @@ static int px__has(audit_str_t s, const char *w)
 
 void px_metrics_event(const audit_event_t *ev)
 {
-    if ((unsigned)ev->kind <= AUDIT_EV_GRAPHQL_SCOPE && (unsigned)ev->verdict <= AUDIT_EV_REJECTED)
+    if ((unsigned)ev->kind <= AUDIT_EV_KIND_LAST && (unsigned)ev->verdict <= AUDIT_EV_REJECTED)
         px_metrics()->events[ev->kind][ev->verdict]++;
     if (ev->verdict != AUDIT_EV_BLOCKED)
         return;
@@ -282,6 +282,7 @@ static const char *const px__kinds[] = {
     [AUDIT_EV_GHAPP_TOKEN] = "ghapp_token",
     [AUDIT_EV_GHAPP_REPOS] = "ghapp_repos",
     [AUDIT_EV_GRAPHQL_SCOPE] = "graphql_scope",
+    [AUDIT_EV_DECISION] = "decision",
 };
 
 static const char *const px__verdicts[] = {
@@ -291,6 +292,10 @@ static const char *const px__verdicts[] = {
 
 static const char *const px__uperrs[PX_M_UP_KINDS] = {
     "destination", "resolve", "connect", "tls", "timeout", "protocol", "other",
+};
+
+static const char *const px__decides[PX_M_DECIDE_OUTCOMES] = {
+    "allow", "deny", "timeout", "error", "malformed",
 };
 
 static const char *const px__tlsfails[PX_M_TLS_REASONS] = {
@@ -320,6 +325,23 @@ static void px__sandbox_series(px__out_t *o, const px_metrics_sandbox_t *s, cons
         px__put(o, "\",verdict=\"%s\"} %llu\n", px__verdicts[v],
                 (unsigned long long)s->requests[v]);
     }
+}
+
+/* The decision webhook (--decide-url): its calls by outcome, its breaker, its calls under way. */
+static void px__render_decide(px__out_t *o, const px_metrics_t *m)
+{
+    px__head(o, "decide_calls_total", "counter",
+             "Calls to the decision webhook (--decide-url), by outcome: allow, deny, or a failure "
+             "that denied (timeout, error, malformed).");
+    for (size_t i = 0; i < PX_M_DECIDE_OUTCOMES; i++)
+        px__put(o, "airlock_decide_calls_total{outcome=\"%s\"} %llu\n", px__decides[i],
+                (unsigned long long)m->decide_calls[i]);
+    px__head(o, "decide_breaker_open", "gauge",
+             "1 while the decision webhook's circuit breaker is open (or half-open: one trial "
+             "call), else 0.");
+    px__put(o, "airlock_decide_breaker_open %lld\n", (long long)m->decide_breaker_open);
+    px__head(o, "decide_calls_in_flight", "gauge", "Calls to the decision webhook under way.");
+    px__put(o, "airlock_decide_calls_in_flight %lld\n", (long long)m->decide_in_flight);
 }
 
 /* The series added for issue 31: TLS failures by reason, HTTP/2 streams, per sandbox. */
@@ -363,6 +385,7 @@ static void px__render_more(px__out_t *o, const px_metrics_t *m)
              "Export requests repeated after a retryable failure (429, 502, 503, 504, no "
              "connection).");
     px__put(o, "airlock_otel_export_retries_total %llu\n", (unsigned long long)ot.retries);
+    px__render_decide(o, m);
 }
 
 size_t px_metrics_render(const px_metrics_t *m, const px_metrics_gauges_t *g, char *buf, size_t cap)

@@ -41,6 +41,16 @@ typedef enum px_metrics_tlsfail {
     PX_M_TLS_REASONS
 } px_metrics_tlsfail_t;
 
+/* How a call to the decision webhook (--decide-url, proxy/px_decide.h) ended. */
+typedef enum px_metrics_decide {
+    PX_M_DECIDE_ALLOW = 0, /* it answered allow */
+    PX_M_DECIDE_DENY,      /* it answered deny */
+    PX_M_DECIDE_TIMEOUT,   /* no answer within the call's time-out or the hold's deadline */
+    PX_M_DECIDE_ERROR,     /* no connection, a failed exchange, a status that is not 2xx */
+    PX_M_DECIDE_MALFORMED, /* a 2xx answer that is not the JSON asked for (or over its cap) */
+    PX_M_DECIDE_OUTCOMES
+} px_metrics_decide_t;
+
 /* Sandboxes (--sandboxes) with series of their own; decisions in any further sandbox are
  * counted under the one name PX_METRICS_SANDBOX_OTHER, so the series stay bounded. */
 #define PX_METRICS_SANDBOXES_MAX 64
@@ -64,7 +74,7 @@ typedef struct px_metrics_hist {
 
 typedef struct px_metrics {
     /* one per network-log event: [kind][verdict] (audit_event.h's enums) */
-    uint64_t events[AUDIT_EV_GRAPHQL_SCOPE + 1][AUDIT_EV_REJECTED + 1];
+    uint64_t events[AUDIT_EV_KIND_LAST + 1][AUDIT_EV_REJECTED + 1];
     uint64_t leak_refusals;   /* the secret guard refused a request or a tunnel */
     uint64_t budget_refusals; /* an egress budget refused or cut one */
     uint64_t upstream_errors[PX_M_UP_KINDS];
@@ -83,6 +93,11 @@ typedef struct px_metrics {
      * airlock_loop_connections_total{loop} */
     uint64_t loops_accepted[PX_METRICS_THREADS_MAX + 1];
     size_t nloops;
+    /* the decision webhook's (px_decide.c, on the engine's loop only: px_metrics_sum() copies
+     * them with the engine's struct) */
+    uint64_t decide_calls[PX_M_DECIDE_OUTCOMES];
+    int64_t decide_breaker_open; /* gauge: 1 while the circuit breaker is open or half-open */
+    int64_t decide_in_flight;    /* gauge: calls under way */
 } px_metrics_t;
 
 /* What the proxy counts now (gauges), read when the metrics are written. */

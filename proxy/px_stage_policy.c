@@ -126,7 +126,9 @@ static int px__held_done(px_xchg_t *x, px__held_t *h)
         r->allowed = 1;
         r->graphql = NULL;
         addon_req_annotate(r, "held: h%llu approved by %s%s", (unsigned long long)h->w.id, h->w.by,
-                           h->w.rule_made ? " for this conversation" : "");
+                           h->w.rule_made == PX_HOLD_SCOPE_PERSIST        ? ", persisted"
+                           : h->w.rule_made == PX_HOLD_SCOPE_CONVERSATION ? " for this conversation"
+                                                                          : "");
     } else if (h->w.outcome == PX_HOLD_TIMEOUT) {
         addon_req_annotate(r, "held: h%llu timed out", (unsigned long long)h->w.id);
         px__held_refuse(x, h, "timed out");

@@ -20,6 +20,9 @@
     .kind = AUDIT_EV_REQUEST, .verdict = (v), .method = S(m), .url = S(u), .status = (st)
 #define CON(v, u, st)                                                                              \
     .kind = AUDIT_EV_CONNECT, .verdict = (v), .method = S("CONNECT"), .url = S(u), .status = (st)
+#define DEC(v, id, m, h, p, by, n)                                                                 \
+    .kind = AUDIT_EV_DECISION, .verdict = (v), .status = -1, .hold = (id), .method = S(m),         \
+    .host = S(h), .path = S(p), .who = S(by), .count = (n)
 #define B AUDIT_EV_BLOCKED
 #define A AUDIT_EV_ALLOWED
 #define E AUDIT_EV_ERROR
@@ -218,6 +221,19 @@ static const ev_case_t cases[] = {
       .verdict = B,
       .status = -1,
       .tail = S("unreadable: <too-large>")}},
+    /* DECISION: a held request approved (with the approval's scope) or denied */
+    {"DECISION h1 approved GET other.test /a by uid 1000 (scope once, 1 request)",
+     {DEC(A, 1, "GET", "other.test", "/a", "uid 1000", 1), .scope = S("once")}},
+    {"DECISION h12 approved POST other.test /v1/x?a=b by webhook (scope conversation, 2 "
+     "requests)",
+     {DEC(A, 12, "POST", "other.test", "/v1/x?a=b", "webhook", 2), .scope = S("conversation")}},
+    {"DECISION h7 approved GET other.test /p/1 by uid 0 (scope persist, 1 request)",
+     {DEC(A, 7, "GET", "other.test", "/p/1", "uid 0", 1), .scope = S("persist")}},
+    {"DECISION h3 denied GET other.test /deny by webhook (1 request)",
+     {DEC(B, 3, "GET", "other.test", "/deny", "webhook", 1)}},
+    /* a path holding " by " and " (": who is after the last " by ", the counts in the last " (" */
+    {"DECISION h18446744073709551615 denied DELETE [::1]:8080 /a by b (c) by uid 7 (32 requests)",
+     {DEC(B, UINT64_MAX, "DELETE", "[::1]:8080", "/a by b (c)", "uid 7", 32)}},
     /* bytes the log escapes: a host, a path and a reason with control and high bytes */
     {"BLOCKED GET https://h\\x0a.test/a\\x1b[2J\\xc3\\xa9 -> 403 (host mismatch: "
      "header=h\\x0a.test, "
@@ -278,6 +294,12 @@ static void test_audit_event_round_trip(void **state)
         assert_field(c->line, "dns_type", ev.dns_type, w->dns_type);
         assert_field(c->line, "header", ev.header, w->header);
         assert_field(c->line, "text", ev.text, w->text);
+        assert_field(c->line, "who", ev.who, w->who);
+        assert_field(c->line, "scope", ev.scope, w->scope);
+        assert_field(c->line, "path", ev.path, w->path);
+        if (ev.hold != w->hold)
+            fail_msg("case %zu: %s: hold %llu, want %llu", i, c->line, (unsigned long long)ev.hold,
+                     (unsigned long long)w->hold);
         /* and the parsed record (escaped views) renders the same line again */
         char buf[AUDIT_EVENT_LINE_CAP];
         assert_true(audit_event_render(&ev, buf, sizeof(buf)) >= 0);
@@ -350,12 +372,56 @@ static void test_audit_event_bad(void **state)
     assert_string_equal(buf, "BLOCKED - - -> 400");
 }
 
+/* DECISION lines airlock does not write are not read as one (each fails with a reason). */
+static void test_audit_event_decision_bad(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "DECISION 1 approved GET h /a by x (1 request)",          /* no 'h' */
+        "DECISION h01 approved GET h /a by x (1 request)",        /* a leading zero */
+        "DECISION h1 maybe GET h /a by x (1 request)",            /* outcome */
+        "DECISION h1 approved G(T h /a by x (1 request)",         /* method */
+        "DECISION h1 approved GET h /a by x",                     /* no counts */
+        "DECISION h1 approved GET h /a x (1 request)",            /* no " by " */
+        "DECISION h1 approved GET h /a by  (1 request)",          /* who empty */
+        "DECISION h1 approved GET h /a by x (2 request)",         /* plural */
+        "DECISION h1 approved GET h /a by x (1 requests)",        /* plural */
+        "DECISION h1 approved GET h /a by x (scope , 1 request)", /* empty scope */
+        "DECISION h1 approved GET h /a by x (scope a b, 1 request)",
+        "DECISION h1 approved GET h /a by x (01 request)",
+        "DECISION h1 approved GET h",
+        "DECISION h1 approved Gy c (scope once, 1 request)", /* no path, no who (fuzz) */
+        "DECISION h18446744073709551616 denied GET h /a by x (1 request)", /* over 64 bits */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        audit_event_t ev;
+        if (audit_event_parse(bad[i], strlen(bad[i]), &ev) == 0)
+            fail_msg("read as an event: %s", bad[i]);
+        assert_int_equal(ev.kind, AUDIT_EV_NONE);
+        assert_non_null(ev.why);
+    }
+    /* a decision is approved or denied: another verdict is not written */
+    char buf[128];
+    audit_event_t ev = {DEC(AUDIT_EV_WARN, 1, "GET", "h", "/", "x", 1)};
+    assert_int_equal(audit_event_render(&ev, buf, sizeof(buf)), -1);
+    /* empty fields are written "-", and read back as such */
+    ev = (audit_event_t){.kind = AUDIT_EV_DECISION, .verdict = B, .hold = 2};
+    assert_true(audit_event_render(&ev, buf, sizeof(buf)) > 0);
+    assert_string_equal(buf, "DECISION h2 denied - - - by - (0 requests)");
+    audit_event_t back;
+    assert_int_equal(audit_event_parse(buf, strlen(buf), &back), 0);
+    assert_int_equal(back.kind, AUDIT_EV_DECISION);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_audit_event_render),    cmocka_unit_test(test_audit_event_round_trip),
-        cmocka_unit_test(test_audit_event_url_parts), cmocka_unit_test(test_audit_event_cut),
+        cmocka_unit_test(test_audit_event_render),
+        cmocka_unit_test(test_audit_event_round_trip),
+        cmocka_unit_test(test_audit_event_url_parts),
+        cmocka_unit_test(test_audit_event_cut),
         cmocka_unit_test(test_audit_event_bad),
+        cmocka_unit_test(test_audit_event_decision_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

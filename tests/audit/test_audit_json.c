@@ -167,6 +167,31 @@ static const json_case_t cases[] = {
      HEAD "\"kind\":\"ghapp_repos\",\"decision\":\"error\",\"detail\":\"timed out\"}"},
     {{.kind = AUDIT_EV_GRAPHQL_SCOPE, .status = -1, .tail = S("unreadable: x")},
      HEAD "\"kind\":\"graphql_scope\",\"decision\":\"blocked\",\"detail\":\"unreadable: x\"}"},
+    /* DECISION: approved (its scope) and denied (none); the hold's own members */
+    {{.kind = AUDIT_EV_DECISION,
+      .verdict = A,
+      .status = -1,
+      .hold = 12,
+      .method = S("POST"),
+      .host = S("other.test"),
+      .path = S("/v1/x?a=b"),
+      .who = S("uid 1000"),
+      .scope = S("conversation"),
+      .count = 2},
+     HEAD "\"kind\":\"decision\",\"decision\":\"approved\",\"hold\":\"h12\",\"method\":\"POST\","
+          "\"host\":\"other.test\",\"path\":\"/v1/x?a=b\",\"by\":\"uid 1000\","
+          "\"scope\":\"conversation\",\"requests\":2}"},
+    {{.kind = AUDIT_EV_DECISION,
+      .verdict = B,
+      .status = -1,
+      .hold = 3,
+      .method = S("GET"),
+      .host = S("other.test"),
+      .path = S("/deny"),
+      .who = S("webhook"),
+      .count = 1},
+     HEAD "\"kind\":\"decision\",\"decision\":\"denied\",\"hold\":\"h3\",\"method\":\"GET\","
+          "\"host\":\"other.test\",\"path\":\"/deny\",\"by\":\"webhook\",\"requests\":1}"},
     /* escaping: quote, backslash, controls, DEL, C1, UTF-8 kept, other bytes as \xNN */
     {{.kind = AUDIT_EV_WARNING,
       .status = -1,
@@ -330,6 +355,13 @@ static void test_audit_json_read_refuses(void **state)
         "{\"v\":1,\"kind\":\"nonsense\"}",
         "{\"v\":1,\"kind\":\"dns\",\"kind\":\"dns\"}",
         "{\"v\":1,\"kind\":\"request\",\"method\":\"GET\"}", /* no decision: no line */
+        /* a DECISION without a hold ID, with one that is not hN, or not approved/denied */
+        "{\"v\":2,\"kind\":\"decision\",\"decision\":\"approved\",\"method\":\"GET\"}",
+        "{\"v\":2,\"kind\":\"decision\",\"decision\":\"denied\",\"hold\":\"7\"}",
+        "{\"v\":2,\"kind\":\"decision\",\"decision\":\"denied\",\"hold\":\"h07\"}",
+        "{\"v\":2,\"kind\":\"decision\",\"decision\":\"denied\",\"hold\":"
+        "\"h18446744073709551616\"}",
+        "{\"v\":2,\"kind\":\"decision\",\"decision\":\"allowed\",\"hold\":\"h1\"}",
     };
     char out[AUDIT_EVENT_LINE_CAP];
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -181,6 +181,21 @@ static void test_audit_line_other_kinds(void **state)
     assert_view(l.text, "api.github.com");
     assert_view(l.reason, "client alert: unknown ca; the client does not trust airlock's CA");
 
+    s = "DECISION h4 approved POST other.test /v1/x by uid 1000 (scope conversation, 2 requests)";
+    assert_int_equal(audit_line_parse(s, strlen(s), &l), 0);
+    assert_int_equal(l.kind, AUDIT_LINE_DECISION);
+    assert_int_equal(l.verdict, AUDIT_ALLOWED);
+    assert_view(l.method, "POST");
+    assert_int_equal(l.count, 2);
+    assert_view(l.text, "uid 1000");
+    assert_view(l.reason, "conversation");
+    s = "DECISION h5 denied GET other.test /deny by webhook (1 request)";
+    assert_int_equal(audit_line_parse(s, strlen(s), &l), 0);
+    assert_int_equal(l.kind, AUDIT_LINE_DECISION);
+    assert_int_equal(l.verdict, AUDIT_BLOCKED);
+    assert_view(l.text, "webhook");
+    assert_view(l.reason, "");
+
     assert_int_equal(audit_line_parse("", 0, &l), 0);
     assert_int_equal(l.kind, AUDIT_LINE_BLANK);
     s = "allowed GET https://h.test/ -> 200\r"; /* CRLF files */

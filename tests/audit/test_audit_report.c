@@ -86,6 +86,47 @@ static void test_audit_report_figures(void **state)
     free(h);
 }
 
+/* The holds' DECISION lines: counted apart (approved, denied), neither requests nor lines not
+ * read; replay counts them among the other lines, by name. */
+static const char *const decisions[] = {
+    "DECISION h1 approved GET other.test /a by uid 1000 (scope once, 1 request)",
+    "allowed GET http://other.test/a -> 200 [held: h1 approved by uid 1000]",
+    "DECISION h2 approved POST other.test /b by webhook (scope persist, 2 requests)",
+    "DECISION h3 denied GET other.test /c by webhook (1 request)",
+    "BLOCKED GET http://other.test/c -> 403 [held: h3 denied by webhook]",
+    NULL,
+};
+
+static void test_audit_report_decisions(void **state)
+{
+    (void)state;
+    char *h = report_html(decisions, NULL);
+    assert_non_null(strstr(h, "id=\"total-lines\">5<"));
+    assert_non_null(strstr(h, "id=\"total-requests\">2<"));
+    assert_non_null(strstr(h, "id=\"total-approved\">2<"));
+    assert_non_null(strstr(h, "id=\"total-denied\">1<"));
+    assert_non_null(strstr(h, "id=\"total-warnings\">0<"));
+    assert_non_null(strstr(h, "id=\"total-unread\">0<"));
+    free(h);
+    addon_policy_t *p = NULL;
+    char err[256];
+    const char *y = "domains: [open.test]\n";
+    assert_int_equal(addon_policy_load_buffer("p.yaml", y, strlen(y), &p, err, sizeof(err)), 0);
+    audit_replay_t *r = audit_replay_new(p, "p.yaml");
+    for (size_t i = 0; decisions[i] != NULL; i++)
+        audit_replay_line(r, "net.log", i + 1, decisions[i], strlen(decisions[i]), 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    audit_replay_write(r, f);
+    fclose(f);
+    assert_non_null(strstr(text, "other lines:              3 (DECISION 3)\n"));
+    assert_non_null(strstr(text, "lines not read:           0\n"));
+    free(text);
+    audit_replay_free(r);
+    addon_policy_unref(p);
+}
+
 static void test_audit_report_explained_by_current(void **state)
 {
     (void)state;
@@ -409,6 +450,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_audit_report_figures),
+        cmocka_unit_test(test_audit_report_decisions),
         cmocka_unit_test(test_audit_report_health_probes),
         cmocka_unit_test(test_audit_report_explained_by_current),
         cmocka_unit_test(test_audit_report_timeline),

@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     audit_event_t ev;
     if (audit_event_parse(line, size, &ev) != 0 || ev.kind == AUDIT_EV_BLANK)
         return 0;
-    const audit_str_t views[] = {ev.method, ev.url,  ev.reason,   ev.annot, ev.tail,
-                                 ev.host,   ev.text, ev.dns_type, ev.header};
+    const audit_str_t views[] = {ev.method, ev.url,      ev.reason, ev.annot, ev.tail,  ev.host,
+                                 ev.text,   ev.dns_type, ev.header, ev.who,   ev.scope, ev.path};
     for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
         fuzz_inside(line, size, views[i]);
     static char buf[AUDIT_EVENT_LINE_CAP];

@@ -33,16 +33,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     audit_event_t ev;
     memset(&ev, 0, sizeof(ev));
-    ev.kind = (audit_event_kind_t)(data[0] % (AUDIT_EV_GRAPHQL_SCOPE + 2));
+    ev.kind = (audit_event_kind_t)(data[0] % (AUDIT_EV_KIND_LAST + 2));
     ev.verdict = (audit_event_verdict_t)(data[1] % (AUDIT_EV_REJECTED + 1));
     ev.status = data[2] & 1 ? -1 : 100 + data[2];
     ev.count = data[3];
+    ev.hold = (uint64_t)data[2] << (data[3] & 31);
     audit_json_ctx_t ctx = {.time_ms = (int64_t)data[1] * 86400000LL * 365 * 37,
                             .escaped = data[3] & 1};
     const uint8_t *p = data + 4, *end = data + size;
-    audit_str_t *fields[] = {&ev.method,   &ev.url,   &ev.reason, &ev.annot,
-                             &ev.tail,     &ev.host,  &ev.text,   &ev.header,
-                             &ev.dns_type, &ev.stage, &ev.entry,  &ctx.sandbox};
+    audit_str_t *fields[] = {&ev.method, &ev.url,      &ev.reason, &ev.annot,    &ev.tail,
+                             &ev.host,   &ev.text,     &ev.header, &ev.dns_type, &ev.stage,
+                             &ev.entry,  &ctx.sandbox, &ev.who,    &ev.scope,    &ev.path};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
         *fields[i] = fuzz_field(&p, end);
     const size_t caps[] = {sizeof(js), 4096 + (data[2] & 0x3f) * 64};

@@ -73,8 +73,10 @@ t_check "... the entry: host, path, method" grep -A2 -q '^  - host: "other.test"
 t_check "... path" grep -q '^    path: "/p/1"$' "$DRAFTS"
 t_check "... methods" grep -q '^    methods: \[GET\]$' "$DRAFTS"
 t_eq "... the next identical request is not held (no reload)" 200 "$(code http://other.test/p/1)"
-t_logged "... the audit line says scope persist" \
-    "^WARNING: hold $id approved: GET other\.test/p/1 by uid $(id -u) (scope persist, 1 request)$"
+t_logged "... the DECISION line says scope persist" \
+    "^DECISION $id approved GET other\.test /p/1 by uid $(id -u) (scope persist, 1 request)$"
+t_logged "... the request's line says persisted, not for this conversation" \
+    "^allowed GET http://other\.test/p/1 -> 200 \[held: $id approved by uid $(id -u), persisted\]$"
 t_contains "... airlock check loads the allowlist with it" \
     "$("$AIRLOCK" check --allowlist "$T_DIR/allow.yaml")" "url_prefixes[0] host other.test, path /p/1, methods GET"
 eff=$("$AIRLOCK" check --allowlist "$T_DIR/allow.yaml" --print-effective)

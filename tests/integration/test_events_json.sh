@@ -109,6 +109,11 @@ def text_of(o):
         return "GitHub App repo node ID resolution failed: " + g("detail")
     if k == "graphql_scope":
         return "GraphQL repo-scope check failed: " + g("detail")
+    if k == "decision":
+        n = g("requests")
+        return "DECISION %s %s %s %s %s by %s (%s%d request%s)" % (
+            g("hold"), g("decision"), g("method", "-"), g("host", "-"), g("path", "-"), g("by", "-"),
+            "scope %s, " % g("scope") if g("scope") else "", n, "" if n == 1 else "s")
     raise ValueError(k)
 
 schema = json.load(open(sys.argv[1]))

@@ -4,7 +4,9 @@
 # approved it goes on (200 within a second of the approval), denied or timed out it gets the
 # allowlist's 403 with a "reason". Identical holds are one question; a conversation approval
 # lets the same request through later without a hold; past the per-conversation bound a request
-# is blocked at once; a client that goes away frees its hold; warn mode is unaffected.
+# is blocked at once; a client that goes away frees its hold; warn mode is unaffected. Each
+# approval and denial is a DECISION event (who, what, scope) in the text log and in the JSON
+# events (--events, valid against docs/events.schema.json), counted in /metrics.
 # Upstream: a recorder that answers 200.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
@@ -30,7 +32,7 @@ t_start_resolver --address=/open.test/127.0.0.3 --address=/other.test/127.0.0.3
 CTL=$T_DIR/control.sock
 export AIRLOCK_CONTROL=$CTL
 t_start_airlock "$T_DIR/allow.yaml" --control "$CTL" --allow-upstream-cidr 127.0.0.3/32 \
-    --upstream-ca "$T_DIR/upca.pem" || exit 1
+    --upstream-ca "$T_DIR/upca.pem" --events "$T_DIR/events.json" --metrics 127.0.0.1:9464 || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 
 nrec() { ls "$T_DIR"/rec | wc -l; }
@@ -81,8 +83,8 @@ t_check "... within 1 s of the approval ($((t1 - t0)) ms)" test $((t1 - t0)) -lt
 t_eq "... it reached the upstream" $((n0 + 1)) "$(nrec)"
 t_logged "... logged allowed, with the hold and who approved it" \
     "^allowed GET http://other\.test/a -> 200 \[held: $id approved by uid $(id -u)\]$"
-t_logged "... the approval is an audit line (who, what, scope)" \
-    "^WARNING: hold $id approved: GET other\.test/a by uid $(id -u) (scope once, 1 request)$"
+t_logged "... the approval is a DECISION line (who, what, scope)" \
+    "^DECISION $id approved GET other\.test /a by uid $(id -u) (scope once, 1 request)$"
 t_check "pending --follow streamed the new hold" grep -q "^new $id .* GET other\.test /a$" "$T_DIR/follow.out"
 t_check "... and its decision" grep -q "^decided $id approved uid $(id -u)$" "$T_DIR/follow.out"
 
@@ -107,7 +109,7 @@ t_contains "... with reason not approved" "$(cat "$T_DIR/deny.body")" '"reason":
 t_contains "... the allowlist's error" "$(cat "$T_DIR/deny.body")" '"error": "blocked_by_network_allowlist"'
 t_logged "... logged BLOCKED with who denied it" \
     "^BLOCKED GET http://other\.test/deny -> 403 \[held: $id denied by uid $(id -u)\]$"
-t_logged "... the denial is an audit line" "^WARNING: hold $id denied: GET other\.test/deny by uid $(id -u) (scope -, 1 request)$"
+t_logged "... the denial is a DECISION line" "^DECISION $id denied GET other\.test /deny by uid $(id -u) (1 request)$"
 t_check "... pending --follow saw it" grep -q "^decided $id denied" "$T_DIR/follow.out"
 t_contains "an unknown ID is an error" "$("$AIRLOCK" deny h999 2>&1)" "error no pending hold h999"
 
@@ -163,7 +165,7 @@ id=$(hold_id /conv)
 t_contains "approve --scope conversation" "$("$AIRLOCK" approve "$id" --scope conversation)" "ok $id approved"
 until_ok 'test -s "$T_DIR/c1.out"' 10
 t_eq "... the held request: 200" 200 "$(cut -d' ' -f1 "$T_DIR/c1.out")"
-t_logged "... the audit line says the scope" "^WARNING: hold $id approved: GET other\.test/conv by uid .* (scope conversation, 1 request)$"
+t_logged "... the DECISION line says the scope" "^DECISION $id approved GET other\.test /conv by uid .* (scope conversation, 1 request)$"
 t0=$(now_ms)
 t_eq "... the same request again: 200 at once" 200 "$(curl -sS -m 5 -o /dev/null -w '%{http_code}' http://other.test/conv)"
 t_check "... without a hold ($(($(now_ms) - t0)) ms)" test $(($(now_ms) - t0)) -lt 1000
@@ -218,6 +220,31 @@ t_contains "hold_seconds: 1 → 403" "$out" " 403"
 t_contains "... with reason timed out" "$out" '"reason": "timed out"'
 t_check "... after about a second ($(($(now_ms) - t0)) ms)" test $(($(now_ms) - t0)) -ge 900 -a $(($(now_ms) - t0)) -lt 3000
 t_logged "... logged BLOCKED, timed out" '^BLOCKED GET http://other\.test/slow -> 403 \[held: h[0-9]* timed out\]$'
+t_check "... a time-out is no DECISION line" sh -c "! grep -q '^DECISION .* /slow ' '$T_DIR/net.log'"
+
+# the decisions: no WARNING line any more; the JSON events; the counters
+t_check "no decision is a WARNING line" sh -c "! grep -q '^WARNING: hold' '$T_DIR/net.log'"
+out=$("$PY" "$HERE/decision_events.py" "$AIRLOCK_SRC/docs/events.schema.json" \
+    "$T_DIR/events.json" "$T_DIR/net.log" 2> "$T_DIR/schema.err")
+t_contains "the JSON events: the approval, with who and scope" "$out" \
+    "DECISION h1 approved GET other.test /a by uid $(id -u) (scope once, 1 request)"
+t_contains "... the one approval of 2 identical requests" "$out" "(scope once, 2 requests)"
+t_contains "... a conversation approval" "$out" "/conv by uid $(id -u) (scope conversation, 1 request)"
+t_contains "... the denial, without a scope" "$out" "denied GET other.test /deny by uid $(id -u) (1 request)"
+t_contains "... each is the text log's line, as read back" "$out" "text-missing 0"
+case "$out" in
+*"invalid -"*) t_not_made "python3-jsonschema not installed" ;;
+*) t_contains "... every event valid against the schema ($(head -c 300 "$T_DIR/schema.err"))" "$out" "invalid 0" ;;
+esac
+approved=$(grep -c '^DECISION h[0-9]* approved ' "$T_DIR/net.log")
+denied=$(grep -c '^DECISION h[0-9]* denied ' "$T_DIR/net.log")
+m=$(curl -sS -m 5 http://127.0.0.1:9464/metrics)
+t_contains "/metrics counts the approvals ($approved)" "$m" \
+    "airlock_decisions_total{kind=\"decision\",verdict=\"allowed\"} $approved"
+t_contains "... and the denials ($denied)" "$m" \
+    "airlock_decisions_total{kind=\"decision\",verdict=\"blocked\"} $denied"
+t_contains "... no webhook: no call" "$m" 'airlock_decide_calls_total{outcome="allow"} 0'
+t_contains "... its breaker closed" "$m" 'airlock_decide_breaker_open 0'
 
 # warn mode is unaffected: what it would block goes on at once
 printf 'mode: warn\non_block: hold\ndomains: [open.test]\n' > "$T_DIR/allow.yaml"
@@ -267,8 +294,8 @@ id=$(hold_id /sb)
 t_check "--sandboxes: the hold is listed" test -n "$id"
 t_check "... with its sandbox's name" sh -c "\"$AIRLOCK\" pending | grep -q '^$id .* agent1 *GET *other\.test/sb$'"
 t_contains "... denied" "$("$AIRLOCK" deny "$id")" "ok $id denied 1"
-until_ok 'grep -q "^WARNING: hold $id denied" "$SB/agent1/network-sandbox.log"' 10
-t_check "... the decision is in the sandbox's log" grep -q "^WARNING: hold $id denied: GET other\.test/sb by uid" "$SB/agent1/network-sandbox.log"
+until_ok 'grep -q "^DECISION $id denied" "$SB/agent1/network-sandbox.log"' 10
+t_check "... the decision is in the sandbox's log" grep -q "^DECISION $id denied GET other\.test /sb by uid $(id -u) (1 request)$" "$SB/agent1/network-sandbox.log"
 t_stop_airlock
 t_eq "airlock exits 0" 0 "$?"
 t_done

@@ -247,12 +247,63 @@ static void test_metrics_sandboxes(void **state)
     snprintf(other, sizeof(other), "{sandbox=\"_other\",verdict=\"warn\"} %d\n",
              3 * PX_METRICS_SANDBOXES_MAX + 2 - PX_METRICS_SANDBOXES_MAX);
     /* every other counter at its widest too: the largest text there can be */
-    for (size_t k = 0; k <= AUDIT_EV_GRAPHQL_SCOPE; k++)
+    for (size_t k = 0; k <= AUDIT_EV_KIND_LAST; k++)
         for (size_t v = 0; v <= AUDIT_EV_REJECTED; v++)
             m->events[k][v] = UINT64_MAX;
+    for (size_t k = 0; k < PX_M_DECIDE_OUTCOMES; k++)
+        m->decide_calls[k] = UINT64_MAX;
+    m->decide_breaker_open = 1;
+    m->decide_in_flight = 64;
     n = px_metrics_render(m, &g, buf, sizeof(buf));
     assert_non_null(strstr(buf, other));
     assert_true(n < 128 * 1024); /* app/px_metrics_http.c's PX__METRICS_BODY_MAX */
+    memset(m, 0, sizeof(*m));
+}
+
+/* A hold's DECISION events count under their own kind (approved: allowed, denied: blocked), the
+ * last kind has its slot; the decision webhook's series (calls by outcome, the breaker and
+ * calls in flight gauges) are rendered, and summed from the engine's loop. */
+static void test_metrics_decide(void **state)
+{
+    (void)state;
+    px_metrics_t *m = px_metrics();
+    memset(m, 0, sizeof(*m));
+    audit_event_t ev = {.kind = AUDIT_EV_DECISION, .verdict = AUDIT_EV_ALLOWED, .status = -1};
+    px_metrics_event(&ev);
+    px_metrics_event(&ev);
+    ev.verdict = AUDIT_EV_BLOCKED;
+    px_metrics_event(&ev);
+    assert_int_equal(m->events[AUDIT_EV_DECISION][AUDIT_EV_ALLOWED], 2);
+    assert_int_equal(m->events[AUDIT_EV_DECISION][AUDIT_EV_BLOCKED], 1);
+    m->decide_calls[PX_M_DECIDE_ALLOW] = 4;
+    m->decide_calls[PX_M_DECIDE_DENY] = 3;
+    m->decide_calls[PX_M_DECIDE_TIMEOUT] = 2;
+    m->decide_calls[PX_M_DECIDE_MALFORMED] = 1;
+    m->decide_breaker_open = 1;
+    m->decide_in_flight = 5;
+    px_metrics_t sum;
+    px_metrics_sum(&sum);
+    px_metrics_gauges_t g = {0};
+    static char buf[64 * 1024];
+    size_t n = px_metrics_render(&sum, &g, buf, sizeof(buf));
+    assert_true(n < sizeof(buf));
+    static const char *const want[] = {
+        "airlock_decisions_total{kind=\"decision\",verdict=\"allowed\"} 2\n",
+        "airlock_decisions_total{kind=\"decision\",verdict=\"blocked\"} 1\n",
+        "# TYPE airlock_decide_calls_total counter\n",
+        "airlock_decide_calls_total{outcome=\"allow\"} 4\n",
+        "airlock_decide_calls_total{outcome=\"deny\"} 3\n",
+        "airlock_decide_calls_total{outcome=\"timeout\"} 2\n",
+        "airlock_decide_calls_total{outcome=\"error\"} 0\n",
+        "airlock_decide_calls_total{outcome=\"malformed\"} 1\n",
+        "# TYPE airlock_decide_breaker_open gauge\n",
+        "airlock_decide_breaker_open 1\n",
+        "# TYPE airlock_decide_calls_in_flight gauge\n",
+        "airlock_decide_calls_in_flight 5\n",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (strstr(buf, want[i]) == NULL)
+            fail_msg("missing: %s", want[i]);
     memset(m, 0, sizeof(*m));
 }
 
@@ -261,7 +312,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metrics_up_error),  cmocka_unit_test(test_metrics_events),
         cmocka_unit_test(test_metrics_render),    cmocka_unit_test(test_metrics_tls_reason),
-        cmocka_unit_test(test_metrics_sandboxes),
+        cmocka_unit_test(test_metrics_sandboxes), cmocka_unit_test(test_metrics_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
