@@ -297,7 +297,7 @@ static int px__sb_reload(px_sandboxes_t *set, px_sandbox_t *sb)
 static void px__sb_gone(px_sandboxes_t *set, px_sandbox_t *sb)
 {
     px_scope_wrlock();
-    sb->scope.gone = 1;
+    __atomic_store_n(&sb->scope.gone, 1, __ATOMIC_RELEASE); /* workers look without the lock */
     __atomic_add_fetch(&sb->scope.gen, 1, __ATOMIC_RELEASE); /* its connections take no request */
     px_scope_unlock();
     set->n--;

@@ -160,7 +160,7 @@ static void on_w_log_kick(uv_check_t *h)
 static void px__w_close_pools(px_worker_t *w, int gone_only)
 {
     for (size_t i = 0; i < w->npools; i++)
-        if (!gone_only || w->pools[i].scope->gone)
+        if (!gone_only || __atomic_load_n(&w->pools[i].scope->gone, __ATOMIC_ACQUIRE))
             px_upmgr_close_idle(w->pools[i].up);
 }
 
