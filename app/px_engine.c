@@ -81,10 +81,7 @@ static void px__engine_stop(px_engine_t *eng)
 static void on_log_timer(uv_timer_t *t)
 {
     px_engine_t *eng = t->data;
-    int left = px_log_kick(eng->ctx.log, 1);
-    for (px_sandbox_t *sb = eng->sandboxes.list; sb != NULL; sb = sb->next)
-        if (sb->scope.log != NULL)
-            left |= px_log_kick(sb->scope.log, 1);
+    int left = px_log_kick(eng->ctx.log, 1) | px_sandboxes_kick_logs(&eng->sandboxes, 1);
     if (left)
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0); /* writer busy */
 }
@@ -94,10 +91,7 @@ static void on_log_timer(uv_timer_t *t)
 static void on_log_kick(uv_check_t *h)
 {
     px_engine_t *eng = h->data;
-    int left = px_log_kick(eng->ctx.log, 0);
-    for (px_sandbox_t *sb = eng->sandboxes.list; sb != NULL; sb = sb->next)
-        if (px_log_touched(sb->scope.log))
-            left |= px_log_kick(sb->scope.log, 0);
+    int left = px_log_kick(eng->ctx.log, 0) | px_sandboxes_kick_logs(&eng->sandboxes, 0);
     if (left && !uv_is_active((uv_handle_t *)&eng->log_timer))
         uv_timer_start(&eng->log_timer, on_log_timer, PX_LOG_DELAY_MS, 0);
 }
@@ -250,7 +244,7 @@ static void px__dns_log(px_log_t *log, const px_snapshot_t *snap, const dns_log_
         int n = snprintf(withheld, sizeof(withheld), "[name withheld: it holds %s %s]",
                          addon_leak_kind_name(mt.kind), mt.name);
         ev.host = (audit_str_t){withheld, n > 0 && (size_t)n < sizeof(withheld) ? (size_t)n
-                                                                                  : strlen(withheld)};
+                                                                                : strlen(withheld)};
     }
     px_log_event(log, &ev);
 }
@@ -352,8 +346,9 @@ static int px__conv_ca(const px_engine_t *eng, char *err, size_t errlen)
                               (addon_policy_format_t)cfg->allowlist_format, cfg->ca_days, ip,
                               &created, err, errlen);
     if (rc == 0 && created)
-        px_diag(PX_DIAG_WARN, "created a per-conversation CA in %s (valid %d days, only for the "
-                              "allowlist's hosts): agents must trust %s/%s",
+        px_diag(PX_DIAG_WARN,
+                "created a per-conversation CA in %s (valid %d days, only for the "
+                "allowlist's hosts): agents must trust %s/%s",
                 cfg->confdir, cfg->ca_days, cfg->confdir, CA_FILE_CERT_PEM);
     return rc;
 }
@@ -446,7 +441,8 @@ static int px__engine_ca(px_engine_t *eng)
                     "for each runtime)",
                     cfg->confdir, cfg->confdir, CA_FILE_CERT_PEM);
     }
-    if (px_tls_server_ctx_new(px_client_cert_cb, &eng->ctx, &eng->ctx.tls_server, err, sizeof(err)) != 0) {
+    if (px_tls_server_ctx_new(px_client_cert_cb, &eng->ctx, &eng->ctx.tls_server, err,
+                              sizeof(err)) != 0) {
         px_diag(PX_DIAG_ERROR, "%s", err);
         return -1;
     }
@@ -465,7 +461,7 @@ static int px__engine_open(px_engine_t *eng, char *ipbuf, size_t iplen)
     }
     eng->ctx.conv = &eng->ctx.scope;
     eng->ctx.scope.log = eng->ctx.log; /* one conversation: its log is the process's */
-    eng->ctx.scope.refs = 1;            /* the engine's, for good */
+    eng->ctx.scope.refs = 1;           /* the engine's, for good */
     if (cfg->sandboxes_dir != NULL) {
         eng->ctx.scope_for = px_sandbox_scope_for;
         eng->ctx.scope_arg = &eng->sandboxes;
@@ -544,8 +540,7 @@ static int px__engine_workers(px_engine_t *eng)
             return -1;
         ls[n++].kind = (int)eng->listeners[i].kind;
     }
-    return px_workers_start(&eng->ctx, eng->nworkers, ls, n, eng->own, eng->n_own,
-                            &eng->workers);
+    return px_workers_start(&eng->ctx, eng->nworkers, ls, n, eng->own, eng->n_own, &eng->workers);
 }
 
 /* Starts the DNS responder and every enabled TCP listener, appending what each is bound to
@@ -556,9 +551,9 @@ static int px__engine_listen(px_engine_t *eng, const char *ipbuf, char *ready, s
     const px_config_t *cfg = eng->ctx.cfg;
     size_t rlen = strlen(ready);
     if (cfg->listen_dns.enabled) {
-        int rc = dns_server_start(eng->ctx.loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr,
-                                  ipbuf, cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log,
-                                  eng, &eng->dns);
+        int rc = dns_server_start(
+            eng->ctx.loop.uv, (const struct sockaddr *)&cfg->listen_dns.addr, ipbuf,
+            cfg->sandboxes_dir != NULL ? on_sandbox_dns_log : on_dns_log, eng, &eng->dns);
         if (rc == 0 && cfg->sandboxes_dir != NULL)
             dns_server_set_route(eng->dns, on_dns_route);
         if (rc != 0) {

@@ -243,7 +243,7 @@ static int px__sb_add(px_sandboxes_t *set, const char *name, char *err, size_t e
     sb->scope.release = px__sb_release;
     px_scope_wrlock(); /* other loops look sources up in the list (--workers) */
     sb->next = set->list;
-    set->list = sb;
+    __atomic_store_n(&set->list, sb, __ATOMIC_RELEASE);
     px_scope_unlock();
     set->n++;
     return 0;
@@ -395,6 +395,19 @@ px_sandbox_t *px_sandbox_for(px_sandboxes_t *set, const struct sockaddr *src)
     if (px_srcnet_addr(src, addr) != 0)
         return NULL;
     return px_sandbox_for_addr(set, addr);
+}
+
+int px_sandboxes_kick_logs(px_sandboxes_t *set, int force)
+{
+    int left = 0;
+    if (__atomic_load_n(&set->list, __ATOMIC_ACQUIRE) == NULL)
+        return 0; /* no lock per loop turn without sandboxes */
+    px_scope_rdlock();
+    for (px_sandbox_t *sb = set->list; sb != NULL; sb = sb->next)
+        if (sb->scope.log != NULL && (force || px_log_touched(sb->scope.log)))
+            left |= px_log_kick(sb->scope.log, force);
+    px_scope_unlock();
+    return left;
 }
 
 void px_sandboxes_stop(px_sandboxes_t *set)

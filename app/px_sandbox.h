@@ -89,6 +89,12 @@ px_scope_t *px_sandbox_scope_for(px_ctx_t *ctx, const uint8_t src[16]);
 /* Shutdown: every sandbox's idle upstream connections close. */
 void px_sandboxes_stop(px_sandboxes_t *set);
 
+/* Hands the sandboxes' pending log lines to their writers, as px_log_kick(log, force) does for
+ * one log: every log when force is set, else those written to since their last kick. Any loop
+ * may call it (--workers: the list is read under the scope lock). Returns 1 when lines were
+ * left pending (kick again with force within PX_LOG_DELAY_MS). */
+int px_sandboxes_kick_logs(px_sandboxes_t *set, int force);
+
 /* After the loop ran dry: the engine's references go; upstream managers are freed. */
 void px_sandboxes_free(px_sandboxes_t *set);
 

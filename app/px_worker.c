@@ -132,14 +132,8 @@ static void on_w_accept(uv_stream_t *server, int status)
 static int px__w_kick(px_worker_t *w, int force)
 {
     int left = px_log_kick(w->ctx.log, force);
-    if (w->ctx.scope_arg == NULL)
-        return left;
-    px_sandboxes_t *set = w->ctx.scope_arg;
-    px_scope_rdlock();
-    for (px_sandbox_t *sb = set->list; sb != NULL; sb = sb->next)
-        if (sb->scope.log != NULL && (force || px_log_touched(sb->scope.log)))
-            left |= px_log_kick(sb->scope.log, force);
-    px_scope_unlock();
+    if (w->ctx.scope_arg != NULL) /* --sandboxes */
+        left |= px_sandboxes_kick_logs(w->ctx.scope_arg, force);
     return left;
 }
 

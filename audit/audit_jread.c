@@ -96,6 +96,16 @@ static audit_event_kind_t aj_kind(audit_str_t name)
     return AUDIT_EV_NONE;
 }
 
+/* Member key of o as an integer in [0, max], or fallback when absent, not an integer or out
+ * of range. */
+static long long aj_int(json_t *o, const char *key, long long max, long long fallback)
+{
+    json_t *n = json_object_get(o, key);
+    if (!json_is_integer(n) || json_integer_value(n) < 0 || json_integer_value(n) > max)
+        return fallback;
+    return (long long)json_integer_value(n);
+}
+
 /* A DECISION's own members: "hold" ("h7"), "by", "scope", "path", "requests". 0, or -1 when
  * the hold is not an ID. */
 static int aj_held(json_t *o, audit_event_t *ev)
@@ -113,10 +123,7 @@ static int aj_held(json_t *o, audit_event_t *ev)
     ev->who = aj_get(o, "by");
     ev->scope = aj_get(o, "scope");
     ev->path = aj_get(o, "path");
-    json_t *n = json_object_get(o, "requests");
-    ev->count = json_is_integer(n) && json_integer_value(n) >= 0 && json_integer_value(n) <= 1000000
-                    ? (unsigned)json_integer_value(n)
-                    : 0;
+    ev->count = (unsigned)aj_int(o, "requests", 1000000, 0);
     return 0;
 }
 
@@ -135,20 +142,14 @@ static int aj_event(json_t *o, audit_event_t *ev, char *annot, size_t acap)
                                                                  : AUDIT_EV_V_NONE;
     ev->method = aj_get(o, "method");
     ev->url = aj_get(o, "url");
-    json_t *st = json_object_get(o, "status");
-    ev->status = json_is_integer(st) && json_integer_value(st) >= 0 && json_integer_value(st) <= 999
-                     ? (int)json_integer_value(st)
-                     : -1;
+    ev->status = (int)aj_int(o, "status", 999, -1);
     ev->reason = ev->kind == AUDIT_EV_DNS ? aj_get(o, "dns_answer") : aj_get(o, "reason");
     ev->tail = aj_get(o, "detail");
     ev->host = aj_get(o, "host");
     ev->dns_type = aj_get(o, "dns_type");
     ev->header = aj_get(o, "header");
     ev->text = aj_get(o, "started");
-    json_t *n = json_object_get(o, "count");
-    ev->count = json_is_integer(n) && json_integer_value(n) >= 0 && json_integer_value(n) <= 1000000
-                    ? (unsigned)json_integer_value(n)
-                    : 0;
+    ev->count = (unsigned)aj_int(o, "count", 1000000, 0);
     if (ev->kind == AUDIT_EV_DECISION && aj_held(o, ev) != 0)
         return -1;
     long al = aj_annot(o, annot, acap);

@@ -23,7 +23,6 @@
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"
 
-
 static void on_client_timer(uv_timer_t *t);
 
 void px__cl_timer(px_client_t *c, uint64_t ms)
@@ -31,7 +30,8 @@ void px__cl_timer(px_client_t *c, uint64_t ms)
     uv_timer_start(&c->timer, on_client_timer, ms, 0);
 }
 
-/* ---- reading ---------------------------------------------------------------------------------- */
+/* ---- reading ----------------------------------------------------------------------------------
+ */
 
 void px__cl_read(px_sock_t *s, const char *data, size_t len)
 {
@@ -102,8 +102,7 @@ static void px__tls_rejected(px_client_t *c)
     case SSL_AD_UNSUPPORTED_CERTIFICATE:
     case SSL_AD_CERTIFICATE_EXPIRED:
     case SSL_AD_CERTIFICATE_REVOKED:
-        snprintf(what, sizeof(what), "client alert: %s",
-                 SSL_alert_desc_string_long(alert));
+        snprintf(what, sizeof(what), "client alert: %s", SSL_alert_desc_string_long(alert));
         why = what;
         break;
     case -1:
@@ -205,7 +204,8 @@ static void on_client_timer(uv_timer_t *t)
     px__cl_close(c);
 }
 
-/* ---- lifetime --------------------------------------------------------------------------------- */
+/* ---- lifetime ---------------------------------------------------------------------------------
+ */
 
 static void px__cl_unlink(px_client_t *c);
 
@@ -335,12 +335,13 @@ static void px__src_text(const uint8_t a[16], char *out, size_t len)
 static int px__scope_pick(px_client_t *c)
 {
     px_ctx_t *ctx = c->ctx;
-    px_scope_t *s = px_scope_ref(ctx->conv);
+    px_scope_t *s = NULL; /* a reference once chosen */
     char ip[INET6_ADDRSTRLEN];
-    if (ctx->scope_for != NULL) {
+    if (ctx->scope_for == NULL) {
+        s = px_scope_ref(ctx->conv);
+    } else {
         struct sockaddr_storage peer;
         int len = sizeof(peer);
-        px_scope_unref(s);
         if (uv_tcp_getpeername(&c->sock.tcp, (struct sockaddr *)&peer, &len) != 0 ||
             px_srcnet_addr((const struct sockaddr *)&peer, c->src) != 0)
             return -1;
@@ -489,8 +490,8 @@ void px_client_close_all(px_ctx_t *ctx, const char *reason)
 /* More connections than the process takes (PX_CONNS_MAX over every loop). */
 static int px__cl_over_limit(const px_ctx_t *ctx)
 {
-    size_t n = ctx->conns_all != NULL ? __atomic_load_n(ctx->conns_all, __ATOMIC_RELAXED)
-                                      : ctx->nclients;
+    size_t n =
+        ctx->conns_all != NULL ? __atomic_load_n(ctx->conns_all, __ATOMIC_RELAXED) : ctx->nclients;
     return n > PX_CONNS_MAX;
 }
 
@@ -508,8 +509,8 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
     c->timer.data = c;
     c->handles = 2;
     px__cl_link(ctx, c);
-    if (px_sock_accept(&c->sock, server) != 0 || ctx->stopping ||
-        px__cl_over_limit(ctx) || px__scope_pick(c) != 0) {
+    if (px_sock_accept(&c->sock, server) != 0 || ctx->stopping || px__cl_over_limit(ctx) ||
+        px__scope_pick(c) != 0) {
         px_client_close(c, NULL);
         return;
     }
@@ -528,7 +529,8 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
     px_sock_read_start(&c->sock);
 }
 
-/* ---- certificates ----------------------------------------------------------------------------- */
+/* ---- certificates -----------------------------------------------------------------------------
+ */
 
 int px_client_cert_cb(SSL *ssl, void *arg)
 {
@@ -547,9 +549,8 @@ int px_client_cert_cb(SSL *ssl, void *arg)
             /* a tunnel to one host, a handshake for another */
             char url[PX_HOST_MAX + 8];
             snprintf(url, sizeof(url), "%s:%u", c->tunnel, c->tunnel_port);
-            audit_event_t ev =
-                audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED,
-                                   c->socks ? "SOCKS" : "CONNECT", url, 403);
+            audit_event_t ev = audit_event_access(AUDIT_EV_CONNECT, AUDIT_EV_BLOCKED,
+                                                  c->socks ? "SOCKS" : "CONNECT", url, 403);
             px_log_eventf(c->log, &ev, "host mismatch: connect=%s, sni=%s", c->tunnel, norm);
             return PX_TLS_REFUSED;
         }
@@ -575,4 +576,3 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     ca_leaf_release(leaf);
     return ok ? 1 : 0;
 }
-
