@@ -94,13 +94,60 @@ static size_t aj_utf8_len(unsigned char c0, const unsigned char *next, size_t ha
     return n;
 }
 
-/* One JSON string of v's bytes, cut at a whole character at o->limit. */
-static void aj_str(audit__json_t *o, audit_str_t v)
+/* A byte JSON and the log's escaping both leave as it is: printable ASCII but '"' and '\\'
+ * (0x20..0x7e without 0x22 and 0x5c), one bit per byte. */
+static const uint64_t aj_plain_bits[2] = {0xfffffffb00000000ULL, 0x7fffffffefffffffULL};
+
+static int aj_plain(unsigned char c)
+{
+    return c < 0x80 && (aj_plain_bits[c >> 6] >> (c & 63)) & 1;
+}
+
+/* A literal key and its length, counted by the compiler. */
+#define AJ_K(lit) lit, (sizeof(lit) - 1)
+
+#define AJ_ONES 0x0101010101010101ULL
+#define AJ_HIGH 0x8080808080808080ULL
+
+/* Whether none of 8 bytes is below 0x20 or 0x7f and up, '"' or '\\' (aj_plain of each, a word at
+ * a time: (w - ONES * n) & ~w & HIGH is non-zero when a byte of w is below n, for n <= 0x80). */
+static int aj_plain8(const char *p)
+{
+    uint64_t w, q, b, d;
+    memcpy(&w, p, 8);
+    q = w ^ (AJ_ONES * '"');
+    b = w ^ (AJ_ONES * '\\');
+    d = w ^ (AJ_ONES * 0x7f);
+    return ((w & AJ_HIGH) | ((w - AJ_ONES * 0x20) & ~w & AJ_HIGH) | ((q - AJ_ONES) & ~q & AJ_HIGH) |
+            ((b - AJ_ONES) & ~b & AJ_HIGH) | ((d - AJ_ONES) & ~d & AJ_HIGH)) == 0;
+}
+
+/* One JSON string of v's bytes, cut at a whole character at o->limit (aj_str's way for strings
+ * with a byte to escape or too long to fit). */
+static void aj_str_slow(audit__json_t *o, audit_str_t v)
 {
     static const char hexd[] = "0123456789abcdef";
     aj_raw(o, "\"", 1);
     size_t i = 0;
     while (v.base != NULL && i < v.len && !o->cut) {
+        /* a run of bytes written as they are, copied at once: cut where the per-byte rule below
+         * would cut (each is a whole character) */
+        size_t run = 0;
+        while (i + run + 8 <= v.len && aj_plain8(v.base + i + run))
+            run += 8;
+        while (i + run < v.len && aj_plain((unsigned char)v.base[i + run]))
+            run++;
+        if (run > 0) {
+            size_t room = o->limit > o->len + 1 ? o->limit - o->len - 1 : 0;
+            size_t k = run < room ? run : room;
+            aj_raw(o, v.base + i, k);
+            i += k;
+            if (k < run) {
+                o->cut = 1;
+                break;
+            }
+            continue;
+        }
         size_t j = i;
         unsigned char c = aj_byte(v, &j, o->escaped);
         unsigned char next[3];
@@ -150,40 +197,95 @@ static void aj_str(audit__json_t *o, audit_str_t v)
     aj_raw(o, "\"", 1);
 }
 
-static void aj_key(audit__json_t *o, const char *k)
+/* The length of v's leading run of aj_plain bytes, eight at a time; the last partial word is
+ * read padded with a plain byte. */
+static size_t aj_plain_run(audit_str_t v)
 {
+    size_t i = 0;
+    while (i + 8 <= v.len && aj_plain8(v.base + i))
+        i += 8;
+    if (i < v.len && i + 8 > v.len) {
+        char w[8] = "aaaaaaaa";
+        memcpy(w, v.base + i, v.len - i);
+        if (aj_plain8(w))
+            return v.len;
+    }
+    while (i < v.len && aj_plain((unsigned char)v.base[i]))
+        i++;
+    return i;
+}
+
+/* One JSON string of v's bytes, cut at a whole character at o->limit. Most strings (URLs,
+ * names, addresses) need no escaping and fit: they are copied whole. */
+static void aj_str(audit__json_t *o, audit_str_t v)
+{
+    if (v.base == NULL || o->cut || o->len + v.len + 2 > o->limit || aj_plain_run(v) != v.len) {
+        aj_str_slow(o, v);
+        return;
+    }
+    char *d = o->buf + o->len;
+    d[0] = '"';
+    memcpy(d + 1, v.base, v.len);
+    d[v.len + 1] = '"';
+    o->len += v.len + 2;
+}
+
+static void aj_key(audit__json_t *o, const char *k, size_t n)
+{
+    size_t at = o->len;
+    if (at + n + 4 > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
+        o->cut = 1;
+        return;
+    }
     if (!o->first)
-        aj_raw(o, ",", 1);
+        o->buf[at++] = ',';
     o->first = 0;
-    aj_raw(o, "\"", 1);
-    aj_raws(o, k);
-    aj_raw(o, "\":", 2);
+    o->buf[at++] = '"';
+    memcpy(o->buf + at, k, n);
+    at += n;
+    o->buf[at++] = '"';
+    o->buf[at++] = ':';
+    o->len = at;
 }
 
 /* "k": v, left out when v is empty. */
-static void aj_kv(audit__json_t *o, const char *k, audit_str_t v)
+static void aj_kv(audit__json_t *o, const char *k, size_t kn, audit_str_t v)
 {
     if (v.base == NULL || v.len == 0)
         return;
-    aj_key(o, k);
+    aj_key(o, k, kn);
     aj_str(o, v);
 }
 
 /* "k": "w" for a word of the module's own (never cut). */
-static void aj_kv_word(audit__json_t *o, const char *k, const char *w)
+static void aj_kv_word(audit__json_t *o, const char *k, size_t kn, const char *w)
 {
-    aj_key(o, k);
+    aj_key(o, k, kn);
     aj_raw(o, "\"", 1);
     aj_raws(o, w);
     aj_raw(o, "\"", 1);
 }
 
-static void aj_kv_int(audit__json_t *o, const char *k, long long v)
+/* v in decimal at the end of n[0..24): returns where it starts (one line per event: printf's
+ * machinery was a third of an event's cost). */
+static char *aj_dec(char n[24], unsigned long long v)
+{
+    char *p = n + 24;
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    return p;
+}
+
+static void aj_kv_int(audit__json_t *o, const char *k, size_t kn, long long v)
 {
     char n[24];
-    int len = snprintf(n, sizeof(n), "%lld", v);
-    aj_key(o, k);
-    aj_raw(o, n, (size_t)len);
+    char *p = aj_dec(n, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
+    if (v < 0)
+        *--p = '-';
+    aj_key(o, k, kn);
+    aj_raw(o, p, (size_t)(n + 24 - p));
 }
 
 /* What an exchange relayed: the body bytes both ways, its duration (milliseconds with the
@@ -193,15 +295,19 @@ static void aj_xfer(audit__json_t *o, const audit_event_t *ev)
 {
     if (!ev->xfer)
         return;
-    aj_kv_int(o, "bytes_up", (long long)(ev->bytes_up > INT64_MAX ? INT64_MAX : ev->bytes_up));
-    aj_kv_int(o, "bytes_down",
+    aj_kv_int(o, AJ_K("bytes_up"),
+              (long long)(ev->bytes_up > INT64_MAX ? INT64_MAX : ev->bytes_up));
+    aj_kv_int(o, AJ_K("bytes_down"),
               (long long)(ev->bytes_down > INT64_MAX ? INT64_MAX : ev->bytes_down));
-    char n[32];
-    int len = snprintf(n, sizeof(n), "%llu.%03u", (unsigned long long)(ev->duration_us / 1000),
-                       (unsigned)(ev->duration_us % 1000));
-    aj_key(o, "duration_ms");
-    aj_raw(o, n, (size_t)len);
-    aj_kv(o, "upstream_addr", ev->upstream);
+    char n[24];
+    unsigned frac = (unsigned)(ev->duration_us % 1000);
+    char *p = aj_dec(n, (unsigned long long)(ev->duration_us / 1000));
+    aj_key(o, AJ_K("duration_ms"));
+    aj_raw(o, p, (size_t)(n + 24 - p));
+    char f[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                 (char)('0' + frac % 10)};
+    aj_raw(o, f, sizeof(f));
+    aj_kv(o, AJ_K("upstream_addr"), ev->upstream);
 }
 
 static void aj_time(audit__json_t *o, int64_t ms)
@@ -210,13 +316,28 @@ static void aj_time(audit__json_t *o, int64_t ms)
         ms = 0;
     if (ms > AUDIT__JSON_TIME_MAX)
         ms = AUDIT__JSON_TIME_MAX;
-    time_t s = (time_t)(ms / 1000);
-    struct tm tm;
-    char ts[64] = "1970-01-01T00:00:00.000Z";
-    if (gmtime_r(&s, &tm) != NULL)
-        snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-    aj_kv_word(o, "time", ts);
+    /* the text of the second is made once per second and thread: events come thousands a
+     * second, and gmtime_r with snprintf cost more than the rest of an event */
+    static __thread int64_t last_s = -1;
+    static __thread char last[64];
+    int64_t sec = ms / 1000;
+    if (sec != last_s) {
+        time_t s = (time_t)sec;
+        struct tm tm;
+        if (gmtime_r(&s, &tm) != NULL)
+            snprintf(last, sizeof(last), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        else
+            memcpy(last, "1970-01-01T00:00:00", 20);
+        last_s = sec;
+    }
+    unsigned m = (unsigned)(ms % 1000);
+    char ts[32];
+    memcpy(ts, last, 19);
+    char tail[6] = {
+        '.', (char)('0' + m / 100), (char)('0' + m / 10 % 10), (char)('0' + m % 10), 'Z', '\0'};
+    memcpy(ts + 19, tail, sizeof(tail));
+    aj_kv_word(o, AJ_K("time"), ts);
 }
 
 static int aj_starts(audit_str_t s, const char *p)
@@ -266,25 +387,25 @@ static void aj_tail_parts(audit__json_t *o, audit_str_t t)
         audit_str_t r = aj_skip(t, 6);
         if (aj_cut(&r, " ", &a) != 0 || aj_cut(&r, ", ", &b) != 0 || aj_cut(&r, ", in ", &c) != 0)
             return;
-        aj_key(o, "leak");
+        aj_key(o, AJ_K("leak"));
         aj_raw(o, "{", 1);
         o->first = 1;
-        aj_kv(o, "kind", a);
-        aj_kv(o, "entry", b);
-        aj_kv(o, "encoding", c);
-        aj_kv(o, "where", aj_upto_semi(r));
+        aj_kv(o, AJ_K("kind"), a);
+        aj_kv(o, AJ_K("entry"), b);
+        aj_kv(o, AJ_K("encoding"), c);
+        aj_kv(o, AJ_K("where"), aj_upto_semi(r));
         aj_raw(o, "}", 1);
         o->first = 0;
     } else if (aj_starts(t, "budget: ")) {
         audit_str_t r = aj_skip(t, 8);
         if (aj_cut(&r, " for ", &a) != 0 || aj_cut(&r, ", ", &b) != 0)
             return;
-        aj_key(o, "budget");
+        aj_key(o, AJ_K("budget"));
         aj_raw(o, "{", 1);
         o->first = 1;
-        aj_kv(o, "kind", a);
-        aj_kv(o, "for", b);
-        aj_kv(o, "count", aj_upto_semi(r));
+        aj_kv(o, AJ_K("kind"), a);
+        aj_kv(o, AJ_K("for"), b);
+        aj_kv(o, AJ_K("count"), aj_upto_semi(r));
         aj_raw(o, "}", 1);
         o->first = 0;
     }
@@ -375,7 +496,7 @@ static void aj_annotations(audit__json_t *o, audit_str_t annot)
     int exact;
     size_t n = aj_annot_split(annot, a, &exact);
     if (n > 0) {
-        aj_key(o, "annotations");
+        aj_key(o, AJ_K("annotations"));
         aj_raw(o, "{", 1);
         o->first = 1;
         for (size_t i = 0; i < n; i++) {
@@ -385,9 +506,9 @@ static void aj_annotations(audit__json_t *o, audit_str_t annot)
             long long v;
             if (aj_count(a[i].value, &v) &&
                 (audit_str_eq(a[i].key, "masked") || audit_str_eq(a[i].key, "dropped"))) {
-                aj_kv_int(o, key, v);
+                aj_kv_int(o, key, a[i].key.len, v);
             } else {
-                aj_key(o, key);
+                aj_key(o, key, a[i].key.len);
                 aj_str(o, a[i].value);
             }
         }
@@ -395,27 +516,27 @@ static void aj_annotations(audit__json_t *o, audit_str_t annot)
         o->first = 0;
     }
     if (!exact)
-        aj_kv(o, "annot_text", annot);
+        aj_kv(o, AJ_K("annot_text"), annot);
 }
 
 /* method, url and what the URL says (scheme, host, port, path). */
 static void aj_target(audit__json_t *o, const audit_event_t *ev)
 {
     if (!audit_str_eq(ev->method, "-"))
-        aj_kv(o, "method", ev->method);
+        aj_kv(o, AJ_K("method"), ev->method);
     if (ev->url.len == 0 || audit_str_eq(ev->url, "-"))
         return;
-    aj_kv(o, "url", ev->url);
+    aj_kv(o, AJ_K("url"), ev->url);
     audit_url_t u;
     int authority = audit_str_eq(ev->method, "CONNECT") || audit_str_eq(ev->method, "SOCKS");
     if (audit_url_parse(ev->url, authority, &u) != 0)
         return;
     if (!authority)
-        aj_kv_word(o, "scheme", u.tls ? "https" : "http");
-    aj_kv(o, "host", u.host);
-    aj_kv_int(o, "port", u.port);
+        aj_kv_word(o, AJ_K("scheme"), u.tls ? "https" : "http");
+    aj_kv(o, AJ_K("host"), u.host);
+    aj_kv_int(o, AJ_K("port"), u.port);
     if (!authority)
-        aj_kv(o, "path", u.path);
+        aj_kv(o, AJ_K("path"), u.path);
 }
 
 /* A DECISION's members: the hold, what was held, who decided, the approval's scope, how many
@@ -424,17 +545,17 @@ static void aj_held(audit__json_t *o, const audit_event_t *ev)
 {
     char id[24];
     snprintf(id, sizeof(id), "h%llu", (unsigned long long)ev->hold);
-    aj_kv_word(o, "hold", id);
+    aj_kv_word(o, AJ_K("hold"), id);
     if (!audit_str_eq(ev->method, "-"))
-        aj_kv(o, "method", ev->method);
+        aj_kv(o, AJ_K("method"), ev->method);
     if (!audit_str_eq(ev->host, "-"))
-        aj_kv(o, "host", ev->host);
+        aj_kv(o, AJ_K("host"), ev->host);
     if (!audit_str_eq(ev->path, "-"))
-        aj_kv(o, "path", ev->path);
+        aj_kv(o, AJ_K("path"), ev->path);
     if (!audit_str_eq(ev->who, "-"))
-        aj_kv(o, "by", ev->who);
-    aj_kv(o, "scope", ev->scope);
-    aj_kv_int(o, "requests", ev->count);
+        aj_kv(o, AJ_K("by"), ev->who);
+    aj_kv(o, AJ_K("scope"), ev->scope);
+    aj_kv_int(o, AJ_K("requests"), ev->count);
 }
 
 const char *audit_json_kind_name(audit_event_kind_t kind)
@@ -511,10 +632,10 @@ static int aj_open(audit__json_t *o, const audit_json_ctx_t *ctx, char *buf, siz
     size_t usable = cap - 1 < AUDIT_JSON_LINE_MAX ? cap - 1 : AUDIT_JSON_LINE_MAX;
     *o = (audit__json_t){buf, usable, usable - AUDIT__JSON_RESERVE, 0, 0, 0, 1};
     aj_raw(o, "{", 1);
-    aj_kv_int(o, "v", AUDIT_JSON_VERSION);
+    aj_kv_int(o, AJ_K("v"), AUDIT_JSON_VERSION);
     aj_time(o, ctx != NULL ? ctx->time_ms : 0);
     if (ctx != NULL)
-        aj_kv(o, "sandbox", ctx->sandbox); /* the name is airlock's: written as it is */
+        aj_kv(o, AJ_K("sandbox"), ctx->sandbox); /* the name is airlock's: written as it is */
     o->escaped = ctx != NULL && ctx->escaped;
     return 0;
 }
@@ -522,7 +643,7 @@ static int aj_open(audit__json_t *o, const audit_json_ctx_t *ctx, char *buf, siz
 static int aj_close(audit__json_t *o)
 {
     if (o->cut) {
-        aj_key(o, "truncated");
+        aj_key(o, AJ_K("truncated"));
         aj_raws(o, "true");
     }
     aj_raw(o, "}", 1);
@@ -540,26 +661,26 @@ int audit_json_render(const audit_event_t *ev, const audit_json_ctx_t *ctx, char
             buf[0] = '\0';
         return -1;
     }
-    aj_kv_word(&o, "kind", kind);
+    aj_kv_word(&o, AJ_K("kind"), kind);
     if (decision[0] != '\0')
-        aj_kv_word(&o, "decision", decision);
+        aj_kv_word(&o, AJ_K("decision"), decision);
     switch (ev->kind) {
     case AUDIT_EV_TASK_START:
-        aj_kv(&o, "started", ev->text);
+        aj_kv(&o, AJ_K("started"), ev->text);
         break;
     case AUDIT_EV_DNS:
-        aj_kv(&o, "dns_type", ev->dns_type);
-        aj_kv(&o, "host", ev->host);
-        aj_kv(&o, "dns_answer", ev->reason);
+        aj_kv(&o, AJ_K("dns_type"), ev->dns_type);
+        aj_kv(&o, AJ_K("host"), ev->host);
+        aj_kv(&o, AJ_K("dns_answer"), ev->reason);
         break;
     case AUDIT_EV_TLS_REJECTED:
-        aj_kv(&o, "host", ev->host);
+        aj_kv(&o, AJ_K("host"), ev->host);
         break;
     case AUDIT_EV_STRIPPED:
     case AUDIT_EV_COLLAPSED:
-        aj_kv(&o, "header", ev->header);
+        aj_kv(&o, AJ_K("header"), ev->header);
         if (ev->kind == AUDIT_EV_COLLAPSED)
-            aj_kv_int(&o, "count", ev->count);
+            aj_kv_int(&o, AJ_K("count"), ev->count);
         aj_target(&o, ev);
         break;
     case AUDIT_EV_GHAPP_TOKEN:
@@ -574,20 +695,20 @@ int audit_json_render(const audit_event_t *ev, const audit_json_ctx_t *ctx, char
     case AUDIT_EV_CONNECTION:
         aj_target(&o, ev);
         if (ev->status >= 0)
-            aj_kv_int(&o, "status", ev->status);
+            aj_kv_int(&o, AJ_K("status"), ev->status);
         else
-            aj_kv(&o, "reason", ev->reason);
+            aj_kv(&o, AJ_K("reason"), ev->reason);
         aj_annotations(&o, ev->annot);
         break;
     default:
         break;
     }
     if (ev->kind != AUDIT_EV_TASK_START && ev->kind != AUDIT_EV_DNS) {
-        aj_kv(&o, "detail", ev->tail);
+        aj_kv(&o, AJ_K("detail"), ev->tail);
         aj_tail_parts(&o, ev->tail);
     }
-    aj_kv(&o, "stage", ev->stage);
-    aj_kv(&o, "entry", ev->entry);
+    aj_kv(&o, AJ_K("stage"), ev->stage);
+    aj_kv(&o, AJ_K("entry"), ev->entry);
     aj_xfer(&o, ev);
     return aj_close(&o);
 }
@@ -602,8 +723,8 @@ int audit_json_render_other(const char *line, size_t len, const audit_json_ctx_t
         return -1;
     }
     o.escaped = 1; /* the line as the text log has it */
-    aj_kv_word(&o, "kind", "other");
-    aj_key(&o, "text");
+    aj_kv_word(&o, AJ_K("kind"), "other");
+    aj_key(&o, AJ_K("text"));
     aj_str(&o, (audit_str_t){line, len});
     return aj_close(&o);
 }

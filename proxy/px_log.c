@@ -29,13 +29,13 @@ struct px_log {
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;
-    pthread_cond_t wake;   /* writer: work or stop */
-    pthread_cond_t idle;   /* producers: space freed / queue drained */
+    pthread_cond_t wake; /* writer: work or stop */
+    pthread_cond_t idle; /* producers: space freed / queue drained */
     px__logbuf_t pending;
     px__logbuf_t writing;
-    int busy;              /* the writer holds a batch */
-    int waiting;           /* the writer sleeps on `wake` */
-    int batched;           /* wake the writer from px_log_kick() only (once per loop turn) */
+    int busy;    /* the writer holds a batch */
+    int waiting; /* the writer sleeps on `wake` */
+    int batched; /* wake the writer from px_log_kick() only (once per loop turn) */
     int touched; /* a line was queued since the last px_log_kick() (any loop: read and written
                     atomically; a loop that clears it kicks what is pending) */
     int stop;
@@ -70,14 +70,19 @@ void px_diag__emit(int level, const char *fmt, ...)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
     char buf[2048];
-    int off = snprintf(buf, sizeof(buf), "airlock: %s: ", names[level < 0 ? 0 : level > 3 ? 3 : level]);
+    int off = snprintf(buf, sizeof(buf), "airlock: %s: ",
+                       names[level < 0   ? 0
+                             : level > 3 ? 3
+                                         : level]);
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf + off, sizeof(buf) - (size_t)off - 1, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    size_t len = (size_t)off + ((size_t)n < sizeof(buf) - (size_t)off - 1 ? (size_t)n : sizeof(buf) - (size_t)off - 2);
+    size_t len =
+        (size_t)off +
+        ((size_t)n < sizeof(buf) - (size_t)off - 1 ? (size_t)n : sizeof(buf) - (size_t)off - 2);
     buf[len++] = '\n';
     ssize_t w = write(STDERR_FILENO, buf, len);
     (void)w;
@@ -305,8 +310,8 @@ static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *lin
         return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    audit_json_ctx_t ctx = {(int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
-                            audit_s(log->name), escaped};
+    audit_json_ctx_t ctx = {(int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, audit_s(log->name),
+                            escaped};
     char buf[AUDIT_JSON_LINE_CAP];
     int n = ev != NULL ? audit_json_render(ev, &ctx, buf, sizeof(buf))
                        : audit_json_render_other(line, len, &ctx, buf, sizeof(buf));
@@ -408,7 +413,8 @@ static int px__log_kick1(px_log_t *log, int force)
     __atomic_store_n(&log->touched, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&log->mu);
     if (log->pending.len > 0 && log->waiting &&
-        (force || log->pending.len >= PX_LOG_KICK_BYTES))
+        (force || log->pending.len >=
+                      (log == px__out.events ? PX_LOG_EVENTS_KICK_BYTES : PX_LOG_KICK_BYTES)))
         pthread_cond_signal(&log->wake);
     else
         left = log->pending.len > 0;

@@ -12,9 +12,12 @@
 #include "audit/audit_event.h"
 
 #define PX_LOG_LINE_MAX AUDIT_EVENT_TEXT_MAX /* one line; longer lines are cut and marked */
-#define PX_LOG_QUEUE_MAX (8 * 1024 * 1024) /* pending bytes before the writer blocks */
-#define PX_LOG_KICK_BYTES (16 * 1024)      /* batched: pending bytes that wake the writer */
-#define PX_LOG_DELAY_MS 10                 /* batched: the longest a line waits for the writer */
+#define PX_LOG_QUEUE_MAX (8 * 1024 * 1024)   /* pending bytes before the writer blocks */
+#define PX_LOG_KICK_BYTES (16 * 1024)        /* batched: pending bytes that wake the writer */
+/* the same for the --events sink: its JSON objects are about three text lines long, so it
+ * would wake its writer three times as often (PX_LOG_DELAY_MS still bounds the wait) */
+#define PX_LOG_EVENTS_KICK_BYTES (64 * 1024)
+#define PX_LOG_DELAY_MS 10 /* batched: the longest a line waits for the writer */
 
 typedef struct px_log px_log_t;
 
@@ -68,6 +71,7 @@ int px_log_enabled(const px_log_t *log);
 void px_log_set_batched(px_log_t *log, int on);
 
 /* Wakes the writer when lines are pending and force is set or PX_LOG_KICK_BYTES are pending
+ * (PX_LOG_EVENTS_KICK_BYTES for the events sink)
  * (each wake costs two context switches on the loop's CPU, so a busy loop hands lines over in
  * batches). Returns 1 when lines were left pending: the caller kicks again with force within
  * PX_LOG_DELAY_MS. */
@@ -91,10 +95,10 @@ enum { PX_DIAG_ERROR = 0, PX_DIAG_WARN = 1, PX_DIAG_INFO = 2, PX_DIAG_DEBUG = 3 
 void px_diag_set_level(int level);
 int px_diag_level(void);
 void px_diag__emit(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#define px_diag(level, ...)                                                                    \
-    do {                                                                                       \
-        if ((level) <= px_diag_level())                                                        \
-            px_diag__emit((level), __VA_ARGS__);                                               \
+#define px_diag(level, ...)                                                                        \
+    do {                                                                                           \
+        if ((level) <= px_diag_level())                                                            \
+            px_diag__emit((level), __VA_ARGS__);                                                   \
     } while (0)
 
 #endif

@@ -291,6 +291,10 @@ static void test_audit_json_sandbox_time_and_other(void **state)
         {0, "1970-01-01T00:00:00.000Z"},
         {-5, "1970-01-01T00:00:00.000Z"},
         {T0, "2026-02-03T12:34:56.789Z"},
+        /* the second's text is kept between events: the next second, back, the same second */
+        {T0 + 1000, "2026-02-03T12:34:57.789Z"},
+        {T0 - 789, "2026-02-03T12:34:56.000Z"},
+        {T0 - 788, "2026-02-03T12:34:56.001Z"},
         {INT64_MAX, "9999-12-31T23:59:59.999Z"},
     };
     for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
@@ -308,6 +312,37 @@ static void test_audit_json_sandbox_time_and_other(void **state)
     char back[AUDIT_EVENT_LINE_CAP];
     assert_int_equal(audit_jread_line(buf, (size_t)n, back, sizeof(back)), (int)sizeof(line) - 1);
     assert_string_equal(back, line);
+}
+
+/* A string's bytes are copied eight at a time while none needs escaping: each byte that does,
+ * at every offset of a string longer than two words, is still escaped exactly as alone. */
+static void test_audit_json_escape_at_every_offset(void **state)
+{
+    (void)state;
+    static char buf[AUDIT_JSON_LINE_CAP];
+    const struct {
+        const char *in, *out;
+    } bytes[] = {
+        {"\"", "\\\""},          {"\\", "\\\\"},      {"\n", "\\n"},       {"\x01", "\\u0001"},
+        {"\x1f", "\\u001f"},     {"\x7f", "\\u007f"}, {"\xff", "\\\\xff"}, {"\xc3\xa9", "\xc3\xa9"},
+        {"\xc2\x85", "\\u0085"}, {" ", " "},          {"~", "~"},
+    };
+    for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
+        for (size_t at = 0; at < 20; at++) {
+            char in[64], want[128];
+            size_t il = strlen(bytes[b].in);
+            memset(in, 'a', sizeof(in));
+            memcpy(in + at, bytes[b].in, il);
+            size_t n = 20 + il;
+            audit_event_t ev = {.kind = AUDIT_EV_TASK_START, .status = -1, .text = {in, n}};
+            assert_true(audit_json_render(&ev, NULL, buf, sizeof(buf)) > 0);
+            snprintf(want, sizeof(want), "\"started\":\"%.*s%s%.*s\"}", (int)at, in, bytes[b].out,
+                     (int)(n - at - il), in + at + il);
+            if (strstr(buf, want) == NULL)
+                print_error("byte %zu at %zu: %s\n want %s\n", b, at, buf, want);
+            assert_non_null(strstr(buf, want));
+        }
+    }
 }
 
 /* Over-long strings are cut at a whole character; the object stays valid and says so. */
@@ -381,6 +416,7 @@ int main(void)
         cmocka_unit_test(test_audit_json_read_back_gives_the_text_line),
         cmocka_unit_test(test_audit_json_escaped_views_decode),
         cmocka_unit_test(test_audit_json_sandbox_time_and_other),
+        cmocka_unit_test(test_audit_json_escape_at_every_offset),
         cmocka_unit_test(test_audit_json_truncated_is_valid),
         cmocka_unit_test(test_audit_json_read_refuses),
     };
