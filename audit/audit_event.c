@@ -181,8 +181,7 @@ static int audit__authority(audit_str_t a, int need_port, audit_url_t *u)
 int audit_url_parse(audit_str_t url, int authority, audit_url_t *out)
 {
     memset(out, 0, sizeof(*out));
-    audit_url_t u;
-    memset(&u, 0, sizeof(u));
+    audit_url_t u = {0};
     if (authority) {
         u.authority = 1;
         u.tls = 1;
@@ -219,8 +218,9 @@ int audit_url_parse(audit_str_t url, int authority, audit_url_t *out)
         return PX_EPARSE;
     if (!u.port_given)
         u.port = u.tls ? 443 : 80;
-    u.cut = audit__raw_len(url) == AUDIT__PX_URL_CUT_LEN && url.len >= 3 &&
-            memcmp(url.base + url.len - 3, "...", 3) == 0;
+    /* the "..." first: counting the unescaped length walks the whole URL */
+    u.cut = url.len >= 3 && memcmp(url.base + url.len - 3, "...", 3) == 0 &&
+            audit__raw_len(url) == AUDIT__PX_URL_CUT_LEN;
     u.ok = 1;
     *out = u;
     return 0;

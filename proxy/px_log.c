@@ -205,6 +205,11 @@ int px_log_enabled(const px_log_t *log)
     return log != NULL && log->fd >= 0;
 }
 
+int px_log_wants_json(const px_log_t *log)
+{
+    return log != NULL && ((log->json && log->fd >= 0) || log->events != NULL || px_otel_enabled());
+}
+
 /* 1 when a line goes anywhere: the log's file or the events sink. */
 static int px__log_active(const px_log_t *log)
 {

@@ -66,6 +66,10 @@ void px_log_printf(px_log_t *log, const char *fmt, ...) __attribute__((format(pr
 /* 1 when lines go to a file (the network log itself; the events sink aside). */
 int px_log_enabled(const px_log_t *log);
 
+/* 1 when log's events are also written as JSON (--log-format json, --events, OTLP export):
+ * what only the JSON carries need not be made otherwise. */
+int px_log_wants_json(const px_log_t *log);
+
 /* Batched mode: lines are handed to the writer only by px_log_kick() (the engine calls it once
  * per loop turn), or when much is pending; saves a thread wake-up per line. */
 void px_log_set_batched(px_log_t *log, int on);

@@ -53,16 +53,35 @@ static void px__x_relay(const px_xchg_t *x, audit_event_t *ev, char *entry, size
 {
     ev->stage = audit_s(px__x_stage_name(x, ev));
     const addon_req_t *v = x->view;
-    if (v != NULL && v->entry_kind != ADDON_POLICY_NONE && v->config != NULL) {
+    /* only a JSON output reads the entry: formatting it was 1.5 % of a request's instructions */
+    if (v != NULL && v->entry_kind != ADDON_POLICY_NONE && v->config != NULL &&
+        px_log_wants_json(x->log)) {
         addon_policy_kind_t k = (addon_policy_kind_t)v->entry_kind;
         const char *src = addon_policy_entry_src(v->config->policy, k, v->entry_index);
-        int n = snprintf(entry, cap, "%s[%zu]%s%s",
-                         k == ADDON_POLICY_DOMAINS  ? "domains"
-                         : k == ADDON_POLICY_BLOCKS ? "block"
-                                                    : "url_prefixes",
-                         v->entry_index, src[0] != '\0' ? " " : "", src);
-        if (n > 0)
-            ev->entry = (audit_str_t){entry, (size_t)n < cap ? (size_t)n : cap - 1};
+        char num[24], *p = num + sizeof(num);
+        size_t i = v->entry_index;
+        do {
+            *--p = (char)('0' + i % 10);
+            i /= 10;
+        } while (i != 0);
+        const char *parts[] = {k == ADDON_POLICY_DOMAINS  ? "domains"
+                               : k == ADDON_POLICY_BLOCKS ? "block"
+                                                          : "url_prefixes",
+                               "[",
+                               p,
+                               "]",
+                               src[0] != '\0' ? " " : "",
+                               src};
+        size_t n = 0;
+        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) {
+            size_t l = j == 2 ? (size_t)(num + sizeof(num) - p) : strlen(parts[j]);
+            if (l > cap - 1 - n)
+                l = cap - 1 - n; /* a longer path is cut */
+            memcpy(entry + n, parts[j], l);
+            n += l;
+        }
+        entry[n] = '\0';
+        ev->entry = (audit_str_t){entry, n};
     }
     ev->xfer = 1;
     ev->bytes_up = x->sent_up;
