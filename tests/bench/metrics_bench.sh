@@ -7,6 +7,8 @@
 #   metrics         --metrics 127.0.0.1:9464, scraped every SCRAPE_S seconds by a
 #                   Prometheus-style client (one GET /metrics per scrape, new connection each)
 #   metrics+events  the same, and --events FILE (every decision also written as JSON)
+#   json+metrics    --metrics as above and --log-format json: the network log itself written as
+#                   JSON objects instead of text lines (one output, not two)
 #   hold            no --metrics; the allowlist says `on_block: hold` and --control is open
 #                   (issue 32: what holding costs the requests that are not held; not in the
 #                   default WAYS)
@@ -108,12 +110,13 @@ start_way() { # start_way WAY
         hold) allow="$T_DIR/allow-hold.yaml" args=(--control "$T_DIR/control.sock") ;;
         metrics) args=(--metrics 127.0.0.1:9464) ;;
         metrics+events) args=(--metrics 127.0.0.1:9464 --events "$T_DIR/events.jsonl") ;;
+        json+metrics) args=(--metrics 127.0.0.1:9464 --log-format json) ;;
         *) echo "unknown way $1" >&2; return 1 ;;
     esac
     rm -f "$T_DIR/events.jsonl"
     AIRLOCK="$T_DIR/airlock-pinned" t_start_airlock "$allow" \
         --upstream-ca "$T_DIR/upca.pem" "${args[@]}" || return 1
-    if [ "$1" = metrics ] || [ "$1" = metrics+events ]; then
+    if [ "$1" = metrics ] || [ "$1" = metrics+events ] || [ "$1" = json+metrics ]; then
         : > "$T_DIR/scrapes"
         "$PY" "$T_DIR/scraper.py" "$SCRAPE_S" "$T_DIR/scrapes" &
         SCRAPER_PID=$!
@@ -200,6 +203,7 @@ count_run() { # count_run WAY TOOL(callgrind|strace) NREQ NSCRAPES -> prints the
     chmod +x "$wrap"
     local args=()
     [ "$way" = metrics+events ] && args=(--metrics 127.0.0.1:9464 --events "$T_DIR/events.jsonl")
+    [ "$way" = json+metrics ] && args=(--metrics 127.0.0.1:9464 --log-format json)
     [ "$way" = metrics ] && args=(--metrics 127.0.0.1:9464)
     rm -f "$T_DIR/events.jsonl"
     : > "$T_DIR/airlock.err"
