@@ -20,8 +20,14 @@ enum {
 #define PX__SOCK_OUT_MIN 4096
 /* Batching is for small writes (a head, a chunk's framing, a short body): past this much, the
  * bytes leave at once rather than at the end of the turn, so that a large transfer neither
- * piles up in memory nor reads as a full queue while the kernel could take it. */
+ * piles up in memory nor reads as a full queue while the kernel could take it. With TLS the
+ * count is of records ready to go. */
 #define PX__SOCK_FLUSH_AT (64 * 1024)
+/* With TLS, plaintext past this much (a full record) is sealed into records at once: a write
+ * this large goes straight into SSL_write (no copy into out), and records still leave in
+ * batches of PX__SOCK_FLUSH_AT. Smaller writes wait in out so that a head and its body's first
+ * bytes share a record. */
+#define PX__SOCK_SEAL_AT 16384
 
 typedef struct px__wreq {
     uv_write_t req;
@@ -30,6 +36,13 @@ typedef struct px__wreq {
 } px__wreq_t;
 
 static void px__sock_schedule(px_sock_t *s, int what);
+
+/* Keeps why the handshake failed (copied): only a failed socket pays for the text. */
+static void px__sock_tls_fail(px_sock_t *s, const char *why)
+{
+    free(s->tls_err);
+    s->tls_err = strdup(why); /* NULL when out of memory: px_sock_tls_error() says "" */
+}
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
@@ -68,7 +81,7 @@ static void on_sock_written(uv_write_t *req, int status)
         px__sock_schedule(s, PX__SOCK_ERROR);
         return;
     }
-    if (s->tcp.write_queue_size == 0 && s->out_len == 0) {
+    if (s->tcp.write_queue_size == 0 && s->out_len == 0 && !s->sealed) {
         if (s->close_when_flushed) {
             px_sock_close(s);
             return;
@@ -113,6 +126,31 @@ static int px__sock_send(px_sock_t *s, char *buf, size_t len)
     return rc;
 }
 
+/* Hands data (borrowed) to the kernel as px__sock_send does; only what the kernel does not take
+ * at once is copied. */
+static int px__sock_send_borrowed(px_sock_t *s, const char *data, size_t len)
+{
+    size_t off = 0;
+    if (s->tcp.write_queue_size == 0) {
+        uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+        int n = uv_try_write((uv_stream_t *)&s->tcp, &b, 1);
+        if (n == (int)len) {
+            if (s->over_high)
+                px__sock_schedule(s, PX__SOCK_DRAIN);
+            return 0;
+        }
+        if (n > 0)
+            off = (size_t)n;
+        else if (n != UV_EAGAIN && n != UV_ENOSYS)
+            return n;
+    }
+    char *rest = malloc(len - off);
+    if (rest == NULL)
+        return PX_ENOMEM;
+    memcpy(rest, data + off, len - off);
+    return px__sock_send(s, rest, len - off);
+}
+
 static void on_sock_quiet(px_quiet_t *q)
 {
     px_sock_t *s = px_container_of(q, px_sock_t, quiet);
@@ -151,26 +189,50 @@ static void px__sock_tls_out_soon(px_sock_t *s)
     px__sock_tls_out(s);
 }
 
+/* Seals plaintext (borrowed) into TLS records; they leave with the turn's flush, or now once
+ * PX__SOCK_FLUSH_AT of them wait. */
+static int px__sock_seal(px_sock_t *s, const char *data, size_t len)
+{
+    int rc = px_tls_write(s->tls, data, len);
+    if (rc != 0)
+        return rc;
+    s->sealed = 1;
+    if (px_tls_output_len(s->tls) < PX__SOCK_FLUSH_AT) {
+        px__sock_schedule(s, PX__SOCK_FLUSH);
+        return 0;
+    }
+    s->sealed = 0;
+    rc = px__sock_tls_out(s);
+    if (rc == 0)
+        px__sock_trim_later(s);
+    return rc;
+}
+
 static void px__sock_flush(px_sock_t *s)
 {
     int rc = 0;
     if (s->out_len > 0) {
         if (s->tls != NULL) {
             rc = px_tls_write(s->tls, s->out, s->out_len);
-            /* the plaintext is in TLS records now: an idle connection keeps no buffer */
-            free(s->out);
-            s->out = NULL;
-            s->out_len = s->out_cap = 0;
-            if (rc == 0)
-                rc = px__sock_tls_out(s);
-            if (rc == 0)
-                px__sock_trim_later(s);
+            s->sealed = 1;
         } else {
             char *buf = s->out;
             size_t len = s->out_len;
             s->out = NULL;
             s->out_len = s->out_cap = 0;
             rc = px__sock_send(s, buf, len);
+        }
+    }
+    if (s->tls != NULL) {
+        /* the plaintext is in TLS records now: an idle connection keeps no buffer */
+        free(s->out);
+        s->out = NULL;
+        s->out_len = s->out_cap = 0;
+        if (rc == 0 && s->sealed) {
+            s->sealed = 0;
+            rc = px__sock_tls_out(s);
+            if (rc == 0)
+                px__sock_trim_later(s);
         }
     }
     if (rc < 0) {
@@ -192,29 +254,63 @@ static void px__sock_flush(px_sock_t *s)
     }
 }
 
+/* A write too large to be worth batching, on a socket with nothing batched before it: sealed
+ * into records or handed to the kernel from the caller's buffer. 1 when it was taken. */
+static int px__sock_write_now(px_sock_t *s, const char *data, size_t len)
+{
+    if (s->out_len > 0)
+        return 0;
+    int rc;
+    if (s->tls != NULL) {
+        if (!s->tls_done || len < PX__SOCK_SEAL_AT)
+            return 0;
+        rc = px__sock_seal(s, data, len);
+    } else {
+        if (len < PX__SOCK_FLUSH_AT)
+            return 0;
+        rc = px__sock_send_borrowed(s, data, len);
+    }
+    if (rc < 0) {
+        s->err = rc;
+        px__sock_schedule(s, PX__SOCK_ERROR);
+    }
+    return 1;
+}
+
 void px_sock_write(px_sock_t *s, const char *data, size_t len)
 {
     if (s->closing || s->shut || len == 0)
         return;
-    if (len > SIZE_MAX - s->out_len ||
-        px_grow(&s->out, &s->out_cap, s->out_len + len, 1, PX__SOCK_OUT_MIN, SIZE_MAX) != 0) {
-        s->err = PX_ENOMEM;
-        px__sock_schedule(s, PX__SOCK_ERROR);
-        return;
+    if (!px__sock_write_now(s, data, len)) {
+        if (len > SIZE_MAX - s->out_len ||
+            px_grow(&s->out, &s->out_cap, s->out_len + len, 1, PX__SOCK_OUT_MIN, SIZE_MAX) != 0) {
+            s->err = PX_ENOMEM;
+            px__sock_schedule(s, PX__SOCK_ERROR);
+            return;
+        }
+        memcpy(s->out + s->out_len, data, len);
+        s->out_len += len;
+        if (s->tls != NULL && s->tls_done && s->out_len >= PX__SOCK_SEAL_AT) {
+            int rc = px__sock_seal(s, s->out, s->out_len);
+            s->out_len = 0; /* the buffer stays for the turn's next small writes */
+            if (rc < 0) {
+                s->err = rc;
+                px__sock_schedule(s, PX__SOCK_ERROR);
+            }
+        } else if (s->tls == NULL && s->out_len >= PX__SOCK_FLUSH_AT) {
+            px__sock_flush(s);
+        } else {
+            px__sock_schedule(s, PX__SOCK_FLUSH);
+        }
     }
-    memcpy(s->out + s->out_len, data, len);
-    s->out_len += len;
-    if (s->out_len >= PX__SOCK_FLUSH_AT && (s->tls == NULL || s->tls_done))
-        px__sock_flush(s);
-    else
-        px__sock_schedule(s, PX__SOCK_FLUSH);
     if (px_sock_queued(s) > PX_WQ_HIGH)
         s->over_high = 1;
 }
 
 size_t px_sock_queued(const px_sock_t *s)
 {
-    return s->out_len + s->tcp.write_queue_size;
+    return s->out_len + s->tcp.write_queue_size +
+           (s->tls != NULL && s->sealed ? px_tls_output_len(s->tls) : 0);
 }
 
 int px_sock_full(const px_sock_t *s)
@@ -271,16 +367,14 @@ static void px__sock_pump(px_sock_t *s)
         px__sock_tls_out_soon(s); /* a read may have produced records (key updates) */
 }
 
-static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
+/* Runs the handshake or delivers plaintext after received ciphertext was lent to TLS. */
+static void px__sock_tls_run(px_sock_t *s)
 {
-    if (px_tls_feed(s->tls, data, len) != 0) {
-        s->eof = 1;
-        px__sock_uv_read(s, 0);
-        s->cbs->on_eof(s, PX_ENOMEM);
-        return;
-    }
     if (!s->tls_done) {
-        int rc = px_tls_handshake(s->tls, s->tls_err, sizeof(s->tls_err));
+        char err[PX_SOCK_TLS_ERR_MAX] = "";
+        int rc = px_tls_handshake(s->tls, err, sizeof(err));
+        if (rc < 0)
+            px__sock_tls_fail(s, err);
         if (rc == 1)
             s->tls_done = 1; /* a TLS 1.3 server's tickets wait for the first write */
         px__sock_tls_out_soon(s);
@@ -305,6 +399,20 @@ static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
         px__sock_trim_later(s); /* the records read were all taken */
 }
 
+/* Received ciphertext (borrowed) goes through TLS from where it is; only a partial record left
+ * at the end is copied, for the next read. */
+static void px__sock_tls_in(px_sock_t *s, const char *data, size_t len)
+{
+    px_tls_lend(s->tls, data, len);
+    px__sock_tls_run(s);
+    /* the socket may be closing (its TLS is freed on the last callback, not before) */
+    if (px_tls_keep(s->tls) != 0 && !s->closing && !s->eof) {
+        s->eof = 1;
+        px__sock_uv_read(s, 0);
+        s->cbs->on_eof(s, PX_ENOMEM);
+    }
+}
+
 static void on_sock_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     px_sock_t *s = st->data;
@@ -316,7 +424,7 @@ static void on_sock_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         s->eof = 1;
         px__sock_uv_read(s, 0);
         if (s->tls != NULL && !s->tls_done && s->cbs->on_handshake != NULL) {
-            snprintf(s->tls_err, sizeof(s->tls_err), "TLS handshake failed: connection closed");
+            px__sock_tls_fail(s, "TLS handshake failed: connection closed");
             s->cbs->on_handshake(s, PX_ETLS);
             return;
         }
@@ -462,9 +570,12 @@ int px_sock_tls_client(px_sock_t *s, SSL_CTX *ctx, const char *host, uint16_t po
     int rc = px_tls_set_upstream_host(s->tls, host, port);
     if (rc != 0)
         return rc;
-    rc = px_tls_handshake(s->tls, s->tls_err, sizeof(s->tls_err));
-    if (rc < 0)
+    char err[PX_SOCK_TLS_ERR_MAX] = "";
+    rc = px_tls_handshake(s->tls, err, sizeof(err));
+    if (rc < 0) {
+        px__sock_tls_fail(s, err);
         return rc;
+    }
     px__sock_tls_out(s);
     px__sock_uv_read(s, 1); /* the handshake needs the server's answer */
     return 0;
@@ -477,7 +588,7 @@ SSL *px_sock_ssl(const px_sock_t *s)
 
 const char *px_sock_tls_error(const px_sock_t *s)
 {
-    return s->tls_err;
+    return s->tls_err != NULL ? s->tls_err : "";
 }
 
 static void on_sock_closed(uv_handle_t *h)
@@ -490,6 +601,8 @@ static void on_sock_closed(uv_handle_t *h)
     s->out = NULL;
     free(s->first);
     s->first = NULL;
+    free(s->tls_err);
+    s->tls_err = NULL;
     s->cbs->on_closed(s);
 }
 

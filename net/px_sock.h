@@ -1,8 +1,11 @@
 /* The socket layer: TCP with optional TLS (memory BIOs), one write queue with high and low water
  * marks, read start/stop, and exactly one close.
  *
- * Writes are copied and flushed once per loop turn (px_loop.h): what an owner writes in one turn
- * leaves in one write system call (one SSL_write with TLS). Reads deliver plaintext in a buffer
+ * Small writes are copied and flushed once per loop turn (px_loop.h): what an owner writes in
+ * one turn leaves in one write system call. Large ones skip the copy: with TLS a write of a
+ * record or more is sealed at once from the caller's buffer (records leave in batches of 64
+ * KiB or at the end of the turn); without, a write of 64 KiB or more goes to the kernel at
+ * once. Reads deliver plaintext in a buffer
  * borrowed for the call: the owner consumes or copies all of it. Every callback comes from the
  * loop, never from inside a px_sock_* call. A socket is embedded in its owner, which frees itself
  * in on_closed, the last callback. */
@@ -18,6 +21,7 @@
 
 #define PX_WQ_HIGH (1024 * 1024) /* queued bytes above which the side feeding a socket stops */
 #define PX_WQ_LOW (256 * 1024)   /* ... and below which it resumes (on_drain) */
+#define PX_SOCK_TLS_ERR_MAX 256  /* why a TLS handshake failed, as text */
 
 typedef struct px_sock px_sock_t;
 struct px_tls;
@@ -43,26 +47,27 @@ struct px_sock {
     uv_tcp_t tcp;
     uv_connect_t connect_req;
     px_defer_t defer;
-    px_quiet_t quiet;      /* TLS: its buffers are given back once the connection is quiet */
+    px_quiet_t quiet; /* TLS: its buffers are given back once the connection is quiet */
     px_loop_t *loop;
     const px_sock_cbs_t *cbs;
-    void *data;            /* the owner's */
-    struct px_tls *tls;    /* NULL without TLS */
-    char *out;             /* plaintext written this turn, not yet flushed */
-    char *first;           /* ciphertext read before TLS started, for the next turn */
+    void *data;         /* the owner's */
+    struct px_tls *tls; /* NULL without TLS */
+    char *out;          /* plaintext written this turn, not yet flushed */
+    char *first;        /* ciphertext read before TLS started, for the next turn */
     size_t first_len;
     size_t out_len, out_cap;
-    int pending;           /* PX__SOCK_* work for the deferred call */
-    int err;               /* an error to report from the deferred call */
-    unsigned reading : 1;  /* the owner wants reads */
+    int pending;          /* PX__SOCK_* work for the deferred call */
+    int err;              /* an error to report from the deferred call */
+    unsigned reading : 1; /* the owner wants reads */
     unsigned uv_reading : 1;
     unsigned tls_done : 1;
     unsigned over_high : 1;
     unsigned closing : 1;
     unsigned close_when_flushed : 1;
-    unsigned shut : 1;     /* our side was half-closed */
-    unsigned eof : 1;      /* the read side ended */
-    char tls_err[256];
+    unsigned shut : 1;   /* our side was half-closed */
+    unsigned eof : 1;    /* the read side ended */
+    unsigned sealed : 1; /* TLS records were written this turn and wait to be sent */
+    char *tls_err;       /* why the TLS handshake failed (malloc'd), or NULL */
 };
 
 /* Initializes s on the loop (uv_tcp_init). cbs and data are kept. */

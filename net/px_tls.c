@@ -13,11 +13,15 @@
 #include "base/px_limits.h"
 #include "base/px_err.h"
 #include "net/px_hello.h"
+#include "net/px_tlsbio.h"
+
+/* Framing one TLS record adds to its plaintext, at most: TLS 1.3 header, content type and AEAD
+ * tag (22), TLS 1.2 GCM header, explicit nonce and tag (29). */
+#define PX__TLS_RECORD_OVERHEAD 32
 
 struct px_tls {
     SSL *ssl;
-    BIO *rbio;            /* network → SSL */
-    BIO *wbio;            /* SSL → network */
+    px_tlsbio_t bio;      /* the bytes between ssl and the socket */
     char *host;           /* upstream only: the name given to SNI and verification (session key) */
     uint16_t port;        /* ... with this port */
     int offered;          /* a remembered session was set on ssl */
@@ -25,6 +29,7 @@ struct px_tls {
     int peer_alert;       /* the last alert the peer sent (description), or -1 */
     int sent_cert;        /* server side: our Certificate went out */
     px_runtime_t runtime; /* server side: who sent the ClientHello, as far as it shows */
+    int streaming;        /* full records are going through: buffers kept until px_tls_trim */
 };
 
 static int px__tls_idx = -1; /* SSL ex_data slot: the px_tls_t of every SSL made here */
@@ -178,6 +183,8 @@ int px_tls_server_ctx_new(int (*cert_cb)(SSL *ssl, void *arg), void *arg, SSL_CT
     if (ctx == NULL)
         goto fail;
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* SSL_MODE_RELEASE_BUFFERS: no record buffer is kept between messages; a stream turns it
+     * off for its duration (px__tls_streaming) */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_ENABLE_PARTIAL_WRITE);
     /* Tickets stay: their key lives in this process's memory only, beside the CA key, and a
@@ -514,6 +521,8 @@ int px_tls_client_ctx_new(const char *ca_file, SSL_CTX **out, char *err, size_t 
         return PX_ETLS;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* SSL_MODE_RELEASE_BUFFERS: no record buffer is kept between messages; a stream turns it
+     * off for its duration (px__tls_streaming) */
     SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                               SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
@@ -551,18 +560,12 @@ px_tls_t *px_tls_new(SSL_CTX *ctx, int server, void *app)
     if (t == NULL)
         return NULL;
     t->ssl = SSL_new(ctx);
-    t->rbio = BIO_new(BIO_s_mem());
-    t->wbio = BIO_new(BIO_s_mem());
-    if (t->ssl == NULL || t->rbio == NULL || t->wbio == NULL) {
-        BIO_free(t->rbio);
-        BIO_free(t->wbio);
+    if (t->ssl == NULL || px_tlsbio_attach(&t->bio, t->ssl) != 0) {
         SSL_free(t->ssl);
         free(t);
         ERR_clear_error();
         return NULL;
     }
-    BIO_set_mem_eof_return(t->rbio, -1);
-    SSL_set_bio(t->ssl, t->rbio, t->wbio);
     SSL_set_app_data(t->ssl, app);
     t->peer_alert = -1;
     pthread_once(&px__tls_idx_once, px__tls_idx_init); /* loops make SSLs at once */
@@ -622,6 +625,7 @@ void px_tls_free(px_tls_t *t)
         SSL_set_shutdown(t->ssl, SSL_get_shutdown(t->ssl) | SSL_SENT_SHUTDOWN);
     }
     SSL_free(t->ssl); /* frees both BIOs */
+    px_tlsbio_free(&t->bio);
     free(t->host);
     free(t);
 }
@@ -654,48 +658,47 @@ px_runtime_t px_tls_runtime(const px_tls_t *t)
     return t->runtime;
 }
 
-/* A memory BIO keeps the largest buffer it ever held (a handshake flight, a 64 KiB write) for
- * the connection's life; an empty one is swapped for a fresh, unallocated one instead. */
-static void px__bio_renew(px_tls_t *t, int rd)
+/* Full records are going through: SSL_MODE_RELEASE_BUFFERS would free and allocate OpenSSL's
+ * record buffers (~17 KiB each way) per record, so they stay until px_tls_trim (quiet). */
+static void px__tls_streaming(px_tls_t *t)
 {
-    BIO *b = rd ? t->rbio : t->wbio;
-    BUF_MEM *bm = NULL;
-    if (BIO_ctrl_pending(b) != 0 || BIO_get_mem_ptr(b, &bm) != 1 || bm == NULL || bm->max == 0)
-        return;
-    BIO *n = BIO_new(BIO_s_mem());
-    if (n == NULL) {
-        ERR_clear_error();
-        return; /* keep the old one: only memory is at stake */
-    }
-    if (rd) {
-        BIO_set_mem_eof_return(n, -1);
-        SSL_set0_rbio(t->ssl, n); /* frees the old one */
-        t->rbio = n;
-    } else {
-        SSL_set0_wbio(t->ssl, n);
-        t->wbio = n;
+    if (!t->streaming) {
+        t->streaming = 1;
+        SSL_clear_mode(t->ssl, SSL_MODE_RELEASE_BUFFERS);
     }
 }
 
+/* Both the record buffers inside OpenSSL (~33 KiB once a record went each way) and ours. */
 void px_tls_trim(px_tls_t *t)
 {
     if (t == NULL || !SSL_is_init_finished(t->ssl))
         return;
-    px__bio_renew(t, 1);
-    px__bio_renew(t, 0);
+    if (t->streaming) {
+        t->streaming = 0;
+        SSL_set_mode(t->ssl, SSL_MODE_RELEASE_BUFFERS);
+    }
+    SSL_free_buffers(t->ssl); /* keeps them when a record is half read or written */
+    px_tlsbio_trim(&t->bio);
 }
 
 int px_tls_feed(px_tls_t *t, const char *data, size_t len)
 {
-    while (len > 0) {
-        int chunk = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
-        int n = BIO_write(t->rbio, data, chunk);
-        if (n <= 0)
-            return PX_ENOMEM;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return px_tlsbio_feed(&t->bio, data, len) == 0 ? 0 : PX_ENOMEM;
+}
+
+void px_tls_lend(px_tls_t *t, const char *data, size_t len)
+{
+    px_tlsbio_lend(&t->bio, data, len);
+}
+
+int px_tls_keep(px_tls_t *t)
+{
+    return px_tlsbio_keep(&t->bio) == 0 ? 0 : PX_ENOMEM;
+}
+
+size_t px_tls_output_len(const px_tls_t *t)
+{
+    return t->bio.out_len;
 }
 
 static void px__describe(px_tls_t *t, int rc, char *err, size_t errlen)
@@ -741,6 +744,8 @@ int px_tls_read(px_tls_t *t, char *buf, size_t cap)
 {
     ERR_clear_error();
     int n = SSL_read(t->ssl, buf, cap > (size_t)INT32_MAX ? INT32_MAX : (int)cap);
+    if (n >= SSL3_RT_MAX_PLAIN_LENGTH)
+        px__tls_streaming(t);
     if (n > 0)
         return n;
     int e = SSL_get_error(t->ssl, n);
@@ -755,6 +760,13 @@ int px_tls_read(px_tls_t *t, char *buf, size_t cap)
 int px_tls_write(px_tls_t *t, const char *data, size_t len)
 {
     ERR_clear_error();
+    if (len >= SSL3_RT_MAX_PLAIN_LENGTH)
+        px__tls_streaming(t);
+    /* the records' room in one allocation rather than a doubling per record */
+    size_t records = len / SSL3_RT_MAX_PLAIN_LENGTH + 1;
+    if (len <= SIZE_MAX / 2 &&
+        px_tlsbio_reserve(&t->bio, len + records * PX__TLS_RECORD_OVERHEAD) != 0)
+        return PX_ETLS;
     while (len > 0) {
         int chunk = len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
         int n = SSL_write(t->ssl, data, chunk);
@@ -778,19 +790,7 @@ void px_tls_shutdown(px_tls_t *t)
 
 char *px_tls_take_output(px_tls_t *t, size_t *len)
 {
-    size_t n = BIO_ctrl_pending(t->wbio);
-    if (n == 0)
-        return NULL;
-    char *buf = malloc(n);
-    if (buf == NULL)
-        return NULL;
-    int got = BIO_read(t->wbio, buf, (int)n);
-    if (got <= 0) {
-        free(buf);
-        return NULL;
-    }
-    *len = (size_t)got;
-    return buf;
+    return px_tlsbio_take(&t->bio, len);
 }
 
 int px_tls_sniff(const char *data, size_t len)

@@ -1,6 +1,7 @@
-/* TLS on libuv: an SSL object between two memory BIOs (net→SSL, SSL→net). The owner feeds
- * received ciphertext in, drives the handshake, reads plaintext out, and after every call
- * takes the ciphertext to write with px_tls_take_output(). Contexts are long-lived and
+/* TLS on libuv: an SSL object between two BIOs over the socket's bytes (px_tlsbio.h: net→SSL
+ * reads the caller's buffer, SSL→net collects records). The owner feeds or lends received
+ * ciphertext, drives the handshake, reads plaintext out, and after every call takes the
+ * ciphertext to write with px_tls_take_output(). Contexts are long-lived and
  * shared: one for the client side (airlock as server), one for upstream (airlock as client). */
 #ifndef PX_TLS_H
 #define PX_TLS_H
@@ -83,12 +84,19 @@ int px_tls_alpn_h2(const px_tls_t *t);
 /* Server side: the runtime the ClientHello looked like (px_hello_runtime). */
 px_runtime_t px_tls_runtime(const px_tls_t *t);
 
-/* Gives back the memory the connection's TLS buffers grew to, when they are empty (the
- * connection is between messages). Cheap; call it whenever everything was flushed. */
+/* Gives back the connection's TLS buffers (OpenSSL's record buffers, ours) when they are
+ * empty (the connection is between messages). Call it once the connection has gone quiet: a
+ * stream would only allocate them again. */
 void px_tls_trim(px_tls_t *t);
 
 /* Hands received ciphertext to OpenSSL (copied). Returns 0 or PX_ENOMEM. */
 int px_tls_feed(px_tls_t *t, const char *data, size_t len);
+
+/* Lends received ciphertext instead (data borrowed until px_tls_keep(), read after anything fed
+ * before): the handshake and px_tls_read() take it from there without a copy. px_tls_keep()
+ * ends the lend and copies the part not read yet (a partial record). Returns 0 or PX_ENOMEM. */
+void px_tls_lend(px_tls_t *t, const char *data, size_t len);
+int px_tls_keep(px_tls_t *t);
 
 /* Drives the handshake. Returns 1 when complete, 0 when more input is needed, or PX_ETLS with
  * a reason in err (e.g. "certificate verify failed: unable to get local issuer
@@ -107,6 +115,9 @@ void px_tls_shutdown(px_tls_t *t);
 
 /* Ciphertext waiting to be sent, as a malloc'd buffer the caller takes, or NULL. */
 char *px_tls_take_output(px_tls_t *t, size_t *len);
+
+/* Bytes of ciphertext waiting to be taken. */
+size_t px_tls_output_len(const px_tls_t *t);
 
 /* 1 when data looks like the start of a TLS handshake record. */
 int px_tls_sniff(const char *data, size_t len);

@@ -210,7 +210,8 @@ static void on_conn_connect(px_sock_t *s, int status)
                                 u->h1only ? sizeof(h1) - 1 : 0);
     if (rc != 0) {
         px__up_req_fail(r, "Connection failed: %s",
-                        u->sock.tls_err[0] ? u->sock.tls_err : "cannot set up TLS");
+                        px_sock_tls_error(&u->sock)[0] ? px_sock_tls_error(&u->sock)
+                                                       : "cannot set up TLS");
         return;
     }
     uv_timer_start(&u->timer, on_conn_timer, u->m->cfg->connect_ms, 0);

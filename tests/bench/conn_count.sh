@@ -9,7 +9,8 @@
 #   tests/bench/conn_count.sh          (see tests/bench/README.md, issue 34)
 #
 # Environment: as http_bench.sh: RUNS=3, DURATION=10, CONNS=50, BIG_MB=1024, IDLE_CONNS=300,
-# PROFILE=1 (perf record of airlock during one new-connection run), COUNTS="new big idle" (the
+# PROFILE=1 (perf record of airlock during one new-connection run), PROFILE_BIG=1 (perf record
+# of airlock during each of its downloads), COUNTS="new big idle" (the
 # parts to run), AIRLOCK=binary, OUT=dir.
 # Prints figures; never fails on one.
 # Run, it starts http_bench.sh in its "counts" mode, which sets everything up and then sources
@@ -38,6 +39,12 @@ count_big() { # count_big METRIC SUBJECT URL
     for c in $IO_CALLS; do ev="$ev,syscalls:sys_enter_$c"; done
     perf stat -x, -e "$ev" -p "$(echo $pids | tr ' ' ',')" -o "$T_DIR/cnt-$metric-$subj" > /dev/null 2>&1 &
     local perfpid=$!
+    local profpid=
+    if [ "${PROFILE_BIG:-0}" = 1 ] && [ "$subj" = airlock ] && command -v perf > /dev/null; then
+        perf record -q -F 999 --call-graph dwarf,16384 -o "$T_DIR/perf-$metric.data" \
+            -p "$AIRLOCK_PID" > /dev/null 2>&1 &
+        profpid=$!
+    fi
     sleep 0.5
     read -r r0 w0 < <(sched_ns $pids); io0=$(io_bytes $pids)
     curl -s --http1.1 -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
@@ -51,6 +58,17 @@ count_big() { # count_big METRIC SUBJECT URL
     wait "$curlpid"
     read -r r1 w1 < <(sched_ns $pids); io1=$(io_bytes $pids)
     kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null
+    if [ -n "$profpid" ]; then
+        kill -INT "$profpid" 2>/dev/null; wait "$profpid" 2>/dev/null
+        echo "  --- airlock $metric: self time by symbol (>= 0.5 %)"
+        perf report -i "$T_DIR/perf-$metric.data" --no-children --sort dso,symbol --stdio -g none \
+            --percent-limit 0.5 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40 | cut -c1-110
+        echo "  --- airlock $metric: inclusive time by symbol (>= 2 %)"
+        perf report -i "$T_DIR/perf-$metric.data" --children --sort symbol --stdio -g none \
+            --percent-limit 2 2>/dev/null | grep -v '^#' | grep -v '^$' | grep -v '\] 0x0000' |
+            head -50 | cut -c1-110
+        if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$T_DIR/perf-$metric.data" "$OUT/"; fi
+    fi
     read -r _ size secs < "$T_DIR/cnt-curl"
     if [ "${size:-0}" -eq 0 ]; then echo "  $metric $subj: download failed"; return 1; fi
     local mib cpu_gib calls reads rsize wakes
