@@ -16,6 +16,10 @@ Used by test_docs.sh. A documentation block is a fenced block (```...```). The c
 - Otherwise a document's commands run in a scratch directory of its own, holding its files.
 - Paths under /tmp/ in commands and shown outputs are moved under the test's scratch directory.
 
+`docs_check.py --block DOC TEST TEXT` prints the text of DOC's first block holding a line that
+contains TEXT, for TEST (a test that runs a block marked `checked: tests/integration/TEST`); it
+exits 1 when there is no such block or when the block is not marked as checked by TEST.
+
 Blocks of other kinds (```sh without a marker, yaml, json...) are listed when they look like
 commands (sh, bash, shell), as "not run". Prints one line per block, then a summary; exits 1
 when a shown output differs.
@@ -100,7 +104,22 @@ def matches(shown, got):
     return bool(got) and shown[0] == got[0] and matches(shown[1:], got[1:])
 
 
+def print_block(doc, test, text):
+    for line, _, body, marks in blocks(doc):
+        if any(text in b for b in body):
+            if not marks.get("checked", "").startswith("tests/integration/" + test):
+                print(f"{doc}:{line}: not marked 'checked: tests/integration/{test}'",
+                      file=sys.stderr)
+                return 1
+            print("\n".join(body))
+            return 0
+    print(f"{doc}: no block holding {text!r}", file=sys.stderr)
+    return 1
+
+
 def main():
+    if sys.argv[1] == "--block":
+        return print_block(*sys.argv[2:5])
     root, scratch = sys.argv[1], sys.argv[2]
     docs = sys.argv[3:]
     tmp = os.path.join(scratch, "tmp")
