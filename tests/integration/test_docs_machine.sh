@@ -126,8 +126,12 @@ t_check "README: on the overlay, not the machine's /usr/local" test -e "$T_DIR/o
 
 # ---- ca-trust.md: the system store, then the three checks, with example.com local ----
 mkdir -p "$T_DIR/dns"
-printf 'domains: [example.com]\n' > "$T_DIR/dns/allow.yaml"
+printf 'domains: [example.com, api.internal.example]\n' > "$T_DIR/dns/allow.yaml"
+# (the credential of replacements.md's allow_plain_http example, below)
+printf '{"SURROGATE": {"value": "real", "scopes": ["api.internal.example"], "headers": ["Authorization"]}}\n' \
+    > "$T_DIR/dns/repl.json"
 airlock run --proxy-ip 127.0.0.1 --upstream-dns 192.168.1.1 --allowlist "$T_DIR/dns/allow.yaml" \
+    --replacements "$T_DIR/dns/repl.json" \
     --log "$T_DIR/dns/net.log" --log-create --confdir "$T_DIR/dns/ca" \
     --listen-dns 127.0.0.1:53 --listen-http 127.0.0.1:80 --listen-https 127.0.0.1:443 \
     2> "$T_DIR/dns/airlock.err" &
@@ -167,6 +171,18 @@ printf 'domains: [pypi.org]\n' > "$T_DIR/ci/new-allowlist.yaml"
 t_eq "audit: the CI line fails when it would block a logged request" 1 "$?"
 t_check "audit: and prints replay.txt" cmp "$T_DIR/ci.out" "$T_DIR/ci/replay.txt"
 t_check "audit: which names the request" grep -q 'example.com' "$T_DIR/ci.out"
+
+# ---- replacements.md: a surrogate over plain http, against the same airlock ----
+# The shown answer is wrapped ("one line in reality"): its lines joined are the one line.
+block docs/replacements.md 'curl -s http://api.internal.example/v1/x' > "$T_DIR/plain.txt"
+cmd=$(sed -n 's/^\$ //p' "$T_DIR/plain.txt")
+t_eq "replacements: the block holds one command" 1 "$(grep -c '^\$ ' "$T_DIR/plain.txt")"
+shown=$(sed '0,/^\$ /d' "$T_DIR/plain.txt" | tr -d '\n')
+got=$(bash -c "$cmd" 2>&1)
+t_eq "replacements: the allow_plain_http refusal is the one shown" "$shown" "$got"
+t_check "replacements: and its log line" until_ok "grep -qx \
+    'BLOCKED GET http://api.internal.example/v1/x -> 403 (credential needs https)' \
+    '$T_DIR/dns/net.log'"
 
 # ---- cli.md: the explicit proxy on 10.0.0.1:3128, then the sandbox's firewall ----
 mkdir -p /etc/airlock
