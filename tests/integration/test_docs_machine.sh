@@ -261,4 +261,19 @@ t_check "sandboxes: the host log is in /var/log/airlock (on the overlay)" \
 t_check "sandboxes: the CA is in /var/lib/airlock/ca (on the overlay)" \
     test -e "$T_DIR/ovl/var.up/lib/airlock/ca/mitmproxy-ca-cert.pem"
 stop_matching '--sandboxes /etc/airlock/sandboxes'
+
+# ---- sandboxes.md: a CA per sandbox, its warning as shown ----
+printf 'domains: [github.com, pypi.org]\n' > /etc/airlock/sandboxes/conv42/network-allowlist.yaml
+rm -rf /var/lib/airlock/ca # the previous block's shared CA
+# a sandbox whose allowlist allows nothing gets no CA (airlock refuses to start): none here
+rm -rf /etc/airlock/sandboxes/health
+block docs/sandboxes.md '--ca-per-conversation --ca-days 7' > "$T_DIR/sbxca.sh"
+block docs/sandboxes.md 'sandbox conv42: created a per-conversation CA' > "$T_DIR/sbxca.want"
+bash -e "$T_DIR/sbxca.sh" > "$T_DIR/sbxca.out" 2>&1 &
+wait_ready "$T_DIR/sbxca.out"
+t_eq "sandboxes: the per-sandbox CA block starts airlock" 0 "$?"
+t_check "sandboxes: its stderr has the line shown" grep -qxFf "$T_DIR/sbxca.want" "$T_DIR/sbxca.out"
+t_check "sandboxes: conv42's certificate is where the line says" \
+    test -s /etc/airlock/sandboxes/conv42/mitmproxy-ca-cert.pem
+stop_matching '--sandboxes /etc/airlock/sandboxes'
 t_done
