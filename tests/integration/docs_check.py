@@ -12,7 +12,8 @@ Used by test_docs.sh. A documentation block is a fenced block (```...```). The c
     <!-- run in: DIR -->      its commands run in DIR of the repository ("." = the root)
     <!-- setup: SHELL -->     its commands run in a fresh directory where SHELL ran first
     <!-- not checked: WHY --> the block is not run (counted and listed with WHY)
-    <!-- checked: WHERE -->   the block is run elsewhere (WHERE names the test); listed
+    <!-- checked: WHERE -->   the block is run elsewhere (WHERE starts with the path of the test
+                              or script that runs it, which must exist); listed
 - Otherwise a document's commands run in a scratch directory of its own, holding its files.
 - Paths under /tmp/ in commands and shown outputs are moved under the test's scratch directory.
 
@@ -145,6 +146,12 @@ def main():
                 print(f"NOT CHECKED - {where} ({marks['not checked']})")
                 continue
             if "checked" in marks:
+                # the marker starts with the file that runs the block: it must exist
+                runner = marks["checked"].split()[0] if marks["checked"].split() else ""
+                if not runner or not os.path.isfile(os.path.join(root, runner)):
+                    n_fail += 1
+                    print(f"FAIL - {where}: 'checked: {marks['checked']}' names no file")
+                    continue
                 n_else += 1
                 print(f"CHECKED ELSEWHERE - {where} ({marks['checked']})")
                 continue
