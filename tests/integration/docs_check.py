@@ -12,9 +12,14 @@ Used by test_docs.sh. A documentation block is a fenced block (```...```). The c
     <!-- run in: DIR -->      its commands run in DIR of the repository ("." = the root)
     <!-- setup: SHELL -->     its commands run in a fresh directory where SHELL ran first
     <!-- not checked: WHY --> the block is not run (counted and listed with WHY)
-    <!-- checked: WHERE -->   the block is run elsewhere (WHERE names the test); listed
+    <!-- checked: WHERE -->   the block is run elsewhere (WHERE starts with the path of the test
+                              or script that runs it, which must exist); listed
 - Otherwise a document's commands run in a scratch directory of its own, holding its files.
 - Paths under /tmp/ in commands and shown outputs are moved under the test's scratch directory.
+
+`docs_check.py --block DOC TEST TEXT` prints the text of DOC's first block holding a line that
+contains TEXT, for TEST (a test that runs a block marked `checked: tests/integration/TEST`); it
+exits 1 when there is no such block or when the block is not marked as checked by TEST.
 
 Blocks of other kinds (```sh without a marker, yaml, json...) are listed when they look like
 commands (sh, bash, shell), as "not run". Prints one line per block, then a summary; exits 1
@@ -44,10 +49,7 @@ EXTERNAL_SETUP = {
 }
 
 # Commands of those documents that cannot run here: (document, start of the command): why.
-EXTERNAL_SKIP = {
-    ("docs/replacements.md", "curl -s http://api.internal.example"):
-        "needs a running airlock with the replacements file and DNS pointing at it",
-}
+EXTERNAL_SKIP = {}
 
 
 def blocks(path):
@@ -100,7 +102,22 @@ def matches(shown, got):
     return bool(got) and shown[0] == got[0] and matches(shown[1:], got[1:])
 
 
+def print_block(doc, test, text):
+    for line, _, body, marks in blocks(doc):
+        if any(text in b for b in body):
+            if not marks.get("checked", "").startswith("tests/integration/" + test):
+                print(f"{doc}:{line}: not marked 'checked: tests/integration/{test}'",
+                      file=sys.stderr)
+                return 1
+            print("\n".join(body))
+            return 0
+    print(f"{doc}: no block holding {text!r}", file=sys.stderr)
+    return 1
+
+
 def main():
+    if sys.argv[1] == "--block":
+        return print_block(*sys.argv[2:5])
     root, scratch = sys.argv[1], sys.argv[2]
     docs = sys.argv[3:]
     tmp = os.path.join(scratch, "tmp")
@@ -129,6 +146,12 @@ def main():
                 print(f"NOT CHECKED - {where} ({marks['not checked']})")
                 continue
             if "checked" in marks:
+                # the marker starts with the file that runs the block: it must exist
+                runner = marks["checked"].split()[0] if marks["checked"].split() else ""
+                if not runner or not os.path.isfile(os.path.join(root, runner)):
+                    n_fail += 1
+                    print(f"FAIL - {where}: 'checked: {marks['checked']}' names no file")
+                    continue
                 n_else += 1
                 print(f"CHECKED ELSEWHERE - {where} ({marks['checked']})")
                 continue

@@ -13,6 +13,9 @@
 # 3. The README's quick start: container/example/demo.sh (ports from DEMO_*_PORT), then each
 #    command its banner prints, then SIGTERM: it must stop airlock and its upstream.
 # The agentbox example of docs/policy-formats.md must be the file tests/addons/data uses.
+# The blocks that change the machine (bind 10.0.0.1, write /etc, /var/log, /usr/local, nft,
+# the trust store, example.com) run in test_docs_machine.sh, container/README.md's podman
+# blocks in test_docs_container.sh: each marked `checked:` with the test's path.
 # Runs in private namespaces: no internet, so the demo's "example.com" answers 502.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
