@@ -11,7 +11,8 @@
 # overlay with the test CA added). The block's /tmp/ paths are moved under the test's
 # directory (docs_check.py's convention), and the repository is overlaid at its own path so
 # the block's agent/ directory lands in the test's directory. The static airlock is built
-# (once) in $AIRLOCK_BUILD/docs-container-static, through build-image.sh's
+# (once) in $AIRLOCK_BUILD/container-static (test_container.sh's, one at a time: a ctest
+# RESOURCE_LOCK), through build-image.sh's
 # AIRLOCK_STATIC_BUILD_DIR.
 . "$(dirname "$0")/lib.sh"
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
@@ -74,14 +75,14 @@ overlay() { # overlay LOWER MOUNTPOINT NAME
 }
 t_upstream_ca
 t_upstream_cert "DNS:example.com,DNS:api.github.com" "$T_DIR/up"
-mkdir -p "$T_DIR/realbuild" "$AIRLOCK_BUILD/docs-container-static"
+mkdir -p "$T_DIR/realbuild" "$AIRLOCK_BUILD/container-static"
 mount --bind "$AIRLOCK_BUILD" "$T_DIR/realbuild"
 overlay /etc /etc etc || t_skip root "cannot mount an overlay on /etc"
 mount --bind "$T_DIR/resolv.conf" /etc/resolv.conf
 cat "$T_DIR/upca.pem" >> /etc/ssl/certs/ca-certificates.crt
 overlay "$SRC" "$SRC" repo || t_skip root "cannot mount an overlay on the repository"
 mount --bind "$T_DIR/realbuild" "$AIRLOCK_BUILD" # the static build is kept between runs
-export AIRLOCK_STATIC_BUILD_DIR=$AIRLOCK_BUILD/docs-container-static
+export AIRLOCK_STATIC_BUILD_DIR=$AIRLOCK_BUILD/container-static
 
 # ---- the internet: 192.168.1.1 resolves, 93.184.215.14 serves example.com ----
 UP=al-dup-$$
