@@ -63,7 +63,8 @@ typedef struct px_h2_share {
     const char *reason; /* static: why a stream is refused, for on_refused */
 } px_h2_share_t;
 #define PX_H2_SHARES 2
-/* HPACK dynamic table, both directions (announced; the encoder's is capped too). */
+/* HPACK dynamic table of the requests (announced as SETTINGS_HEADER_TABLE_SIZE). Responses are
+ * encoded without one (px__options in px_h2.c). */
 #define PX_H2_HPACK_TABLE 4096
 /* CONTINUATION frames after one HEADERS frame: more is a flood, GOAWAY ENHANCE_YOUR_CALM. */
 #define PX_H2_MAX_CONTINUATIONS 8

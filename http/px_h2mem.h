@@ -2,7 +2,8 @@
  * (nghttp2 keeps a 16 KiB frame buffer per session for its whole life, and a 4 KiB table) as
  * anonymous pages of their own, which the kernel backs only where bytes are written. An idle
  * connection that only ever sent short frames then holds one page of that buffer instead of four
- * (malloc would hand it pages other connections' TLS buffers touched a moment before). */
+ * (malloc would hand it pages other connections' TLS buffers touched a moment before), and
+ * px_h2mem_trim() gives even those back once the session is idle. */
 #ifndef PX_H2MEM_H
 #define PX_H2MEM_H
 
