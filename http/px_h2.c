@@ -530,8 +530,11 @@ static nghttp2_option *px__options(void)
     if (nghttp2_option_new(&o) != 0)
         return NULL;
     nghttp2_option_set_no_auto_window_update(o, 1);
-    /* closed streams kept (PX_H2_MAX_STREAMS says how many) */
-    nghttp2_option_set_max_deflate_dynamic_table_size(o, PX_H2_HPACK_TABLE);
+    nghttp2_option_set_no_closed_streams(o, 1); /* px__closed_by_client() instead */
+    /* Responses use no dynamic table, as nginx's and HAProxy's do not: the table would keep
+     * every response's fields (~700 bytes an idle connection), for the few bytes of a date or
+     * a content type that repeat. The client's table (requests) is PX_H2_HPACK_TABLE. */
+    nghttp2_option_set_max_deflate_dynamic_table_size(o, 0);
     nghttp2_option_set_max_outbound_ack(o, PX_H2_MAX_OUTBOUND_ACK);
     nghttp2_option_set_max_settings(o, PX_H2_MAX_SETTINGS);
     nghttp2_option_set_stream_reset_rate_limit(o, PX_H2_RST_BURST, PX_H2_RST_RATE);
@@ -545,8 +548,10 @@ px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner)
     nghttp2_session_callbacks *cb = px__callbacks();
     nghttp2_option *o = px__options();
     nghttp2_mem mem;
-    if (h != NULL)
+    if (h != NULL) {
         px_h2mem_init(&h->mem, &mem); /* nghttp2 copies mem; h->mem outlives the session */
+        h->mem.deflate_unused = 1;    /* px__options(): no dynamic table for responses */
+    }
     int rv = h == NULL || cb == NULL || o == NULL ||
              nghttp2_session_server_new3(&h->ses, cb, h, o, &mem);
     nghttp2_session_callbacks_del(cb); /* both take NULL */
@@ -555,6 +560,7 @@ px_h2_t *px_h2_new(const px_h2_cbs_t *cbs, void *owner)
         free(h);
         return NULL;
     }
+    px_h2mem_made(&h->mem);
     h->cbs = cbs;
     h->owner = owner;
     const nghttp2_settings_entry iv[] = {
@@ -619,11 +625,72 @@ static int px__pump(px_h2_t *h)
     return h->failed;
 }
 
+/* ---- frames on streams the client closed -------------------------------------------------- */
+
+/* 1 when sid is one of the last PX_H2_CLOSED_MAX streams the client closed. */
+static int px__closed_by_client(const px_h2_t *h, uint32_t sid)
+{
+    for (unsigned i = 0; i < PX_H2_CLOSED_MAX; i++)
+        if (h->closed[i] == sid)
+            return 1;
+    return 0;
+}
+
+/* Walks the frame headers in d[0..len) (the connection preface first), ahead of nghttp2, which
+ * forgets closed streams (px__options) and then ignores a DATA frame on one without a word to
+ * us. A stream the client ended (END_STREAM) or reset (RST_STREAM) gets nothing more from it:
+ * a DATA or HEADERS frame on it after that is a STREAM_CLOSED error (RFC 9113 5.1; a stream
+ * error may be taken for a connection error, 5.4). Returns the offset in d where such a frame
+ * begins (0 when its header began in an earlier buffer), or len. */
+static size_t px__scan(px_h2_t *h, const uint8_t *d, size_t len)
+{
+    size_t i = 0, k;
+    if (h->scan_pre < NGHTTP2_CLIENT_MAGIC_LEN) {
+        k = NGHTTP2_CLIENT_MAGIC_LEN - h->scan_pre;
+        k = k < len ? k : len;
+        h->scan_pre += k;
+        i += k;
+    }
+    while (i < len) {
+        if (h->scan_skip > 0) {
+            k = h->scan_skip < len - i ? h->scan_skip : len - i;
+            h->scan_skip -= k;
+            i += k;
+            continue;
+        }
+        k = PX_H2_FRAME_HDLEN - h->scan_hn < len - i ? PX_H2_FRAME_HDLEN - h->scan_hn : len - i;
+        memcpy(h->scan_hd + h->scan_hn, d + i, k);
+        h->scan_hn += k;
+        i += k;
+        if (h->scan_hn < PX_H2_FRAME_HDLEN)
+            break;
+        const uint8_t *f = h->scan_hd;
+        h->scan_hn = 0;
+        h->scan_skip = (size_t)f[0] << 16 | (size_t)f[1] << 8 | f[2];
+        uint32_t sid = ((uint32_t)f[5] << 24 | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8]) &
+                       0x7fffffffu;
+        int carries = f[3] == NGHTTP2_DATA || f[3] == NGHTTP2_HEADERS;
+        if (sid == 0)
+            continue;
+        if (carries && px__closed_by_client(h, sid))
+            return i >= PX_H2_FRAME_HDLEN ? i - PX_H2_FRAME_HDLEN : 0;
+        if (f[3] == NGHTTP2_RST_STREAM || (carries && (f[4] & NGHTTP2_FLAG_END_STREAM))) {
+            h->closed[h->closed_next] = sid;
+            h->closed_next = (h->closed_next + 1) % PX_H2_CLOSED_MAX;
+        }
+    }
+    return len;
+}
+
 int px_h2_feed(px_h2_t *h, const char *data, size_t len)
 {
     if (h->failed)
         return h->failed;
-    ssize_t rv = nghttp2_session_mem_recv(h->ses, (const uint8_t *)data, len);
+    size_t ok = h->term ? len : px__scan(h, (const uint8_t *)data, len);
+    ssize_t rv = nghttp2_session_mem_recv(h->ses, (const uint8_t *)data, ok);
+    if (ok < len && rv >= 0 && nghttp2_session_want_read(h->ses)) /* no GOAWAY of its own */
+        px__terminate(h, NGHTTP2_STREAM_CLOSED,
+                      "GOAWAY STREAM_CLOSED: DATA or HEADERS on a stream the client had closed");
     if (rv == NGHTTP2_ERR_NOMEM || rv == NGHTTP2_ERR_CALLBACK_FAILURE)
         h->failed = PX_ENOMEM; /* our callbacks fail only when out of memory */
     else if (rv == NGHTTP2_ERR_FLOODED)
@@ -664,6 +731,16 @@ int px_h2_done(const px_h2_t *h)
 size_t px_h2_paged_resident(const px_h2_t *h)
 {
     return px_h2mem_resident(&h->mem);
+}
+
+size_t px_h2_trim(px_h2_t *h)
+{
+    /* nghttp2 packs a frame into its frame buffer and hands it out whole; px__pump copies it
+     * to out.buf at once. With nothing to send it holds no frame: nghttp2 resets the buffer
+     * before it lets go of the frame's item (aob.item, which want_write counts). */
+    int dead = !h->failed && !h->term && nghttp2_session_want_read(h->ses) &&
+               !nghttp2_session_want_write(h->ses);
+    return px_h2mem_trim(&h->mem, dead);
 }
 
 const char *px_h2_reason(const px_h2_t *h)

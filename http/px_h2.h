@@ -27,13 +27,15 @@
  * client has not acknowledged the SETTINGS yet, and ends the connection (GOAWAY
  * PROTOCOL_ERROR, nghttp2's rule) once it has. */
 #define PX_H2_MAX_STREAMS 100
-/* It also bounds the closed streams nghttp2 keeps (RFC 7540 priorities are on so that a frame
- * on a closed stream gets STREAM_CLOSED and an invalid PRIORITY frame PROTOCOL_ERROR, RFC 9113
- * 5.1 and 6.3): at most PX_H2_MAX_STREAMS minus the open ones, plus at most 100 idle streams
- * named by PRIORITY frames (nghttp2's own bounds; no option lowers them apart). Each is one
- * nghttp2_stream, about 250 bytes: at most ~25 KB per connection each way (measured:
- * tests/h2spec/README.md). Older ones are forgotten: a late frame on them is ignored, as RFC
- * 9113 5.1 allows. */
+/* Closed streams are not kept in nghttp2 (a kept one is ~250 bytes and a slot of its stream
+ * table, whose page an idle connection then keeps: ~4 KiB). What RFC 9113 5.1 asks of them is
+ * done here: the ids of the last PX_H2_CLOSED_MAX streams the client closed itself (END_STREAM
+ * or RST_STREAM) are remembered, and a DATA or HEADERS frame on one once nghttp2 forgot it is a
+ * connection error, STREAM_CLOSED; on older ones, and on streams only airlock reset (frames in
+ * flight are no error), such a frame is ignored, as 5.1 allows. RFC 7540 priorities stay on so
+ * that an invalid PRIORITY frame is PROTOCOL_ERROR (6.3): nghttp2 keeps at most 100 idle
+ * streams that PRIORITY frames name (its own bound, ~250 bytes each). */
+#define PX_H2_CLOSED_MAX 8
 /* Ranges of stream ids a client skipped over (never opened, so closed): a HEADERS frame on one
  * of them is a connection error, PROTOCOL_ERROR (RFC 9113 5.1.1); past the last
  * PX_H2_SKIPPED_MAX ranges such a frame is ignored, as nghttp2 does (clients skip none). */
@@ -61,7 +63,8 @@ typedef struct px_h2_share {
     const char *reason; /* static: why a stream is refused, for on_refused */
 } px_h2_share_t;
 #define PX_H2_SHARES 2
-/* HPACK dynamic table, both directions (announced; the encoder's is capped too). */
+/* HPACK dynamic table of the requests (announced as SETTINGS_HEADER_TABLE_SIZE). Responses are
+ * encoded without one (px__options in px_h2.c). */
 #define PX_H2_HPACK_TABLE 4096
 /* CONTINUATION frames after one HEADERS frame: more is a flood, GOAWAY ENHANCE_YOUR_CALM. */
 #define PX_H2_MAX_CONTINUATIONS 8
@@ -193,6 +196,11 @@ const char *px_h2_reason(const px_h2_t *h);
 /* Bytes of nghttp2's large buffers (its frame buffer) the kernel holds in memory now: the pages
  * frames were written into, not the buffer's size (px_h2mem.h). For tests and benchmarks. */
 size_t px_h2_paged_resident(const px_h2_t *h);
+
+/* For a connection gone quiet: gives back the pages of nghttp2's large blocks that hold nothing
+ * (its frame buffer while it has no frame to send, its stream table once no stream is left);
+ * what the session does next is the same. Returns the bytes given back. */
+size_t px_h2_trim(px_h2_t *h);
 
 /* The owner forwarded n body bytes of sid: the client may send n more. Unknown streams are
  * ignored. */

@@ -59,6 +59,12 @@ struct px_h2 {
     int32_t top_sid;                       /* the highest stream id a client HEADERS used */
     int32_t skipped[PX_H2_SKIPPED_MAX][2]; /* [first, last] ids it skipped, newest last */
     unsigned nskipped;
+    uint32_t closed[PX_H2_CLOSED_MAX]; /* streams the client closed (a ring; 0: none) */
+    unsigned closed_next;
+    uint8_t scan_hd[9]; /* px__scan(): a frame header read so far */
+    unsigned scan_hn;   /* ... its bytes */
+    unsigned scan_pre;  /* connection preface bytes passed */
+    size_t scan_skip;   /* payload bytes left of the frame */
     const char *reason;
     char reason_buf[160];
 };
@@ -69,6 +75,7 @@ static inline px_h2s_t *px__stream(const px_h2_t *h, int32_t sid)
 }
 
 #define px__grow px_h2io_grow
+#define PX_H2_FRAME_HDLEN 9 /* a frame header's bytes (RFC 9113 4.1) */
 
 /* px_h2.c: st's header bytes no longer count as held. */
 void px__heads_release(px_h2_t *h, px_h2s_t *st);

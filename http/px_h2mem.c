@@ -36,8 +36,12 @@ static int px__slot(const px_h2mem_t *m, const void *p)
  * they are page-aligned, more than malloc's alignment. */
 static void *px__paged_new(px_h2mem_t *m, size_t size)
 {
-    if (size < PX_H2MEM_PAGED_MIN || m->npaged == PX_H2MEM_PAGED_MAX || size > SIZE_MAX / 2)
+    int ring = m->deflate_unused && !m->made && size == PX_H2MEM_RING;
+    if ((size < PX_H2MEM_PAGED_MIN && !ring) || m->npaged == PX_H2MEM_PAGED_MAX ||
+        size > SIZE_MAX / 2)
         return NULL;
+    if (ring)
+        m->deflate_unused = 0; /* the next one is the decoder's */
     void *p =
         mmap(NULL, px__map_len(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
@@ -47,6 +51,8 @@ static void *px__paged_new(px_h2mem_t *m, size_t size)
         i++;
     m->paged[i] = p;
     m->size[i] = size;
+    if (!m->made && size == PX_H2MEM_FRAMEBUF)
+        m->frames |= 1u << i;
     m->npaged++;
     m->paged_bytes += size;
     return p;
@@ -58,6 +64,7 @@ static void px__paged_free(px_h2mem_t *m, int slot)
     m->paged_bytes -= m->size[slot];
     m->paged[slot] = NULL;
     m->size[slot] = 0;
+    m->frames &= ~(1u << slot);
     m->npaged--;
 }
 
@@ -117,6 +124,45 @@ void px_h2mem_init(px_h2mem_t *m, nghttp2_mem *mem)
     mem->free = on_h2mem_free;
     mem->calloc = on_h2mem_calloc;
     mem->realloc = on_h2mem_realloc;
+}
+
+/* 1 when the page at p reads as zeros. */
+static int px__page_zero(const unsigned char *p, size_t pg)
+{
+    static const unsigned char zero[256];
+    for (size_t off = 0; off < pg; off += sizeof(zero))
+        if (memcmp(p + off, zero, sizeof(zero)) != 0)
+            return 0;
+    return 1;
+}
+
+void px_h2mem_made(px_h2mem_t *m)
+{
+    m->made = 1;
+}
+
+size_t px_h2mem_trim(px_h2mem_t *m, int frames_dead)
+{
+    size_t pg = px__page(), dropped = 0;
+    for (int i = 0; i < PX_H2MEM_PAGED_MAX; i++) {
+        if (m->paged[i] == NULL)
+            continue;
+        int dead = frames_dead && (m->frames & (1u << i));
+        size_t len = px__map_len(m->size[i]);
+        unsigned char vec[64];
+        size_t npg = len / pg;
+        if (npg > sizeof(vec) || mincore(m->paged[i], len, vec) != 0)
+            continue;
+        for (size_t k = 0; k < npg; k++) {
+            unsigned char *p = (unsigned char *)m->paged[i] + k * pg;
+            /* a page back to zeros reads the same once dropped: a private anonymous page is
+             * faulted in again zero-filled on the next touch */
+            if ((vec[k] & 1) && (dead || px__page_zero(p, pg)) &&
+                madvise(p, pg, MADV_DONTNEED) == 0)
+                dropped += pg;
+        }
+    }
+    return dropped;
 }
 
 size_t px_h2mem_resident(const px_h2mem_t *m)

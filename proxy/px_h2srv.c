@@ -28,16 +28,16 @@ struct px__h2s {
     px_client_t *c;
     int32_t sid;
     px_xchg_t *x;
-    px_defer_t resume;   /* a paused body goes on, from the loop */
-    int paused;          /* the exchange paused the request body */
-    char *hold;          /* body bytes that came while paused (not consumed: the window holds) */
+    px_defer_t resume; /* a paused body goes on, from the loop */
+    int paused;        /* the exchange paused the request body */
+    char *hold;        /* body bytes that came while paused (not consumed: the window holds) */
     size_t hold_len, hold_cap;
-    px_fields_t *end_t;  /* the request ended while bytes were held: its trailers */
+    px_fields_t *end_t; /* the request ended while bytes were held: its trailers */
     int end_held;
-    int resp_body;       /* the response head said a body follows */
+    int resp_body; /* the response head said a body follows */
     int resp_ended;
-    int ws;              /* an extended CONNECT for a WebSocket (RFC 8441) */
-    px_tunnel_t *tun;    /* after its 200: the stream is side 0 of this tunnel */
+    int ws;           /* an extended CONNECT for a WebSocket (RFC 8441) */
+    px_tunnel_t *tun; /* after its 200: the stream is side 0 of this tunnel */
 };
 
 /* The HTTP/2 server side's state, made when the ALPN chose h2 (px__cl_start_h2), freed in the
@@ -45,10 +45,11 @@ struct px__h2s {
 struct px__h2srv {
     px_client_t *c;
     px_h2_t *codec;
-    px__h2s_t *h2s;  /* the streams with an exchange or a tunnel */
+    px__h2s_t *h2s; /* the streams with an exchange or a tunnel */
     size_t h2n;
-    px_defer_t pump; /* output to take from the codec, from the loop */
-    int busy;        /* inside px_h2_feed() */
+    px_defer_t pump;  /* output to take from the codec, from the loop */
+    px_quiet_t quiet; /* after a quiet period without streams, the codec gives pages back */
+    int busy;         /* inside px_h2_feed() */
 };
 
 static const px_down_ops_t px__h2_down;
@@ -217,7 +218,6 @@ static void on_tun_release(px_defer_t *d)
     px__tun_gone(px_container_of(d, px__h2s_t, resume));
 }
 
-
 static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req_t *rq)
 {
     px_client_t *c = owner;
@@ -266,8 +266,12 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
     px_precheck(m, &ctx, pre);
     if (pre->verdict == PX_PRE_TUNNEL)
         pre->verdict = PX_PRE_NO_TUNNEL; /* a CONNECT stream never becomes a tunnel here */
-    px_xchg_from_t from = {.ops = &px__h2_down, .down = s, .pre = ctx, .log = c->log,
-                           .snap = px__cl_snap(c), .up = px__cl_up(c),
+    px_xchg_from_t from = {.ops = &px__h2_down,
+                           .down = s,
+                           .pre = ctx,
+                           .log = c->log,
+                           .snap = px__cl_snap(c),
+                           .up = px__cl_up(c),
                            .budgets = px__cl_budgets(c)};
     uv_timer_stop(&c->timer);
     s->x = px_xchg_start(c->ctx, &from, m, pre);
@@ -372,6 +376,15 @@ static const px_h2_cbs_t px__h2_cbs = {
 
 /* ---- the connection ---------------------------------------------------------------------- */
 
+/* Quiet (PX_QUIET_MS untouched) and without streams: the codec gives back the pages of
+ * nghttp2's frame buffer and stream table (~8 KiB an idle connection after one request). */
+static void on_h2_quiet(px_quiet_t *q)
+{
+    px__h2srv_t *h = px_container_of(q, px__h2srv_t, quiet);
+    if (h->h2n == 0)
+        px_h2_trim(h->codec);
+}
+
 /* Frames out while the socket has room; then the idle timer or the end. */
 void px__cl_h2_pump(px_client_t *c)
 {
@@ -394,6 +407,7 @@ void px__cl_h2_pump(px_client_t *c)
     }
     if (c->h2->h2n == 0 && !uv_is_active((uv_handle_t *)&c->timer))
         px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* an idle connection has a deadline */
+    px_quiet_touch(&c->ctx->loop, &c->h2->quiet, on_h2_quiet);
 }
 
 static void on_h2_pump(px_defer_t *d)
@@ -450,6 +464,7 @@ void px__cl_h2_shut(px_client_t *c, const char *reason)
     if (c->h2 == NULL)
         return;
     px_defer_cancel(&c->ctx->loop, &c->h2->pump);
+    px_quiet_cancel(&c->ctx->loop, &c->h2->quiet);
     px_h2_unshare(c->h2->codec);
     while (c->h2->h2s != NULL)
         px__h2s_drop(c->h2->h2s, reason);
@@ -464,6 +479,7 @@ void px__cl_h2_free(px_client_t *c)
 {
     if (c->h2 == NULL)
         return;
+    px_quiet_cancel(&c->ctx->loop, &c->h2->quiet);
     px_h2_free(c->h2->codec);
     free(c->h2);
     c->h2 = NULL;
@@ -664,9 +680,9 @@ int px__cl_is_h2c(const char *data, size_t len)
 void px__cl_h2c_refuse(px_client_t *c)
 {
     static const unsigned char frames[] = {
-        0, 0, 0, 0x4, 0, 0, 0, 0, 0,                  /* SETTINGS, empty */
-        0, 0, 8, 0x7, 0, 0, 0, 0, 0,                  /* GOAWAY */
-        0, 0, 0, 0, 0, 0, 0, 0xd};                    /* last stream 0, HTTP_1_1_REQUIRED */
+        0, 0, 0, 0x4, 0, 0, 0, 0,  0, /* SETTINGS, empty */
+        0, 0, 8, 0x7, 0, 0, 0, 0,  0, /* GOAWAY */
+        0, 0, 0, 0,   0, 0, 0, 0xd};  /* last stream 0, HTTP_1_1_REQUIRED */
     audit_event_t ev = audit_event_access(AUDIT_EV_REQUEST, AUDIT_EV_BLOCKED, NULL, NULL, 400);
     px_log_eventf(c->log, &ev,
                   "malformed request: cleartext HTTP/2 (h2c) is refused; use HTTP/1.1 or TLS");

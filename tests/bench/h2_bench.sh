@@ -294,7 +294,7 @@ done
 echo
 log "load after: $(cat /proc/loadavg)"
 log "summary: $RUNS run(s); medians"
-"$PY" - "$RES" <<'PY'
+"$PY" - "$RES" "$CONNS" "$STREAMS" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -320,6 +320,25 @@ if ("idle_kb", "airlock") in med and idle:
     k = med[("idle_kb", "airlock")]
     print("  idle h2 connection airlock %.1f KB, best relay (%s) %.1f KB: %s" % (
         k, r, v, "met" if k <= v else "MISSED"))
+# the same as a markdown table (tests/bench/README.md, issue 34's table): medians, then the
+# ratio to the better relay (requests/s: airlock / better; CPU and memory: better / airlock, so
+# > 1 is airlock ahead everywhere)
+have = [s for s in ("airlock", "nginx", "haproxy") if ("rps", s) in med or ("idle_kb", s) in med]
+print()
+print("| %s-c%s -m%s | %s | airlock / better relay |" % ("HTTP/2, h2load ", sys.argv[2], sys.argv[3],
+      " | ".join(have)))
+print("|" + " --- |" * (len(have) + 2))
+for m, label, fmt, up in (("rps", "requests/s", "%.0f", 1), ("cpu_us", "CPU per request, us", "%.2f", 0),
+                          ("sys", "system calls per request", "%.2f", 0),
+                          ("idle_kb", "RSS per idle h2 connection, KB", "%.1f", 0)):
+    cells = [(fmt % med[(m, s)]) if (m, s) in med else "-" for s in have]
+    rel = [med[(m, r)] for r in ("nginx", "haproxy") if (m, r) in med]
+    ratio = "-"
+    if (m, "airlock") in med and rel and med[(m, "airlock")] > 0:
+        a_v = med[(m, "airlock")]
+        ratio = "%.2fx" % (a_v / max(rel) if up else min(rel) / a_v)
+    print("| %s | %s | %s |" % (label, " | ".join(cells), ratio))
+print()
 for other, goal in (("nginx", 1.0), ("haproxy", 1.0), ("mitmdump", 30.0)):
     o = med.get(("rps", other))
     if a and o:

@@ -480,6 +480,50 @@ static void test_px_h2_idle_memory(void **state)
     srv_free(&s);
 }
 
+/* Gone quiet, a session gives back what nghttp2's large blocks hold for nothing: its frame
+ * buffer (no frame in hand) and its stream table (no stream left; closed streams are not kept).
+ * Before, the two pages stayed, and after a large answer the frame buffer's five. The session
+ * then goes on as before. */
+static void test_px_h2_idle_trim(void **state)
+{
+    srv_t s;
+    cli_t c;
+    srv_init(&s);
+    cli_init(&c, 0, 0);
+    s.answer = 1;
+    int32_t sid = cli_get(&c, "/a");
+    pump(&c, &s);
+    assert_int_equal(c.st[sid / 2].status, 200);
+    assert_true(px_h2_paged_resident(s.h) > 0);
+    assert_true(px_h2_trim(s.h) > 0);
+    assert_int_equal(px_h2_paged_resident(s.h), 0);
+    /* a large answer: every page of the frame buffer is written, then given back again */
+    static char big[40000];
+    memset(big, 'b', sizeof(big));
+    s.answer = 0;
+    sid = cli_get(&c, "/b");
+    pump(&c, &s);
+    assert_int_equal(px_h2_respond(s.h, sid, 200, NULL, 0, 1), 0);
+    assert_int_equal(px_h2_send_data(s.h, sid, big, sizeof(big)), 0);
+    assert_int_equal(px_h2_end(s.h, sid, NULL), 0);
+    pump(&c, &s);
+    assert_int_equal(c.st[sid / 2].blen, sizeof(big));
+    assert_memory_equal(c.st[sid / 2].body, big, sizeof(big));
+    assert_true(c.st[sid / 2].closed);
+    assert_true(px_h2_paged_resident(s.h) >= 4 * 4096);
+    assert_true(px_h2_trim(s.h) >= 4 * 4096);
+    assert_int_equal(px_h2_paged_resident(s.h), 0);
+    assert_int_equal(px_h2_trim(s.h), 0); /* nothing left to give */
+    s.answer = 1;
+    sid = cli_get(&c, "/c");
+    pump(&c, &s);
+    assert_int_equal(c.st[sid / 2].status, 200);
+    assert_memory_equal(c.st[sid / 2].body, "ok 5", 4);
+    assert_false(c.goaway);
+    cli_free(&c);
+    srv_free(&s);
+}
+
 static void test_px_h2_post_trailers(void **state)
 {
     srv_t s;
@@ -1359,6 +1403,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_h2_get),
         cmocka_unit_test(test_px_h2_idle_memory),
+        cmocka_unit_test(test_px_h2_idle_trim),
         cmocka_unit_test(test_px_h2_post_trailers),
         cmocka_unit_test(test_px_h2_interim_and_empty_body),
         cmocka_unit_test(test_px_h2_out_of_order),

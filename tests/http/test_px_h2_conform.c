@@ -137,38 +137,102 @@ static void take(srv_t *s, long *goaway, long *rst)
 typedef struct conf_case {
     const char *name;
     int answer;
-    step_t steps[4];
+    step_t steps[12];
     long code; /* the error expected, as GOAWAY or RST_STREAM; -1: neither */
+    int feed;  /* 0: each frame fed alone; 1: all in one buffer; 2: a byte at a time */
 } conf_case_t;
 
 static const conf_case_t cases[] = {
     {"PRIORITY on stream 0 (h2spec 6.3/1)",
      0,
      {{F_PRIORITY, 0}, {F_END, 0}},
-     NGHTTP2_PROTOCOL_ERROR},
+     NGHTTP2_PROTOCOL_ERROR,
+     0},
     {"PRIORITY on itself (h2spec 5.3.1/2)",
      0,
      {{F_PRIORITY_SELF, 1}, {F_END, 0}},
-     NGHTTP2_PROTOCOL_ERROR},
+     NGHTTP2_PROTOCOL_ERROR,
+     0},
     {"HEADERS on a skipped id (h2spec 5.1.1/2)",
      0,
      {{F_HEADERS, 5}, {F_HEADERS, 3}, {F_END, 0}},
-     NGHTTP2_PROTOCOL_ERROR},
+     NGHTTP2_PROTOCOL_ERROR,
+     0},
     {"DATA after the client's RST_STREAM (h2spec 5.1/8)",
      0,
      {{F_HEADERS_OPEN, 1}, {F_RST, 1}, {F_DATA, 1}, {F_END, 0}},
-     NGHTTP2_STREAM_CLOSED},
+     NGHTTP2_STREAM_CLOSED,
+     0},
     {"HEADERS after the client's RST_STREAM (h2spec 5.1/9)",
      0,
      {{F_HEADERS_OPEN, 1}, {F_RST, 1}, {F_HEADERS, 1}, {F_END, 0}},
-     NGHTTP2_STREAM_CLOSED},
+     NGHTTP2_STREAM_CLOSED,
+     0},
     {"DATA on a stream closed both ways (h2spec 5.1/11)",
      1,
      {{F_HEADERS, 1}, {F_DATA, 1}, {F_END, 0}},
-     NGHTTP2_STREAM_CLOSED},
-    {"control: ids in order", 0, {{F_HEADERS, 1}, {F_HEADERS, 3}, {F_HEADERS, 9}, {F_END, 0}}, -1},
-    {"control: DATA on an open stream", 0, {{F_HEADERS_OPEN, 1}, {F_DATA, 1}, {F_END, 0}}, -1},
-    {"control: PRIORITY on an idle stream", 0, {{F_PRIORITY, 7}, {F_HEADERS, 1}, {F_END, 0}}, -1},
+     NGHTTP2_STREAM_CLOSED,
+     0},
+    {"DATA after the client's RST_STREAM, one buffer",
+     0,
+     {{F_HEADERS_OPEN, 1}, {F_RST, 1}, {F_DATA, 1}, {F_END, 0}},
+     NGHTTP2_STREAM_CLOSED,
+     1},
+    {"HEADERS after the client's RST_STREAM, a byte at a time",
+     0,
+     {{F_HEADERS_OPEN, 1}, {F_RST, 1}, {F_HEADERS, 1}, {F_END, 0}},
+     NGHTTP2_STREAM_CLOSED,
+     2},
+    {"DATA on a stream closed both ways, one buffer",
+     1,
+     {{F_HEADERS, 1}, {F_HEADERS, 3}, {F_DATA, 1}, {F_END, 0}},
+     NGHTTP2_STREAM_CLOSED,
+     1},
+    {"DATA on the 8th-last stream the client closed",
+     1,
+     {{F_HEADERS, 1},
+      {F_HEADERS, 3},
+      {F_HEADERS, 5},
+      {F_HEADERS, 7},
+      {F_HEADERS, 9},
+      {F_HEADERS, 11},
+      {F_HEADERS, 13},
+      {F_HEADERS, 15},
+      {F_DATA, 1},
+      {F_END, 0}},
+     NGHTTP2_STREAM_CLOSED,
+     0},
+    {"control: DATA on the 9th-last stream closed (forgotten: ignored)",
+     1,
+     {{F_HEADERS, 1},
+      {F_HEADERS, 3},
+      {F_HEADERS, 5},
+      {F_HEADERS, 7},
+      {F_HEADERS, 9},
+      {F_HEADERS, 11},
+      {F_HEADERS, 13},
+      {F_HEADERS, 15},
+      {F_HEADERS, 17},
+      {F_DATA, 1},
+      {F_END, 0}},
+     -1,
+     0},
+    {"control: PRIORITY and RST_STREAM on a closed stream",
+     1,
+     {{F_HEADERS, 1}, {F_PRIORITY, 1}, {F_RST, 1}, {F_HEADERS, 3}, {F_END, 0}},
+     -1,
+     0},
+    {"control: ids in order",
+     0,
+     {{F_HEADERS, 1}, {F_HEADERS, 3}, {F_HEADERS, 9}, {F_END, 0}},
+     -1,
+     0},
+    {"control: DATA on an open stream", 0, {{F_HEADERS_OPEN, 1}, {F_DATA, 1}, {F_END, 0}}, -1, 0},
+    {"control: PRIORITY on an idle stream",
+     0,
+     {{F_PRIORITY, 7}, {F_HEADERS, 1}, {F_END, 0}},
+     -1,
+     0},
 };
 
 static void test_px_h2_conform(void **state)
@@ -188,11 +252,18 @@ static void test_px_h2_conform(void **state)
         n += frame(b + n, 4, 0x1, 0, NULL, 0); /* the server's SETTINGS acknowledged */
         px_h2_feed(s.h, (const char *)b, n);
         long goaway = -1, rst = -1;
+        n = 0;
         for (const step_t *st = c->steps; st->kind != F_END; st++) {
-            n = step_bytes(b, d, st);
-            px_h2_feed(s.h, (const char *)b, n); /* an error shows as frames */
-            take(&s, &goaway, &rst);
+            n += step_bytes(b + n, d, st);
+            if (c->feed == 0) {
+                px_h2_feed(s.h, (const char *)b, n); /* an error shows as frames */
+                take(&s, &goaway, &rst);
+                n = 0;
+            }
         }
+        for (size_t k = 0; k < n; k += c->feed == 2 ? 1 : n)
+            px_h2_feed(s.h, (const char *)b + k, c->feed == 2 ? 1 : n);
+        take(&s, &goaway, &rst);
         long got = goaway >= 0 ? goaway : rst;
         print_message("%-52s GOAWAY %ld RST_STREAM %ld\n", c->name, goaway, rst);
         if (got != c->code)

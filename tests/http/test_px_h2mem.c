@@ -142,13 +142,63 @@ static void test_px_h2mem_realloc(void **state)
     }
 }
 
+/* Table: what px_h2mem_trim() gives back of three blocks (a frame buffer made with the
+ * session, a 4-page table, the encoder's ring), written as each row says, with and without
+ * frames_dead. Only zero pages go, and the frame buffer's pages only when frames_dead; what
+ * stays reads as written. */
+static void test_px_h2mem_trim(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        int frames_dead;
+        size_t fb_bytes;   /* bytes of 'x' written at the frame buffer's start */
+        int zero_page;     /* the table's page 1 written with zeros only */
+        size_t given_back; /* pages */
+        size_t resident;   /* pages after */
+    } rows[] = {
+        {"nothing written", 1, 0, 0, 0, 1},
+        {"a short frame, frames in hand", 0, 100, 0, 0, 2},
+        {"a short frame, none in hand", 1, 100, 0, 1, 1},
+        {"a large frame, none in hand", 1, 16394, 0, 5, 1},
+        {"a zero page in the table", 0, 0, 1, 1, 1},
+        {"both", 1, 16394, 1, 6, 1},
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        px_h2mem_t m = {0};
+        nghttp2_mem mem;
+        px_h2mem_init(&m, &mem);
+        m.deflate_unused = 1;
+        char *ring = mem.malloc(PX_H2MEM_RING, mem.mem_user_data);
+        char *fb = mem.realloc(NULL, PX_H2MEM_FRAMEBUF, mem.mem_user_data);
+        px_h2mem_made(&m);
+        char *tab = mem.calloc(4, 4096, mem.mem_user_data);
+        assert_true(is_paged(&m, ring) && is_paged(&m, fb) && is_paged(&m, tab));
+        tab[0] = 't'; /* page 0 of the table: live */
+        if (rows[r].zero_page)
+            memset(tab + 4096, 0, 4096);
+        memset(fb, 'x', rows[r].fb_bytes);
+        size_t given = px_h2mem_trim(&m, rows[r].frames_dead);
+        print_message("%-32s gave %zu pages, %zu left\n", rows[r].what, given / 4096,
+                      px_h2mem_resident(&m) / 4096);
+        assert_int_equal(given, rows[r].given_back * 4096);
+        assert_int_equal(px_h2mem_resident(&m), rows[r].resident * 4096);
+        assert_int_equal(tab[0], 't');
+        if (!rows[r].frames_dead && rows[r].fb_bytes > 0)
+            assert_int_equal(fb[rows[r].fb_bytes - 1], 'x');
+        mem.free(ring, mem.mem_user_data);
+        mem.free(fb, mem.mem_user_data);
+        mem.free(tab, mem.mem_user_data);
+        assert_int_equal(m.npaged, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_px_h2mem_sizes),
-        cmocka_unit_test(test_px_h2mem_resident),
-        cmocka_unit_test(test_px_h2mem_slots_full),
-        cmocka_unit_test(test_px_h2mem_realloc),
+        cmocka_unit_test(test_px_h2mem_sizes),      cmocka_unit_test(test_px_h2mem_resident),
+        cmocka_unit_test(test_px_h2mem_slots_full), cmocka_unit_test(test_px_h2mem_realloc),
+        cmocka_unit_test(test_px_h2mem_trim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
