@@ -21,7 +21,8 @@
 typedef struct px__rec {
     struct px__rec *next;
     uint64_t observed_ns;
-    size_t len;
+    size_t len;      /* the JSON event: data[0..len) */
+    size_t line_len; /* its text line, data[len..len + line_len); 0: none given */
     char data[];
 } px__rec_t;
 
@@ -69,11 +70,18 @@ void px_otel_stats(px_otel_stats_t *out)
 
 void px_otel_push(const char *json, size_t len)
 {
+    px_otel_push_line(json, len, NULL, 0);
+}
+
+void px_otel_push_line(const char *json, size_t len, const char *line, size_t line_len)
+{
     if (!px__ot.on)
         return;
+    if (line == NULL)
+        line_len = 0;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    px__rec_t *r = malloc(sizeof(*r) + len);
+    px__rec_t *r = malloc(sizeof(*r) + len + line_len);
     if (r == NULL) {
         atomic_fetch_add(&px__ot.dropped_full, 1);
         return;
@@ -81,7 +89,11 @@ void px_otel_push(const char *json, size_t len)
     r->next = NULL;
     r->observed_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     r->len = len;
+    r->line_len = line_len;
     memcpy(r->data, json, len);
+    if (line_len > 0)
+        memcpy(r->data + len, line, line_len);
+    len += line_len; /* the queue's bytes */
     pthread_mutex_lock(&px__ot.mu);
     if (px__ot.count >= px__ot.conf.max_queue || px__ot.bytes + len > PX_OTEL_QUEUE_BYTES_MAX ||
         atomic_load(&px__ot.stop)) {
@@ -229,7 +241,7 @@ static void px__pop(void)
     if (px__ot.head == NULL)
         px__ot.tail = NULL;
     px__ot.count--;
-    px__ot.bytes -= r->len;
+    px__ot.bytes -= r->len + r->line_len;
     pthread_mutex_unlock(&px__ot.mu);
     free(r);
 }
@@ -256,7 +268,8 @@ static size_t px__batch(char *body, char *rec)
     size_t len = (size_t)off, n = 0, taken = 0;
     px__rec_t *r;
     while (taken < px__ot.conf.max_batch && (r = px__peek()) != NULL) {
-        int w = px_otel_record_render(r->data, r->len, r->observed_ns, rec, PX__REC_MAX);
+        int w = px_otel_record_render(r->data, r->len, r->line_len > 0 ? r->data + r->len : NULL,
+                                      r->line_len, r->observed_ns, rec, PX__REC_MAX);
         if (w < 0) { /* not an event object: never sent */
             atomic_fetch_add(&px__ot.dropped_failed, 1);
             snprintf(px__rep.why, sizeof(px__rep.why), "an event could not be rendered");

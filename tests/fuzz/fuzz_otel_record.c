@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t cap = size * 8 + 8192;
     char *out = malloc(cap);
     CHECK(out != NULL);
-    int n = px_otel_record_render((const char *)data, size, 1770122097999000001ull, out, cap);
+    int n =
+        px_otel_record_render((const char *)data, size, NULL, 0, 1770122097999000001ull, out, cap);
     /* (a raw NUL byte is never JSON; jansson lets one pass after a number) */
     json_t *in = json_loadb((const char *)data, size, 0, NULL);
     if (json_is_object(in) && memchr(data, 0, size) == NULL)
@@ -55,6 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         json_decref(rec);
     }
+    /* any bytes as the text line the log passed: still one valid record */
+    n = px_otel_record_render("{\"v\":2}", 7, (const char *)data, size, 1, out, cap);
+    CHECK(n > 0);
+    json_t *rec = json_loadb(out, (size_t)n, JSON_ALLOW_NUL, NULL);
+    CHECK(json_is_string(json_object_get(json_object_get(rec, "body"), "stringValue")));
+    json_decref(rec);
     free(out);
     return 0;
 }

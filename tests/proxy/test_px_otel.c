@@ -374,8 +374,8 @@ static void test_px_otel_record(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char out[8192];
-        int n = px_otel_record_render(cases[i].json, strlen(cases[i].json), 1770122097999000001ull,
-                                      out, sizeof(out));
+        int n = px_otel_record_render(cases[i].json, strlen(cases[i].json), NULL, 0,
+                                      1770122097999000001ull, out, sizeof(out));
         if (n < 0)
             fail_msg("case %zu: not rendered", i);
         json_t *rec = json_loads(out, 0, NULL);
@@ -393,9 +393,40 @@ static void test_px_otel_record(void **state)
         json_decref(rec);
     }
     char small[64];
-    assert_int_equal(px_otel_record_render(allowed, strlen(allowed), 1, small, sizeof(small)), -1);
-    assert_int_equal(px_otel_record_render("[1]", 3, 1, small, sizeof(small)), -1);
-    assert_int_equal(px_otel_record_render("{", 1, 1, small, sizeof(small)), -1);
+    assert_int_equal(
+        px_otel_record_render(allowed, strlen(allowed), NULL, 0, 1, small, sizeof(small)), -1);
+    assert_int_equal(px_otel_record_render("[1]", 3, NULL, 0, 1, small, sizeof(small)), -1);
+    assert_int_equal(px_otel_record_render("{", 1, NULL, 0, 1, small, sizeof(small)), -1);
+}
+
+/* The body is the text line the log passed (px_otel_push_line()), escaped for JSON: quotes,
+ * backslashes and controls escaped, UTF-8 kept, a byte that is not UTF-8 as U+FFFD. */
+static void test_px_otel_record_line(void **state)
+{
+    (void)state;
+    static const char ev[] = "{\"v\":2,\"kind\":\"dns\",\"host\":\"a.test\"}";
+    static const struct {
+        const char *line, *want;
+    } cases[] = {
+        {"DNS A a.test -> 10.0.0.1", "DNS A a.test -> 10.0.0.1"},
+        {"q\"b\\c\x01\t", "q\"b\\c\x01\t"},
+        {"caf\xc3\xa9 \xff \xc3", "caf\xc3\xa9 \xef\xbf\xbd \xef\xbf\xbd"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[4096];
+        int n = px_otel_record_render(ev, strlen(ev), cases[i].line, strlen(cases[i].line), 1, out,
+                                      sizeof(out));
+        assert_true(n > 0);
+        json_t *rec = json_loads(out, 0, NULL);
+        if (rec == NULL)
+            fail_msg("case %zu: not JSON: %s", i, out);
+        const char *body =
+            json_string_value(json_object_get(json_object_get(rec, "body"), "stringValue"));
+        if (body == NULL || strcmp(body, cases[i].want) != 0)
+            fail_msg("case %zu: body '%s', want '%s'", i, body ? body : "(none)", cases[i].want);
+        json_decref(rec);
+    }
 }
 
 static void test_px_otel_off(void **state)
@@ -413,10 +444,10 @@ static void test_px_otel_off(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_px_otel_conf),     cmocka_unit_test(test_px_otel_tls),
-        cmocka_unit_test(test_px_otel_resource), cmocka_unit_test(test_px_otel_pairs),
-        cmocka_unit_test(test_px_otel_severity), cmocka_unit_test(test_px_otel_record),
-        cmocka_unit_test(test_px_otel_off),
+        cmocka_unit_test(test_px_otel_conf),        cmocka_unit_test(test_px_otel_tls),
+        cmocka_unit_test(test_px_otel_resource),    cmocka_unit_test(test_px_otel_pairs),
+        cmocka_unit_test(test_px_otel_severity),    cmocka_unit_test(test_px_otel_record),
+        cmocka_unit_test(test_px_otel_record_line), cmocka_unit_test(test_px_otel_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
