@@ -194,10 +194,6 @@ class TLSServer(http.server.ThreadingHTTPServer):
     one that refuses the certificate, costs the accept loop nothing), and a failed handshake
     is no connection (handshake_failures.txt counts it)."""
 
-    def get_request(self):
-        sock, addr = self.socket.accept()
-        return sock, addr
-
     def process_request_thread(self, request, client_address):
         try:
             request = self.ctx.wrap_socket(request, server_side=True)
