@@ -1,6 +1,6 @@
 /* The OTEL_* environment of the OTLP exporter (OpenTelemetry's "OTLP Exporter" and "Environment
  * Variable" specifications), read once at start-up. */
-#include "proxy/px_otel.h"
+#include "proxy/px_otel_conf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -114,20 +114,14 @@ static int px__num(const char *(*get)(const char *), const char *name, const cha
     return 0;
 }
 
-/* The endpoint: http://host[:port][/path[?query]] into c's url parts. */
+/* The endpoint: http[s]://host[:port][/path[?query]] into c's url parts. */
 static int px__url(px_otel_conf_t *c, const char *url, int logs, char *err, size_t errlen)
 {
     size_t n = strlen(url);
-    if (strncmp(url, "https://", 8) == 0) {
-        snprintf(err, errlen,
-                 "%s: https:// is not supported (use an http:// endpoint, e.g. a collector on "
-                 "loopback or a private network)",
-                 logs ? "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT");
-        return PX_ECONFIG;
-    }
-    if (strncmp(url, "http://", 7) != 0 || n >= sizeof(c->url) - 8) {
-        snprintf(err, errlen, "%s: want http://host[:port][/path]",
-                 logs ? "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT");
+    const char *var = logs ? "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT";
+    c->tls = strncmp(url, "https://", 8) == 0;
+    if ((!c->tls && strncmp(url, "http://", 7) != 0) || n >= sizeof(c->url) - 8) {
+        snprintf(err, errlen, "%s: want http[s]://host[:port][/path]", var);
         return PX_ECONFIG;
     }
     for (size_t i = 0; i < n; i++) {
@@ -135,7 +129,7 @@ static int px__url(px_otel_conf_t *c, const char *url, int logs, char *err, size
         if (ch <= 0x20 || ch >= 0x7f)
             goto bad;
     }
-    const char *a = url + 7;
+    const char *a = url + (c->tls ? 8 : 7);
     const char *slash = a + strcspn(a, "/?#");
     if (*slash == '#' || memchr(a, '@', (size_t)(slash - a)) != NULL || slash == a)
         goto bad; /* a fragment, or user:password in the URL: refused rather than sent */
@@ -156,7 +150,7 @@ static int px__url(px_otel_conf_t *c, const char *url, int logs, char *err, size
         goto bad;
     memcpy(c->host, h, (size_t)(he - h));
     c->host[he - h] = '\0';
-    snprintf(c->port, sizeof(c->port), "80");
+    snprintf(c->port, sizeof(c->port), "%s", c->tls ? "443" : "80");
     if (colon != NULL) {
         size_t pl = (size_t)(slash - colon - 1);
         unsigned long pn = pl > 0 && pl <= 5 ? strtoul(colon + 1, NULL, 10) : 0;
@@ -174,11 +168,10 @@ static int px__url(px_otel_conf_t *c, const char *url, int logs, char *err, size
     else
         snprintf(c->path, sizeof(c->path), "%.*s%sv1/logs%s", (int)(q - slash), slash,
                  q > slash && q[-1] == '/' ? "" : "/", q);
-    snprintf(c->url, sizeof(c->url), "http://%s%s", c->hostport, c->path);
+    snprintf(c->url, sizeof(c->url), "%s://%s%s", c->tls ? "https" : "http", c->hostport, c->path);
     return 0;
 bad:
-    snprintf(err, errlen, "%s: not a usable http:// URL",
-             logs ? "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT" : "OTEL_EXPORTER_OTLP_ENDPOINT");
+    snprintf(err, errlen, "%s: not a usable http[s]:// URL", var);
     return PX_ECONFIG;
 }
 
@@ -296,6 +289,44 @@ static int px__protocol(const char *(*get)(const char *), char *err, size_t errl
     return PX_ECONFIG;
 }
 
+/* A file variable (the signal's wins) into out; "" when unset. */
+static int px__file(const char *(*get)(const char *), const char *what, char *out, size_t cap,
+                    char *err, size_t errlen)
+{
+    char logs[64], all[64];
+    snprintf(logs, sizeof(logs), "OTEL_EXPORTER_OTLP_LOGS_%s", what);
+    snprintf(all, sizeof(all), "OTEL_EXPORTER_OTLP_%s", what);
+    const char *v = px__env2(get, logs, all);
+    if (v == NULL)
+        return 0;
+    if (strlen(v) >= cap) {
+        snprintf(err, errlen, "%s: a file name over %zu bytes", px__env(get, logs) ? logs : all,
+                 cap - 1);
+        return PX_ECONFIG;
+    }
+    memcpy(out, v, strlen(v) + 1);
+    return 0;
+}
+
+/* The TLS files: a CA bundle, a client certificate and its key (both or neither). */
+static int px__tls_files(px_otel_conf_t *c, const char *(*get)(const char *), char *err,
+                         size_t errlen)
+{
+    int rc = px__file(get, "CERTIFICATE", c->ca_file, sizeof(c->ca_file), err, errlen);
+    if (rc == 0)
+        rc = px__file(get, "CLIENT_CERTIFICATE", c->cert_file, sizeof(c->cert_file), err, errlen);
+    if (rc == 0)
+        rc = px__file(get, "CLIENT_KEY", c->key_file, sizeof(c->key_file), err, errlen);
+    if (rc == 0 && (c->cert_file[0] == '\0') != (c->key_file[0] == '\0')) {
+        snprintf(err, errlen, "OTEL_EXPORTER_OTLP_CLIENT_%s: set without %s",
+                 c->cert_file[0] != '\0' ? "CERTIFICATE" : "KEY",
+                 c->cert_file[0] != '\0' ? "OTEL_EXPORTER_OTLP_CLIENT_KEY"
+                                         : "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE");
+        rc = PX_ECONFIG;
+    }
+    return rc;
+}
+
 int px_otel_conf_load(px_otel_conf_t *c, const char *(*get)(const char *name), char *err,
                       size_t errlen)
 {
@@ -315,6 +346,8 @@ int px_otel_conf_load(px_otel_conf_t *c, const char *(*get)(const char *name), c
     int rc = px__url(c, logs != NULL ? logs : all, logs != NULL, err, errlen);
     if (rc == 0)
         rc = px__protocol(get, err, errlen);
+    if (rc == 0)
+        rc = px__tls_files(c, get, err, errlen);
     const char *hv = "OTEL_EXPORTER_OTLP_LOGS_HEADERS";
     const char *hs = px__env(get, hv);
     if (hs == NULL)

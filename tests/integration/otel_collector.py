@@ -8,8 +8,14 @@ AnyValue shapes, 64-bit integers as decimal strings) and records what it got:
 
   OUT/records.jsonl   one line per log record accepted: {"resource": {k: v}, "scope": {...},
                       "headers": {...}, "record": {...}}
-  OUT/requests.jsonl  one line per request: {"status": answered, "records": n}
+  OUT/requests.jsonl  one line per request: {"status": answered, "records": n, "conn": the
+                      connection's number, "client": the client certificate's CN or "-"}
   OUT/errors.txt      one line per violation of the specification (the test wants none)
+  OUT/handshake_failures.txt  one line per TLS handshake that failed (https)
+
+--tls-cert/--tls-key serve https (the test's CA signs them); --idle-close S closes a connection
+that carried nothing for S seconds (as real collectors do); --client-ca asks the client for a
+certificate (optional: a client without one is still served, its line says "client=-").
 
 Modes: ok (200), slow:S (sleeps S seconds, then 200), fail:N (the first N requests get 503,
 the very first a 429 with Retry-After: 1, then 200).
@@ -19,13 +25,14 @@ import http.server
 import json
 import os
 import re
+import ssl
 import threading
 import time
 
 ANY_KEYS = {"stringValue", "boolValue", "intValue", "doubleValue", "arrayValue",
             "kvlistValue", "bytesValue"}
 LOCK = threading.Lock()
-STATE = {"n": 0}
+STATE = {"n": 0, "conns": 0}
 
 
 def check_any(v, where, errs):
@@ -107,6 +114,19 @@ def check_envelope(doc, errs):
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def setup(self):
+        # a number per connection: keep-alive shows as many requests with one number
+        super().setup()
+        self.client = "-"
+        if self.server.args.client_ca:
+            for rdn in (self.connection.getpeercert() or {}).get("subject", ()):
+                for k, v in rdn:
+                    if k == "commonName":
+                        self.client = v
+        with LOCK:
+            STATE["conns"] += 1
+            self.conn_id = STATE["conns"]
+
     def log_message(self, *a):
         pass
 
@@ -150,7 +170,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         with LOCK:
             with open(os.path.join(args.out, "requests.jsonl"), "a") as f:
-                f.write(json.dumps({"status": status, "records": len(got)}) + "\n")
+                f.write(json.dumps({"status": status, "records": len(got),
+                                    "conn": self.conn_id, "client": self.client}) + "\n")
             if errs:
                 with open(os.path.join(args.out, "errors.txt"), "a") as f:
                     f.write("".join(e + "\n" for e in errs))
@@ -168,15 +189,47 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(405)
 
 
+class TLSServer(http.server.ThreadingHTTPServer):
+    """https: the handshake runs on the connection's own thread (a client that fails it, e.g.
+    one that refuses the certificate, costs the accept loop nothing), and a failed handshake
+    is no connection (handshake_failures.txt counts it)."""
+
+    def process_request_thread(self, request, client_address):
+        try:
+            request = self.ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            request.close()
+            with LOCK:
+                with open(os.path.join(self.args.out, "handshake_failures.txt"), "a") as f:
+                    f.write("failed\n")
+            return
+        super().process_request_thread(request, client_address)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--listen", default="127.0.0.2:4318")
     p.add_argument("--path", default="/v1/logs")
     p.add_argument("--mode", default="ok")
     p.add_argument("--out", required=True)
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--client-ca")
+    p.add_argument("--idle-close", type=float,
+                   help="close a connection idle this many seconds (as collectors do)")
     args = p.parse_args()
+    if args.idle_close:
+        Handler.timeout = args.idle_close
     host, port = args.listen.rsplit(":", 1)
-    srv = http.server.ThreadingHTTPServer((host, int(port)), Handler)
+    srv = TLSServer((host, int(port)), Handler) if args.tls_cert else \
+        http.server.ThreadingHTTPServer((host, int(port)), Handler)
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.client_ca:
+            ctx.load_verify_locations(args.client_ca)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+        srv.ctx = ctx
     srv.daemon_threads = True
     srv.args = args
     srv.serve_forever()

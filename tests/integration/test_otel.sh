@@ -6,7 +6,10 @@
 # headers, no secret. Then: a dead collector (nothing listens) and a slow one (answers after
 # the timeout) cost the requests nothing measurable, memory stays flat over thousands of
 # events, the drops are counted in /metrics and said once on stderr; a collector that answers
-# 429 then 503 then 200 loses nothing (retried); an https:// endpoint is refused at start-up.
+# 429 then 503 then 200 loses nothing (retried); batches ride one kept-alive connection; an
+# https collector (a test CA made here) gets every record, sees the client certificate when one
+# is configured, and one with a certificate of another CA, or for another name, gets nothing
+# while the failure is counted; unusable TLS files and malformed headers refuse the start.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 
@@ -22,14 +25,22 @@ t_start_nginx || exit 1
 printf 'hello\n' > "$T_DIR/www/hello.txt"
 
 COL_PID=
-start_collector() { # start_collector MODE PORT
-    mkdir -p "$T_DIR/col-$1-$2"
-    COL="$T_DIR/col-$1-$2"
-    "$PY" "$AIRLOCK_SRC/tests/integration/otel_collector.py" --listen "127.0.0.2:$2" \
-        --mode "$1" --out "$COL" 2> "$COL/stderr" &
+start_collector() { # start_collector MODE PORT [otel_collector.py's TLS options]
+    local mode=$1 port=$2
+    shift 2
+    COL="$T_DIR/col-$mode-$port-$#-$RANDOM"
+    mkdir -p "$COL"
+    "$PY" "$AIRLOCK_SRC/tests/integration/otel_collector.py" --listen "127.0.0.2:$port" \
+        --mode "$mode" --out "$COL" "$@" 2> "$COL/stderr" &
     COL_PID=$!
     T_PIDS+=($COL_PID)
-    t_wait_port 127.0.0.2 "$2"
+    t_wait_port 127.0.0.2 "$port"
+}
+# the collector's requests, and the distinct connections that carried them
+col_requests() { wc -l < "$COL/requests.jsonl" 2>/dev/null || echo 0; }
+col_conns() {
+    "$PY" -c 'import json,sys; print(len({json.loads(l)["conn"] for l in open(sys.argv[1])}))' \
+        "$COL/requests.jsonl" 2>/dev/null || echo 0
 }
 stop_collector() { kill "$COL_PID" 2>/dev/null; wait "$COL_PID" 2>/dev/null; }
 metric() { curl -sS -m 5 http://127.0.0.1:9464/metrics | awk -v k="$1" '$1 == k {print $2}'; }
@@ -190,14 +201,118 @@ stop_collector
 t_eq "retried: the collector got each event once" "$(wc -l < "$T_DIR/events.jsonl")" \
     "$(wc -l < "$COL/records.jsonl")"
 
-# --- 4. refused at start-up
+# --- 4. keep-alive: many batches, one connection
+start_collector ok 4318 || exit 1
+export OTEL_BLRP_SCHEDULE_DELAY=100 OTEL_BLRP_MAX_EXPORT_BATCH_SIZE=4
+t_start_airlock "$T_DIR/allow.yaml" --metrics 127.0.0.1:9464 || exit 1
+for i in $(seq 1 6); do
+    curl -s -o /dev/null -m 5 "http://nginx.test/hello.txt?k=[1-6]"
+    until_ok '[ "$(col_requests)" -ge $((i * 1)) ]' 10
+done
+until_ok '[ "$(metric airlock_otel_log_records_total\{result=\"exported\"\})" -ge 36 ]' 20
+t_check "keep-alive: several batches sent ($(col_requests))" test "$(col_requests)" -ge 9
+t_eq "keep-alive: all of them over one TCP connection" 1 "$(col_conns)"
+t_stop_airlock
+stop_collector
+# a collector that closes idle connections: the next batch goes on a new one, nothing lost
+start_collector ok 4318 --idle-close 0.3 || exit 1
+: > "$T_DIR/events.jsonl"
+t_start_airlock "$T_DIR/allow.yaml" --metrics 127.0.0.1:9464 --events "$T_DIR/events.jsonl" || exit 1
+for i in 1 2 3; do
+    curl -s -o /dev/null -m 5 "http://nginx.test/hello.txt?c=[1-6]"
+    until_ok '[ "$(col_requests)" -ge "$((i * 2))" ]' 10
+    sleep 0.6 # longer than the collector keeps an idle connection
+done
+t_eq "idle-closed: no export retried" 0 "$(metric airlock_otel_export_retries_total)"
+t_stop_airlock
+stop_collector
+t_eq "idle-closed: every event delivered" "$(wc -l < "$T_DIR/events.jsonl")" \
+    "$(wc -l < "$COL/records.jsonl")"
+t_eq "idle-closed: nothing dropped" 0 "$(grep -c 'records dropped' "$T_DIR/airlock.err")"
+t_check "idle-closed: a new connection after each idle close ($(col_conns))" \
+    test "$(col_conns)" -ge 3
+unset OTEL_BLRP_MAX_EXPORT_BATCH_SIZE
+
+# --- 5. https: a test CA, a collector certificate for 127.0.0.2, a client certificate
+t_upstream_ca
+t_upstream_cert "IP:127.0.0.2" "$T_DIR/col-good"
+t_upstream_cert "DNS:otel.test" "$T_DIR/col-name" # right CA, wrong name
+t_upstream_cert "IP:127.0.0.2" "$T_DIR/col-self" self # another CA (its own)
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=airlock-exporter" \
+    -keyout "$T_DIR/client.key" -out "$T_DIR/client.csr" > /dev/null 2>&1
+printf 'extendedKeyUsage=clientAuth\n' > "$T_DIR/client.ext"
+openssl x509 -req -in "$T_DIR/client.csr" -CA "$T_DIR/upca.pem" -CAkey "$T_DIR/upca.key" \
+    -CAcreateserial -days 30 -extfile "$T_DIR/client.ext" -out "$T_DIR/client.pem" > /dev/null 2>&1
+
+start_collector ok 4318 --tls-cert "$T_DIR/col-good.pem" --tls-key "$T_DIR/col-good.key" \
+    --client-ca "$T_DIR/upca.pem" || exit 1
 export OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.2:4318
-out=$("$AIRLOCK" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 --allowlist "$T_DIR/allow.yaml" --log "$T_DIR/x.log" \
-    --listen-dns off --listen-http 127.0.0.1:8080 --listen-https off 2>&1)
-t_eq "https:// refused at start-up" 1 "$?"
-t_contains "... saying why" "$out" "https:// is not supported"
+export OTEL_EXPORTER_OTLP_CERTIFICATE=$T_DIR/upca.pem
+export OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE=$T_DIR/client.pem
+export OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY=$T_DIR/client.key
+export OTEL_BLRP_MAX_EXPORT_BATCH_SIZE=4
+: > "$T_DIR/events.jsonl"
+t_start_airlock "$T_DIR/allow.yaml" --metrics 127.0.0.1:9464 --events "$T_DIR/events.jsonl" || exit 1
+for i in 1 2 3; do
+    curl -s -o /dev/null -m 5 "http://nginx.test/hello.txt?t=[1-5]"
+    until_ok '[ "$(col_requests)" -ge "$i" ]' 10
+done
+t_stop_airlock
+stop_collector
+t_eq "https: every event arrived over TLS" "$(wc -l < "$T_DIR/events.jsonl")" \
+    "$(wc -l < "$COL/records.jsonl" 2>/dev/null)"
+t_check "https: the collector found nothing against the specification" test ! -s "$COL/errors.txt"
+t_check "https: several batches ($(col_requests))" test "$(col_requests)" -ge 3
+t_eq "https: all of them over one TLS connection" 1 "$(col_conns)"
+t_eq "https: the client certificate was presented on every request" "client=airlock-exporter" \
+    "$("$PY" -c 'import json,sys; print(" ".join(sorted({"client=" + json.loads(l)["client"] for l in open(sys.argv[1])})))' "$COL/requests.jsonl")"
+unset OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY
+
+# a collector whose certificate another CA signed, then one for another name: nothing is sent
+for bad in self name; do
+    start_collector ok 4318 --tls-cert "$T_DIR/col-$bad.pem" --tls-key "$T_DIR/col-$bad.key" ||
+        exit 1
+    t_start_airlock "$T_DIR/allow.yaml" --metrics 127.0.0.1:9464 || exit 1
+    curl -s -o /dev/null -m 5 "http://nginx.test/hello.txt?b=[1-5]"
+    t_eq "https, $bad: the requests themselves are served" 200 \
+        "$(curl -s -o /dev/null -w '%{http_code}' -m 5 http://nginx.test/hello.txt)"
+    until_ok '[ "$(metric airlock_otel_log_records_total\{result=\"dropped_export_failed\"\})" -gt 0 ]' 20
+    t_check "https, $bad: the failure counted in /metrics" \
+        test "$(metric 'airlock_otel_log_records_total{result="dropped_export_failed"}')" -gt 0
+    t_eq "https, $bad: nothing exported" 0 \
+        "$(metric 'airlock_otel_log_records_total{result="exported"}')"
+    t_stop_airlock
+    stop_collector
+    t_check "https, $bad: the collector got no request" test ! -s "$COL/requests.jsonl"
+    t_check "https, $bad: it saw the handshake fail" test -s "$COL/handshake_failures.txt"
+    t_check "https, $bad: stderr says the certificate failed verification" \
+        grep -q "otel: [0-9]* records dropped .*certificate verify failed" "$T_DIR/airlock.err"
+done
+[ -s "$T_DIR/airlock.err" ] && grep "otel:" "$T_DIR/airlock.err" | head -2
+unset OTEL_BLRP_MAX_EXPORT_BATCH_SIZE
+
+# --- 6. refused at start-up
+run_refused() { # run_refused: airlock run with the environment as it is; prints its stderr
+    "$AIRLOCK" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 --allowlist "$T_DIR/allow.yaml" \
+        --log "$T_DIR/x.log" --listen-dns off --listen-http 127.0.0.1:8080 --listen-https off 2>&1
+}
+export OTEL_EXPORTER_OTLP_CERTIFICATE=$T_DIR/nonexistent.pem
+out=$(run_refused)
+t_eq "https: a CA file that cannot be read refuses the start" 1 "$?"
+t_contains "... naming the variable" "$out" "OTEL_EXPORTER_OTLP_CERTIFICATE"
+export OTEL_EXPORTER_OTLP_CERTIFICATE=$T_DIR/upca.pem OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=$T_DIR/client.pem
+out=$(run_refused)
+t_contains "https: a client certificate without its key refuses the start" "$out" \
+    "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: set without OTEL_EXPORTER_OTLP_CLIENT_KEY"
+export OTEL_EXPORTER_OTLP_CLIENT_KEY=$T_DIR/col-good.key # another certificate's key
+out=$(run_refused)
+t_contains "https: a key that is not the certificate's refuses the start" "$out" \
+    "OTEL_EXPORTER_OTLP_CLIENT_KEY: cannot use"
+unset OTEL_EXPORTER_OTLP_CERTIFICATE OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE OTEL_EXPORTER_OTLP_CLIENT_KEY
+export OTEL_EXPORTER_OTLP_ENDPOINT=ftp://127.0.0.2:4318
+out=$(run_refused)
+t_contains "a scheme other than http(s) refused" "$out" "want http[s]://"
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.2:4318 OTEL_EXPORTER_OTLP_HEADERS='Bad Name=x'
-out=$("$AIRLOCK" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 --allowlist "$T_DIR/allow.yaml" --log "$T_DIR/x.log" \
-    --listen-dns off --listen-http 127.0.0.1:8080 --listen-https off 2>&1)
+out=$(run_refused)
 t_contains "a malformed header refused" "$out" "OTEL_EXPORTER_OTLP_HEADERS"
 t_done

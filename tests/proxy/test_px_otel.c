@@ -70,9 +70,8 @@ static void test_px_otel_conf(void **state)
              "OTEL_BLRP_EXPORT_TIMEOUT=2000"),
          1, 1, "c 4318 /v1/logs", "", 700, 50, 100, 100, 2000},
         /* refused at start-up */
-        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c:4318"), 0, 0, "https:// is not supported", "",
-         0, 0, 0, 0, 0},
-        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=ftp://c"), 0, 0, "want http://", "", 0, 0, 0, 0, 0},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=ftp://c"), 0, 0, "want http[s]://", "", 0, 0, 0, 0, 0},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=httpss://c"), 0, 0, "want http[s]://", "", 0, 0, 0, 0, 0},
         {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://u:p@c:4318"), 0, 0, "not a usable", "", 0, 0, 0, 0,
          0},
         {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://c:99999"), 0, 0, "not a usable", "", 0, 0, 0, 0,
@@ -127,6 +126,76 @@ static void test_px_otel_conf(void **state)
         assert_int_equal(c.max_batch, cases[i].batch);
         assert_int_equal(c.export_timeout_ms, cases[i].export_to);
     }
+}
+
+/* https: the scheme, its default port, the CA and client-certificate files (the signal's
+ * variable wins), and the refusals. */
+static void test_px_otel_tls(void **state)
+{
+    (void)state;
+    const struct {
+        const char *const *env;
+        int ok;
+        const char *want; /* ok: "tls host port path url|ca|cert|key", else a part of the error */
+    } cases[] = {
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c"), 1, "1 c 443 /v1/logs https://c/v1/logs|||"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c:4318/base"), 1,
+         "1 c 4318 /base/v1/logs https://c:4318/base/v1/logs|||"},
+        {ENV("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=https://[::1]/x"), 1,
+         "1 ::1 443 /x https://[::1]/x|||"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=http://c"), 1, "0 c 80 /v1/logs http://c/v1/logs|||"},
+        /* the files: the signal's variables win; read (and unused) with http:// too */
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c", "OTEL_EXPORTER_OTLP_CERTIFICATE=/a/ca.pem"),
+         1, "1 c 443 /v1/logs https://c/v1/logs|/a/ca.pem||"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c", "OTEL_EXPORTER_OTLP_CERTIFICATE=/a/ca.pem",
+             "OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE=/l/ca.pem",
+             "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/a/c.pem",
+             "OTEL_EXPORTER_OTLP_CLIENT_KEY=/a/c.key"),
+         1, "1 c 443 /v1/logs https://c/v1/logs|/l/ca.pem|/a/c.pem|/a/c.key"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c",
+             "OTEL_EXPORTER_OTLP_LOGS_CLIENT_CERTIFICATE=/l/c.pem",
+             "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/a/c.pem",
+             "OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY=/l/c.key"),
+         1, "1 c 443 /v1/logs https://c/v1/logs||/l/c.pem|/l/c.key"},
+        /* OTEL_EXPORTER_OTLP_INSECURE changes nothing: verification stays on */
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c", "OTEL_EXPORTER_OTLP_INSECURE=true"), 1,
+         "1 c 443 /v1/logs https://c/v1/logs|||"},
+        /* refused */
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://"), 0, "not a usable http[s]:// URL"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://u@c"), 0, "not a usable"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c:0"), 0, "not a usable"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE=/c"),
+         0, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE: set without OTEL_EXPORTER_OTLP_CLIENT_KEY"},
+        {ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c", "OTEL_EXPORTER_OTLP_LOGS_CLIENT_KEY=/k"), 0,
+         "OTEL_EXPORTER_OTLP_CLIENT_KEY: set without OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        px_otel_conf_t c;
+        char err[256] = "";
+        px__env_now = cases[i].env;
+        int rc = px_otel_conf_load(&c, px__get, err, sizeof(err));
+        if ((rc == 0) != cases[i].ok)
+            fail_msg("case %zu: rc %d (%s)", i, rc, err);
+        if (!cases[i].ok) {
+            if (strstr(err, cases[i].want) == NULL)
+                fail_msg("case %zu: error '%s', want '%s'", i, err, cases[i].want);
+            continue;
+        }
+        char got[4 * PX_OTEL_PATH_MAX + 2048];
+        snprintf(got, sizeof(got), "%d %s %s %s %s|%s|%s|%s", c.tls, c.host, c.port, c.path, c.url,
+                 c.ca_file, c.cert_file, c.key_file);
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("case %zu: '%s', want '%s'", i, got, cases[i].want);
+    }
+    /* a file name too long for its buffer is refused, not cut */
+    char longname[PX_OTEL_PATH_MAX + 64] = "OTEL_EXPORTER_OTLP_CERTIFICATE=/";
+    memset(longname + strlen(longname), 'a', PX_OTEL_PATH_MAX);
+    longname[sizeof(longname) - 1] = '\0';
+    px__env_now = ENV("OTEL_EXPORTER_OTLP_ENDPOINT=https://c", longname);
+    px_otel_conf_t c;
+    char err[256] = "";
+    assert_int_not_equal(px_otel_conf_load(&c, px__get, err, sizeof(err)), 0);
+    assert_non_null(strstr(err, "OTEL_EXPORTER_OTLP_CERTIFICATE: a file name over"));
 }
 
 static void test_px_otel_resource(void **state)
@@ -305,8 +374,8 @@ static void test_px_otel_record(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char out[8192];
-        int n = px_otel_record_render(cases[i].json, strlen(cases[i].json), 1770122097999000001ull,
-                                      out, sizeof(out));
+        int n = px_otel_record_render(cases[i].json, strlen(cases[i].json), NULL, 0,
+                                      1770122097999000001ull, out, sizeof(out));
         if (n < 0)
             fail_msg("case %zu: not rendered", i);
         json_t *rec = json_loads(out, 0, NULL);
@@ -324,9 +393,40 @@ static void test_px_otel_record(void **state)
         json_decref(rec);
     }
     char small[64];
-    assert_int_equal(px_otel_record_render(allowed, strlen(allowed), 1, small, sizeof(small)), -1);
-    assert_int_equal(px_otel_record_render("[1]", 3, 1, small, sizeof(small)), -1);
-    assert_int_equal(px_otel_record_render("{", 1, 1, small, sizeof(small)), -1);
+    assert_int_equal(
+        px_otel_record_render(allowed, strlen(allowed), NULL, 0, 1, small, sizeof(small)), -1);
+    assert_int_equal(px_otel_record_render("[1]", 3, NULL, 0, 1, small, sizeof(small)), -1);
+    assert_int_equal(px_otel_record_render("{", 1, NULL, 0, 1, small, sizeof(small)), -1);
+}
+
+/* The body is the text line the log passed (px_otel_push_line()), escaped for JSON: quotes,
+ * backslashes and controls escaped, UTF-8 kept, a byte that is not UTF-8 as U+FFFD. */
+static void test_px_otel_record_line(void **state)
+{
+    (void)state;
+    static const char ev[] = "{\"v\":2,\"kind\":\"dns\",\"host\":\"a.test\"}";
+    static const struct {
+        const char *line, *want;
+    } cases[] = {
+        {"DNS A a.test -> 10.0.0.1", "DNS A a.test -> 10.0.0.1"},
+        {"q\"b\\c\x01\t", "q\"b\\c\x01\t"},
+        {"caf\xc3\xa9 \xff \xc3", "caf\xc3\xa9 \xef\xbf\xbd \xef\xbf\xbd"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[4096];
+        int n = px_otel_record_render(ev, strlen(ev), cases[i].line, strlen(cases[i].line), 1, out,
+                                      sizeof(out));
+        assert_true(n > 0);
+        json_t *rec = json_loads(out, 0, NULL);
+        if (rec == NULL)
+            fail_msg("case %zu: not JSON: %s", i, out);
+        const char *body =
+            json_string_value(json_object_get(json_object_get(rec, "body"), "stringValue"));
+        if (body == NULL || strcmp(body, cases[i].want) != 0)
+            fail_msg("case %zu: body '%s', want '%s'", i, body ? body : "(none)", cases[i].want);
+        json_decref(rec);
+    }
 }
 
 static void test_px_otel_off(void **state)
@@ -344,9 +444,10 @@ static void test_px_otel_off(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_px_otel_conf),   cmocka_unit_test(test_px_otel_resource),
-        cmocka_unit_test(test_px_otel_pairs),  cmocka_unit_test(test_px_otel_severity),
-        cmocka_unit_test(test_px_otel_record), cmocka_unit_test(test_px_otel_off),
+        cmocka_unit_test(test_px_otel_conf),        cmocka_unit_test(test_px_otel_tls),
+        cmocka_unit_test(test_px_otel_resource),    cmocka_unit_test(test_px_otel_pairs),
+        cmocka_unit_test(test_px_otel_severity),    cmocka_unit_test(test_px_otel_record),
+        cmocka_unit_test(test_px_otel_record_line), cmocka_unit_test(test_px_otel_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
