@@ -305,10 +305,11 @@ static size_t px__log_escape(const char *line, size_t len, char *out)
     return off;
 }
 
-/* The JSON outputs of one event: the log's own file in JSON format, and the events sink.
- * escaped: ev's views hold the log's \xNN form (a line read back). */
+/* The JSON outputs of one event: the log's own file in JSON format, the events sink and the
+ * OTLP exporter. escaped: ev's views hold the log's \xNN form (a line read back). text: the
+ * event's text line when it was rendered (the exporter's record body), or NULL. */
 static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *line, size_t len,
-                         int escaped)
+                         int escaped, const char *text, size_t tlen)
 {
     int to_file = log->json && log->fd >= 0;
     if (!to_file && log->events == NULL && !px_otel_enabled())
@@ -328,7 +329,9 @@ static void px__log_json(px_log_t *log, const audit_event_t *ev, const char *lin
         __atomic_store_n(&log->events->touched, 1, __ATOMIC_RELAXED);
         px__log_queue(log->events, buf, (size_t)n, log->batched);
     }
-    px_otel_push(buf, (size_t)n); /* the OTLP exporter (a no-op when it is off) */
+    /* the OTLP exporter (a no-op when it is off), handed the text line when there is one: it
+     * need not read the JSON back to make it */
+    px_otel_push_line(buf, (size_t)n, text, text != NULL ? tlen : 0);
 }
 
 void px_log_line(px_log_t *log, const char *line, size_t len)
@@ -345,7 +348,7 @@ void px_log_line(px_log_t *log, const char *line, size_t len)
     /* a line formatted elsewhere (DNS, addons) is read back into its event for JSON */
     audit_event_t ev;
     int known = audit_event_parse(text, n, &ev) == 0 && ev.kind != AUDIT_EV_BLANK;
-    px__log_json(log, known ? &ev : NULL, text, n, 1);
+    px__log_json(log, known ? &ev : NULL, text, n, 1, text, n);
 }
 
 void px_log_event(px_log_t *log, const audit_event_t *ev)
@@ -355,20 +358,23 @@ void px_log_event(px_log_t *log, const audit_event_t *ev)
         px_metrics_sandbox_event(log->name, ev);
     if (!px__log_active(log))
         return;
-    if (log->fd >= 0 && !log->json) {
-        /* rendered whole (escaped, cut and marked) by the one module that also reads lines
-         * back */
-        char buf[AUDIT_EVENT_LINE_CAP];
-        int n = audit_event_render(ev, buf, sizeof(buf));
-        if (n < 0)
+    /* rendered whole (escaped, cut and marked) by the one module that also reads lines back:
+     * for the text log, and as the body of the OTLP record */
+    char text[AUDIT_EVENT_LINE_CAP];
+    int tn = -1;
+    int to_text = log->fd >= 0 && !log->json;
+    if (to_text || px_otel_enabled())
+        tn = audit_event_render(ev, text, sizeof(text));
+    if (to_text) {
+        if (tn < 0)
             return;
         __atomic_store_n(&log->touched, 1, __ATOMIC_RELAXED);
-        px__log_queue(log, buf, (size_t)n, log->batched);
+        px__log_queue(log, text, (size_t)tn, log->batched);
     }
     if (audit_json_kind_name(ev->kind) == NULL)
         return;
     __atomic_store_n(&log->touched, 1, __ATOMIC_RELAXED);
-    px__log_json(log, ev, NULL, 0, 0);
+    px__log_json(log, ev, NULL, 0, 0, tn >= 0 ? text : NULL, tn >= 0 ? (size_t)tn : 0);
 }
 
 void px_log_eventf(px_log_t *log, audit_event_t *ev, const char *tail_fmt, ...)
