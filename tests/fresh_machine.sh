@@ -78,11 +78,13 @@ printf '    %s\n' "$readme_cmd"
 WORK=$(mktemp -d /var/tmp/airlock-fresh.XXXXXX)
 ROOT=$WORK/root
 NS_PID=""
+NS_SIG=KILL # NS_PID is unshare, which blocks SIGTERM; tests/fresh_root.sh takes SIGTERM
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
     local rc=$?
     if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
-        kill -TERM "$NS_PID" 2>/dev/null # unshare --kill-child: the namespace's init gets SIGKILL
+        # unshare --kill-child: when unshare dies, the namespace's init gets SIGKILL
+        kill -"$NS_SIG" "$NS_PID" 2>/dev/null
         wait "$NS_PID" 2>/dev/null
     fi
     # Nothing may be left mounted under the root or running in it.
@@ -91,6 +93,8 @@ cleanup() {
         grep " $ROOT/" /proc/self/mounts >&2
         rc=1
     fi
+    # (after pivot_root, FRESH_TESTS=1, a process's root cannot be read from here:
+    # tests/fresh_root.sh checks that its cgroup subtree, which holds them all, is empty)
     local p left=""
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT" ] && left="$left ${p#/proc/}"
@@ -185,7 +189,7 @@ if [ "$what" = test ]; then
     say "running the README's test command after pivot_root into the root (output: $OUT)"
     t0=$(date +%s)
     bash "$SRC/tests/fresh_root.sh" "$ROOT" "$debs" "$readme_cmd" < /dev/null > "$OUT" 2>&1 &
-    NS_PID=$!
+    NS_PID=$! NS_SIG=TERM
     deadline=$((t0 + TIMEOUT))
     while kill -0 "$NS_PID" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 5; done
     if kill -0 "$NS_PID" 2>/dev/null; then

@@ -50,7 +50,9 @@ NS_PID=""
 cleanup() {
     local rc=$? d
     if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
-        kill -TERM "$NS_PID" 2>/dev/null # unshare --kill-child: the namespace's init gets SIGKILL
+        # unshare (util-linux 2.38) blocks SIGTERM and SIGINT while it waits for its child;
+        # SIGKILL ends it, and --kill-child then gives the namespace's init SIGKILL
+        kill -KILL "$NS_PID" 2>/dev/null
         wait "$NS_PID" 2>/dev/null
     fi
     # back to where this shell came from, so that the subtree can go
@@ -62,7 +64,12 @@ cleanup() {
             [ -d "$d" ] || break
             sleep 0.2
         done
-        [ -d "$d" ] && { echo "fresh-root: cgroup $d left (processes in it?)" >&2; rc=1; }
+        # every process of the namespaces is in the subtree (the cgroup namespace keeps
+        # them there): one still running keeps it
+        [ -d "$d" ] || continue
+        echo "fresh-root: FAILED: cgroup $d left; processes in it:" \
+            "$(find "$d" -name cgroup.procs -exec cat {} + | tr '\n' ' ')" >&2
+        rc=1
     done
     exit "$rc"
 }
