@@ -19,7 +19,8 @@
 #   FRESH_BREAK   a Debian package name to delete from the copied .ci/packages/* lists, to
 #                 show the script failing when a README step is broken (e.g. libcmocka-dev)
 #   FRESH_KEEP    1 keeps the root filesystem afterwards (its path is printed)
-#   FRESH_TIMEOUT seconds the README command may take to reach "ready" (default 3600)
+#   FRESH_TIMEOUT seconds the README command may take to reach "ready" (default 3600; with
+#                 FRESH_TESTS=1, to end: default 7200)
 #   FRESH_UNIT=1  instead: the README's third ```sh block (the unit tests alone: install the
 #                 build dependencies, build, `ctest -L unit`) must exit 0 with every test passed
 #                 (not part of CI's run: it adds minutes; run it by hand)
@@ -32,12 +33,13 @@
 #                 apt; the tests make network namespaces of their own). The copy of the tree is
 #                 given a one-commit git repository, as a clone has (tests/clean_checkout.sh
 #                 copies what git tracks). About 3 GB in the root, 700 MB of .debs in the cache,
-#                 30 to 60 minutes on 2 cores; FRESH_TIMEOUT (default 3600 s) bounds it all.
+#                 40 to 60 minutes on 2 cores.
 #                 Not part of CI's run (CI runs the same command on its own machine).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${FRESH_CACHE:-/var/cache/airlock-fresh}
 TIMEOUT=${FRESH_TIMEOUT:-3600}
+[ "${FRESH_TESTS:-0}" = 1 ] && TIMEOUT=${FRESH_TIMEOUT:-7200}
 SUITE=bookworm
 T0=$(date +%s)
 say() { echo "fresh: [$(($(date +%s) - T0)) s] $*"; }
