@@ -19,14 +19,27 @@
 #   FRESH_BREAK   a Debian package name to delete from the copied .ci/packages/* lists, to
 #                 show the script failing when a README step is broken (e.g. libcmocka-dev)
 #   FRESH_KEEP    1 keeps the root filesystem afterwards (its path is printed)
-#   FRESH_TIMEOUT seconds the README command may take to reach "ready" (default 3600)
+#   FRESH_TIMEOUT seconds the README command may take to reach "ready" (default 3600; with
+#                 FRESH_TESTS=1, to end: default 7200)
 #   FRESH_UNIT=1  instead: the README's third ```sh block (the unit tests alone: install the
 #                 build dependencies, build, `ctest -L unit`) must exit 0 with every test passed
 #                 (not part of CI's run: it adds minutes; run it by hand)
+#   FRESH_TESTS=1 instead: the README's second ```sh block, the test command (install every
+#                 peer the tests drive, then tests/run-all.sh), must exit 0. A chroot cannot
+#                 run it (Podman's `exec` lands in the host's root, and the tests need network
+#                 namespaces, cgroups, /run): tests/fresh_root.sh runs it after pivot_root into
+#                 the root, in mount, PID and cgroup namespaces, with fresh /proc, /sys, cgroup
+#                 hierarchies, /run and /tmp, the host's /dev and the machine's network (for
+#                 apt; the tests make network namespaces of their own). The copy of the tree is
+#                 given a one-commit git repository, as a clone has (tests/clean_checkout.sh
+#                 copies what git tracks). About 3 GB in the root, 700 MB of .debs in the cache,
+#                 40 to 60 minutes on 2 cores.
+#                 Not part of CI's run (CI runs the same command on its own machine).
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${FRESH_CACHE:-/var/cache/airlock-fresh}
 TIMEOUT=${FRESH_TIMEOUT:-3600}
+[ "${FRESH_TESTS:-0}" = 1 ] && TIMEOUT=${FRESH_TIMEOUT:-7200}
 SUITE=bookworm
 T0=$(date +%s)
 say() { echo "fresh: [$(($(date +%s) - T0)) s] $*"; }
@@ -34,6 +47,7 @@ die() { echo "fresh: FAILED: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, namespaces)"
 command -v debootstrap >/dev/null || die "debootstrap not installed (.ci/packages/test-fresh)"
+[ "${FRESH_TESTS:-0}" = 1 ] ||
 for port in 25353 28080 28443 28444; do
     if ss -Hlntu "( sport = :$port )" | grep -q .; then
         die "port $port is taken on this machine; the example binds 127.0.0.1:$port"
@@ -52,23 +66,27 @@ if [ -z "$mirror" ]; then
 fi
 [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list{,.d}; set FRESH_MIRROR"
 
-# The README's first ```sh block, verbatim (FRESH_UNIT=1: its third, the unit tests).
-nth=1
-[ "${FRESH_UNIT:-0}" = 1 ] && nth=3
+# The README's first ```sh block, verbatim (FRESH_TESTS=1: its second, the test command;
+# FRESH_UNIT=1: its third, the unit tests).
+nth=1 what=first
+[ "${FRESH_TESTS:-0}" = 1 ] && nth=2 what=test
+[ "${FRESH_UNIT:-0}" = 1 ] && nth=3 what=unit-test
 readme_cmd=$(awk -v n="$nth" '/^```sh[[:space:]]*$/ {k++; if (k == n) {f = 1; next}}
     f && /^```/ {exit} f' "$SRC/README.md")
 [ -n "$readme_cmd" ] || die "README.md has no \`\`\`sh block"
-say "mirror $mirror; the README's $([ "$nth" = 1 ] && echo first || echo unit-test) command:"
+say "mirror $mirror; the README's $what command:"
 printf '    %s\n' "$readme_cmd"
 
 WORK=$(mktemp -d /var/tmp/airlock-fresh.XXXXXX)
 ROOT=$WORK/root
 NS_PID=""
+NS_SIG=KILL # NS_PID is unshare, which blocks SIGTERM; tests/fresh_root.sh takes SIGTERM
 # shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
     local rc=$?
     if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
-        kill -TERM "$NS_PID" 2>/dev/null # unshare --kill-child: the namespace's init gets SIGKILL
+        # unshare --kill-child: when unshare dies, the namespace's init gets SIGKILL
+        kill -"$NS_SIG" "$NS_PID" 2>/dev/null
         wait "$NS_PID" 2>/dev/null
     fi
     # Nothing may be left mounted under the root or running in it.
@@ -77,6 +95,8 @@ cleanup() {
         grep " $ROOT/" /proc/self/mounts >&2
         rc=1
     fi
+    # (after pivot_root, FRESH_TESTS=1, a process's root cannot be read from here:
+    # tests/fresh_root.sh checks that its cgroup subtree, which holds them all, is empty)
     local p left=""
     for p in /proc/[0-9]*; do
         [ "$(readlink "$p/root" 2>/dev/null)" = "$ROOT" ] && left="$left ${p#/proc/}"
@@ -126,6 +146,12 @@ mkdir -p "$ROOT/root/airlock"
     [ -e "$f" ] && printf '%s\0' "$f"
 done | tar --null -T - -cf -) | tar -C "$ROOT/root/airlock" -xf - || die "cannot copy the tree"
 say "copied $(cd "$SRC" && git ls-files | wc -l) tracked files to /root/airlock"
+if [ "$what" = test ]; then
+    # a clone's shape: tests/clean_checkout.sh (a stage of run-all.sh) copies what git tracks
+    (cd "$ROOT/root/airlock" && git init -q && git add -A &&
+        git -c user.name=fresh -c user.email=fresh@localhost commit -qm "fresh_machine.sh copy") ||
+        die "cannot make the copy a git repository"
+fi
 if [ -n "${FRESH_BREAK:-}" ]; then
     say "FRESH_BREAK: deleting '$FRESH_BREAK' from the copied .ci/packages/*"
     sed -i -E "s/(^|[[:space:]])$FRESH_BREAK([[:space:]]|\$)/\\1\\2/" \
@@ -159,6 +185,29 @@ if [ "${FRESH_UNIT:-0}" = 1 ]; then
         die "the README's unit-test command exited $rc"
     fi
     say "the README's unit-test command passed on a fresh root"
+    exit 0
+fi
+if [ "$what" = test ]; then
+    say "running the README's test command after pivot_root into the root (output: $OUT)"
+    t0=$(date +%s)
+    bash "$SRC/tests/fresh_root.sh" "$ROOT" "$debs" "$readme_cmd" < /dev/null > "$OUT" 2>&1 &
+    NS_PID=$! NS_SIG=TERM
+    deadline=$((t0 + TIMEOUT))
+    while kill -0 "$NS_PID" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 5; done
+    if kill -0 "$NS_PID" 2>/dev/null; then
+        tail -40 "$OUT" >&2
+        die "the README's test command did not end within $TIMEOUT s (FRESH_TIMEOUT)"
+    fi
+    wait "$NS_PID"
+    rc=$?
+    NS_PID=""
+    say "$(grep -c '^Setting up' "$OUT") packages installed; the command took $(($(date +%s) - t0)) s"
+    sed -n '/^=== summary ===$/,$p' "$OUT"
+    if [ "$rc" != 0 ]; then
+        grep -q '^=== summary ===$' "$OUT" || tail -40 "$OUT" >&2
+        die "the README's test command exited $rc"
+    fi
+    say "PASSED: the README's test command works on a fresh Debian 12 ($SUITE minbase)"
     exit 0
 fi
 say "running the README's first command in the chroot (output: $OUT)"

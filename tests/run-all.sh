@@ -97,7 +97,7 @@ podman rm -f airlock-probe > /dev/null 2>&1
 [ "$got" = "$(cat "$d/token")" ] ||
     { echo "podman exec does not run inside the container (it read '$got', a chroot?)"; exit 1; }
 PROBE
-    mkdir -p "$d/rootfs/bin" "$d/tmp"
+    mkdir -p "$d/rootfs/bin" "$d/tmp" "$d/networks"
     for bin in true sleep cat; do
         if ! bin=$(type -P "$bin") || ! cp "$bin" "$d/rootfs/bin/"; then
             echo "no $bin to copy"; rm -rf "$d"; return 1
@@ -108,9 +108,12 @@ PROBE
     done
     od -An -N8 -tx8 /dev/urandom | tr -d ' ' > "$d/token"
     cp "$d/token" "$d/rootfs/probe-token"
-    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n%s\n%s\n%s\n%s\n' \
+    # (network_config_dir too: podman would make /etc/containers/networks for its lock)
+    printf '[containers]\ndefault_ulimits = []\n[engine]\nruntime = "runc"\n%s\n%s\n%s\n%s\n%s\n' \
         'cgroup_manager = "cgroupfs"' 'events_logger = "file"' \
-        "events_logfile_path = \"$d/events.log\"" "tmp_dir = \"$d/tmp\"" > "$d/containers.conf"
+        "events_logfile_path = \"$d/events.log\"" "tmp_dir = \"$d/tmp\"" \
+        "[network]
+network_config_dir = \"$d/networks\"" > "$d/containers.conf"
     printf '[storage]\ndriver = "vfs"\ngraphroot = "%s/root"\nrunroot = "%s/runroot"\n' \
         "$d" "$d" > "$d/storage.conf"
     unshare --net --mount --propagation private bash "$d/probe.sh" "$d" > "$d/out" 2>&1
