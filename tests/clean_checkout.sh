@@ -16,8 +16,10 @@ T0=$(date +%s)
 say() { echo "clean-checkout: [$(($(date +%s) - T0)) s] $*"; }
 die() { echo "clean-checkout: FAILED: $*" >&2; exit 1; }
 
-git -C "$SRC" rev-parse --is-inside-work-tree > /dev/null 2>&1 ||
-    die "$SRC is not a git work tree (the tracked files are what is copied)"
+# Outside a git work tree (a `git archive` unpacked), every file is what a clone would have,
+# but the build directories this suite makes (build*/) and Python's caches.
+in_git=1
+git -C "$SRC" rev-parse --is-inside-work-tree > /dev/null 2>&1 || in_git=0
 TMP=$(mktemp -d /tmp/airlock-clean.XXXXXX) || die "mktemp"
 cleanup() {
     if [ "${CLEAN_KEEP:-0}" = 1 ]; then echo "clean-checkout: kept $TMP"; else rm -rf "$TMP"; fi
@@ -28,12 +30,18 @@ mkdir "$COPY"
 
 # Tracked files as the work tree has them; one deleted in the work tree is left out, as the
 # next commit would leave it out.
-(cd "$SRC" && git ls-files -z | while IFS= read -r -d '' f; do
-    if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
-done | tar --null -T - -cf -) | tar -xf - -C "$COPY" || die "copying the tracked files"
-untracked=$(git -C "$SRC" ls-files --others --exclude-standard | wc -l)
-say "copied $(find "$COPY" -type f | wc -l) tracked files to $COPY" \
-    "($untracked untracked, not ignored file(s) left out: git add what the build needs)"
+if [ "$in_git" = 1 ]; then
+    (cd "$SRC" && git ls-files -z | while IFS= read -r -d '' f; do
+        if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+    done | tar --null -T - -cf -) | tar -xf - -C "$COPY" || die "copying the tracked files"
+    untracked=$(git -C "$SRC" ls-files --others --exclude-standard | wc -l)
+    say "copied $(find "$COPY" -type f | wc -l) tracked files to $COPY" \
+        "($untracked untracked, not ignored file(s) left out: git add what the build needs)"
+else
+    (cd "$SRC" && tar --exclude='./build*' --exclude='__pycache__' -cf - .) |
+        tar -xf - -C "$COPY" || die "copying the files"
+    say "not a git work tree: copied $(find "$COPY" -type f | wc -l) files (no build*/) to $COPY"
+fi
 [ ! -e "$TMP/shared" ] || die "$TMP/shared exists beside the copy"
 
 # Nothing from the caller's environment may point the build or the tests elsewhere.

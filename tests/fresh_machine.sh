@@ -31,8 +31,8 @@
 #                 the root, in mount, PID and cgroup namespaces, with fresh /proc, /sys, cgroup
 #                 hierarchies, /run and /tmp, the host's /dev and the machine's network (for
 #                 apt; the tests make network namespaces of their own). The copy of the tree is
-#                 given a one-commit git repository, as a clone has (tests/clean_checkout.sh
-#                 copies what git tracks). About 3 GB in the root, 700 MB of .debs in the cache,
+#                 a `git archive`'s shape: no .git (tests/clean_checkout.sh, format.sh and
+#                 standalone.sh then take every file). About 3 GB in the root, 700 MB of .debs in the cache,
 #                 40 to 60 minutes on 2 cores.
 #                 Not part of CI's run (CI runs the same command on its own machine).
 set -u
@@ -146,12 +146,6 @@ mkdir -p "$ROOT/root/airlock"
     [ -e "$f" ] && printf '%s\0' "$f"
 done | tar --null -T - -cf -) | tar -C "$ROOT/root/airlock" -xf - || die "cannot copy the tree"
 say "copied $(cd "$SRC" && git ls-files | wc -l) tracked files to /root/airlock"
-if [ "$what" = test ]; then
-    # a clone's shape: tests/clean_checkout.sh (a stage of run-all.sh) copies what git tracks
-    (cd "$ROOT/root/airlock" && git init -q && git add -A &&
-        git -c user.name=fresh -c user.email=fresh@localhost commit -qm "fresh_machine.sh copy") ||
-        die "cannot make the copy a git repository"
-fi
 if [ -n "${FRESH_BREAK:-}" ]; then
     say "FRESH_BREAK: deleting '$FRESH_BREAK' from the copied .ci/packages/*"
     sed -i -E "s/(^|[[:space:]])$FRESH_BREAK([[:space:]]|\$)/\\1\\2/" \

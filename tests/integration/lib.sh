@@ -221,6 +221,17 @@ t_reload() {
         { echo "airlock said nothing on SIGHUP" >&2; return 1; }
 }
 
+# t_overlay_var_lib: /var/lib as an overlay whose writes land in the test's directory, in this
+# mount namespace only (Podman writes its blob-info cache to /var/lib/containers/cache as root,
+# whatever storage.conf says). The test's cleanup runs `umount -l /var/lib` before its own
+# directory's mounts.
+t_overlay_var_lib() {
+    mkdir -p "$T_DIR/varlib" && mount -t tmpfs -o mode=0755 tmpfs "$T_DIR/varlib" &&
+        mkdir -p "$T_DIR/varlib/up" "$T_DIR/varlib/work" &&
+        mount -t overlay overlay \
+            -o "lowerdir=/var/lib,upperdir=$T_DIR/varlib/up,workdir=$T_DIR/varlib/work" /var/lib
+}
+
 t_stop_airlock() {
     kill -TERM "$AIRLOCK_PID" 2>/dev/null
     wait "$AIRLOCK_PID" 2>/dev/null
