@@ -424,8 +424,8 @@ static int px__log_kick1(px_log_t *log, int force)
     __atomic_store_n(&log->touched, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&log->mu);
     if (log->pending.len > 0 && log->waiting &&
-        (force || log->pending.len >=
-                      (log == px__out.events ? PX_LOG_EVENTS_KICK_BYTES : PX_LOG_KICK_BYTES)))
+        (force || log->pending.len >= (log == px__out.events || log->json ? PX_LOG_EVENTS_KICK_BYTES
+                                                                          : PX_LOG_KICK_BYTES)))
         pthread_cond_signal(&log->wake);
     else
         left = log->pending.len > 0;
