@@ -408,7 +408,11 @@ static void px__peer(px__out_t *o, int *first, const px__tok_t *v)
     px__attr_str(o, first, "network.peer.address", a, (size_t)(e - a));
     px__tok_t port = {c, (size_t)(v->p + v->n - c), 'i'};
     char num[16];
-    long pn = strtol(c, NULL, 10);
+    /* the digits of the token only: the record's bytes are not NUL-terminated (strtol would
+     * read on past them, and did, under ASan's strict string checks) */
+    long pn = 0;
+    for (const char *q = c; q < v->p + v->n && *q >= '0' && *q <= '9' && pn < 65536; q++)
+        pn = pn * 10 + (*q - '0');
     port.n = (size_t)snprintf(num, sizeof(num), "%ld", pn > 0 && pn < 65536 ? pn : 0);
     port.p = num;
     px__attr(o, first, "", "network.peer.port", 17, &port);
