@@ -33,11 +33,12 @@ struct px_log {
     pthread_cond_t idle; /* producers: space freed / queue drained */
     px__logbuf_t pending;
     px__logbuf_t writing;
-    int busy;    /* the writer holds a batch */
-    int waiting; /* the writer sleeps on `wake` */
-    int batched; /* wake the writer from px_log_kick() only (once per loop turn) */
-    int touched; /* a line was queued since the last px_log_kick() (any loop: read and written
-                    atomically; a loop that clears it kicks what is pending) */
+    int busy;          /* the writer holds a batch */
+    int waiting;       /* the writer sleeps on `wake` */
+    int batched;       /* wake the writer from px_log_kick() only (once per loop turn) */
+    size_t kick_bytes; /* batched: pending bytes that wake the writer (larger for JSON) */
+    int touched;       /* a line was queued since the last px_log_kick() (any loop: read and written
+                          atomically; a loop that clears it kicks what is pending) */
     int stop;
     unsigned long lost;
     int reported;
@@ -154,6 +155,7 @@ static void px__log_inherit(px_log_t *log, const char *path)
 {
     log->json = px__out.json;
     log->events = px__out.events;
+    log->kick_bytes = log->json ? PX_LOG_JSON_KICK_BYTES : PX_LOG_KICK_BYTES;
     size_t dl = strlen(px__out.sbdir);
     if (dl == 0 || strncmp(path, px__out.sbdir, dl) != 0 || path[dl] != '/')
         return;
@@ -423,9 +425,7 @@ static int px__log_kick1(px_log_t *log, int force)
     int left = 0;
     __atomic_store_n(&log->touched, 0, __ATOMIC_RELAXED);
     pthread_mutex_lock(&log->mu);
-    if (log->pending.len > 0 && log->waiting &&
-        (force || log->pending.len >= (log == px__out.events || log->json ? PX_LOG_EVENTS_KICK_BYTES
-                                                                          : PX_LOG_KICK_BYTES)))
+    if (log->pending.len > 0 && log->waiting && (force || log->pending.len >= log->kick_bytes))
         pthread_cond_signal(&log->wake);
     else
         left = log->pending.len > 0;
@@ -530,6 +530,7 @@ int px_log_configure(int json, const char *events_path, const char *sandboxes_di
         snprintf(err, errlen, "--events: %s", why);
         return rc;
     }
+    ev->kick_bytes = PX_LOG_JSON_KICK_BYTES; /* opened as text: it is handed JSON objects */
     px__out.events = ev;
     return 0;
 }

@@ -17,7 +17,7 @@
 /* the same for JSON (the --events sink, a log with --log-format json): its objects are about
  * three text lines long, so it would wake its writer three times as often (PX_LOG_DELAY_MS
  * still bounds the wait) */
-#define PX_LOG_EVENTS_KICK_BYTES (64 * 1024)
+#define PX_LOG_JSON_KICK_BYTES (64 * 1024)
 #define PX_LOG_DELAY_MS 10 /* batched: the longest a line waits for the writer */
 
 typedef struct px_log px_log_t;
@@ -76,7 +76,7 @@ int px_log_wants_json(const px_log_t *log);
 void px_log_set_batched(px_log_t *log, int on);
 
 /* Wakes the writer when lines are pending and force is set or PX_LOG_KICK_BYTES are pending
- * (PX_LOG_EVENTS_KICK_BYTES for JSON)
+ * (PX_LOG_JSON_KICK_BYTES for JSON)
  * (each wake costs two context switches on the loop's CPU, so a busy loop hands lines over in
  * batches). Returns 1 when lines were left pending: the caller kicks again with force within
  * PX_LOG_DELAY_MS. */

@@ -103,7 +103,8 @@ while True:
     time.sleep(max(0.0, nxt - time.monotonic()))
 PY
 
-start_way() { # start_way WAY
+# start_airlock_way WAY: airlock (AIRLOCK: the binary or a wrapper) started the way WAY says
+start_airlock_way() {
     local args=() allow="$T_DIR/allow.yaml"
     case $1 in
         off) ;;
@@ -114,8 +115,11 @@ start_way() { # start_way WAY
         *) echo "unknown way $1" >&2; return 1 ;;
     esac
     rm -f "$T_DIR/events.jsonl"
-    AIRLOCK="$T_DIR/airlock-pinned" t_start_airlock "$allow" \
-        --upstream-ca "$T_DIR/upca.pem" "${args[@]}" || return 1
+    t_start_airlock "$allow" --upstream-ca "$T_DIR/upca.pem" "${args[@]}"
+}
+
+start_way() { # start_way WAY
+    AIRLOCK="$T_DIR/airlock-pinned" start_airlock_way "$1" || return 1
     if [ "$1" = metrics ] || [ "$1" = metrics+events ] || [ "$1" = json+metrics ]; then
         : > "$T_DIR/scrapes"
         "$PY" "$T_DIR/scraper.py" "$SCRAPE_S" "$T_DIR/scrapes" &
@@ -194,37 +198,22 @@ measure() { # measure WAY RUN
 # (default 15,000: this machine's pinned keep-alive rate, "JSON events + metrics" in README.md).
 #   COUNT=1 N1=2000 N2=6000 SCRAPES=20 RATE=15000 WAYS="off metrics+events"
 count_run() { # count_run WAY TOOL(callgrind|strace) NREQ NSCRAPES -> prints the total
-    local way=$1 tool=$2 n=$3 scr=$4 out="$T_DIR/count.$1.$2.$3.$4" i wrap="$T_DIR/airlock-count"
+    local way=$1 tool=$2 n=$3 scr=$4 out="$T_DIR/count.$1.$2.$3.$4" wrap="$T_DIR/airlock-count"
     case $tool in
         callgrind) printf '#!/bin/sh\nexec valgrind -q --tool=callgrind --callgrind-out-file=%s "%s" "$@"\n' \
             "$out" "$AIRLOCK" > "$wrap" ;;
         strace) printf '#!/bin/sh\nexec strace -f -c -o %s "%s" "$@"\n' "$out" "$AIRLOCK" > "$wrap" ;;
     esac
     chmod +x "$wrap"
-    local args=()
-    [ "$way" = metrics+events ] && args=(--metrics 127.0.0.1:9464 --events "$T_DIR/events.jsonl")
-    [ "$way" = json+metrics ] && args=(--metrics 127.0.0.1:9464 --log-format json)
-    [ "$way" = metrics ] && args=(--metrics 127.0.0.1:9464)
-    rm -f "$T_DIR/events.jsonl"
-    : > "$T_DIR/airlock.err"
-    "$wrap" run --proxy-ip 127.0.0.1 --upstream-dns 127.0.0.53 \
-        --allowlist "$T_DIR/allow.yaml" --log "$T_DIR/net.log" --confdir "$T_DIR/confdir" \
-        --listen-dns 127.0.0.1:53 --listen-http 127.0.0.1:80 --listen-https 127.0.0.1:443 \
-        --allow-upstream-cidr 127.0.0.2/32 --upstream-ca "$T_DIR/upca.pem" "${args[@]}" \
-        2> "$T_DIR/airlock.err" &
-    AIRLOCK_PID=$!
-    T_PIDS+=("$AIRLOCK_PID")
-    for i in $(seq 1 1200); do
-        grep -q ready "$T_DIR/airlock.err" && break
-        sleep 0.1
-    done
-    grep -q ready "$T_DIR/airlock.err" || { echo "airlock not ready under $tool" >&2; cat "$T_DIR/airlock.err" >&2; return 1; }
+    # valgrind takes its time to start: up to two minutes to say "ready"
+    AIRLOCK="$wrap" T_READY_S=120 start_airlock_way "$way" > /dev/null ||
+        { echo "airlock not ready under $tool" >&2; return 1; }
     if [ "$n" -gt 0 ]; then
         h2load --h1 -n "$n" -c "$CONNS" https://bench.test/1k.bin > "$T_DIR/h2load.out" 2>&1
         grep -q "^requests: .* $n succeeded, 0 failed" "$T_DIR/h2load.out" ||
             { echo "h2load: $(grep '^requests:' "$T_DIR/h2load.out")" >&2; return 1; }
     fi
-    for i in $(seq 1 "$scr"); do
+    for _ in $(seq 1 "$scr"); do
         curl -s -o /dev/null -m 30 http://127.0.0.1:9464/metrics
     done
     # strace passes a SIGTERM on to nothing: airlock itself (its child) is told to stop

@@ -199,7 +199,7 @@ t_start_airlock() {
     AIRLOCK_PID=$!
     T_PIDS+=($AIRLOCK_PID)
     local i
-    for i in $(seq 1 400); do
+    for i in $(seq 1 $((${T_READY_S:-20} * 20))); do # T_READY_S: seconds to wait for "ready"
         if grep -q "ready" "$T_DIR/airlock.err" 2>/dev/null; then return 0; fi
         if ! kill -0 "$AIRLOCK_PID" 2>/dev/null; then
             echo "airlock exited:" >&2; cat "$T_DIR/airlock.err" >&2; return 1
