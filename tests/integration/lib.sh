@@ -221,15 +221,19 @@ t_reload() {
         { echo "airlock said nothing on SIGHUP" >&2; return 1; }
 }
 
-# t_overlay_var_lib: /var/lib as an overlay whose writes land in the test's directory, in this
-# mount namespace only (Podman writes its blob-info cache to /var/lib/containers/cache as root,
-# whatever storage.conf says). The test's cleanup runs `umount -l /var/lib` before its own
-# directory's mounts.
-t_overlay_var_lib() {
-    mkdir -p "$T_DIR/varlib" && mount -t tmpfs -o mode=0755 tmpfs "$T_DIR/varlib" &&
-        mkdir -p "$T_DIR/varlib/up" "$T_DIR/varlib/work" &&
-        mount -t overlay overlay \
-            -o "lowerdir=/var/lib,upperdir=$T_DIR/varlib/up,workdir=$T_DIR/varlib/work" /var/lib
+# t_overlay_var: /var/lib and /var/cache as overlays whose writes land in the test's directory,
+# in this mount namespace only (Podman writes its blob-info cache to /var/lib/containers/cache
+# as root, whatever storage.conf says, and its short-name alias lock to /var/cache/containers).
+# The test's cleanup runs `umount -l /var/lib /var/cache` before its own directory's mounts.
+t_overlay_var() {
+    local d
+    mkdir -p "$T_DIR/varov" && mount -t tmpfs -o mode=0755 tmpfs "$T_DIR/varov" || return 1
+    for d in lib cache; do
+        mkdir -p "$T_DIR/varov/$d/up" "$T_DIR/varov/$d/work" &&
+            mount -t overlay overlay \
+                -o "lowerdir=/var/$d,upperdir=$T_DIR/varov/$d/up,workdir=$T_DIR/varov/$d/work" \
+                "/var/$d" || return 1
+    done
 }
 
 t_stop_airlock() {

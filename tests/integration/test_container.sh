@@ -36,7 +36,7 @@ for d in /run/netns /run/runc /run/containers; do
         echo "FAIL: cannot mount a private $d"; exit 1
     fi
 done
-t_overlay_var_lib || { echo "FAIL: cannot overlay /var/lib"; exit 1; }
+t_overlay_var || { echo "FAIL: cannot overlay /var/lib and /var/cache"; exit 1; }
 mkdir -p "$T_DIR/podman/networks" "$T_DIR/podman/tmp"
 cat > "$T_DIR/podman/containers.conf" <<EOF
 [containers]
@@ -66,7 +66,7 @@ c_cleanup() {
         xargs -r podman network rm -f >/dev/null 2>&1
     podman rmi -af >/dev/null 2>&1
     # the overlay mounts live in this mount namespace; drop them before removing the files
-    umount -l /var/lib 2>/dev/null
+    umount -l /var/lib /var/cache 2>/dev/null
     grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
     t_cleanup
 }

@@ -61,7 +61,7 @@ c_cleanup() {
     podman network ls --format '{{.Name}}' 2>/dev/null | grep -v '^podman$' |
         xargs -r podman network rm -f >/dev/null 2>&1
     podman rmi -af >/dev/null 2>&1
-    umount -l "$AIRLOCK_BUILD" "$SRC" /etc /run /var/lib 2>/dev/null
+    umount -l "$AIRLOCK_BUILD" "$SRC" /etc /run /var/lib /var/cache 2>/dev/null
     grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
     t_cleanup
 }
@@ -81,7 +81,7 @@ overlay /etc /etc etc || t_skip root "cannot mount an overlay on /etc"
 mount --bind "$T_DIR/resolv.conf" /etc/resolv.conf
 cat "$T_DIR/upca.pem" >> /etc/ssl/certs/ca-certificates.crt
 overlay "$SRC" "$SRC" repo || t_skip root "cannot mount an overlay on the repository"
-t_overlay_var_lib || t_skip root "cannot mount an overlay on /var/lib"
+t_overlay_var || t_skip root "cannot mount overlays on /var/lib and /var/cache"
 mount --bind "$T_DIR/realbuild" "$AIRLOCK_BUILD" # the static build is kept between runs
 export AIRLOCK_STATIC_BUILD_DIR=$AIRLOCK_BUILD/container-static
 

@@ -38,7 +38,7 @@ for d in /run/netns /run/runc /run/containers; do
         echo "FAIL: cannot mount a private $d"; exit 1
     fi
 done
-t_overlay_var_lib || { echo "FAIL: cannot overlay /var/lib"; exit 1; }
+t_overlay_var || { echo "FAIL: cannot overlay /var/lib and /var/cache"; exit 1; }
 mkdir -p "$T_DIR/podman/networks" "$T_DIR/podman/tmp"
 cat > "$T_DIR/podman/containers.conf" <<EOF
 [containers]
@@ -68,7 +68,7 @@ k_cleanup() {
     podman rm -af -t 0 >/dev/null 2>&1
     podman network rm -f "$NET" >/dev/null 2>&1
     podman rmi -af >/dev/null 2>&1
-    umount -l /var/lib 2>/dev/null
+    umount -l /var/lib /var/cache 2>/dev/null
     grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
     echo "# test_k8s ran for $((($(date +%s%N) - T_START) / 1000000)) ms"
     t_cleanup
