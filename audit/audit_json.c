@@ -4,6 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Room kept after the strings for the keys, numbers, fixed words and punctuation of one object
  * (about 1100 bytes at most, 16 annotations included): a long string is cut, never the object's
  * shape. */
@@ -22,13 +26,37 @@ typedef struct audit__json {
     int first;   /* no comma before the next member */
 } audit__json_t;
 
+/* memcpy for the short strings of an event (most under 16 bytes), without a call: two
+ * overlapping moves of a fixed size */
+static void aj_copy(char *d, const char *s, size_t n)
+{
+    if (n > 16) {
+        memcpy(d, s, n);
+    } else if (n >= 8) {
+        uint64_t a, b;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(d, &a, 8);
+        memcpy(d + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        memcpy(d, &a, 4);
+        memcpy(d + n - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
+    }
+}
+
 static void aj_raw(audit__json_t *o, const char *p, size_t n)
 {
     if (o->len + n > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
         o->cut = 1;
         return;
     }
-    memcpy(o->buf + o->len, p, n);
+    aj_copy(o->buf + o->len, p, n);
     o->len += n;
 }
 
@@ -102,6 +130,9 @@ static int aj_plain(unsigned char c)
 {
     return c < 0x80 && (aj_plain_bits[c >> 6] >> (c & 63)) & 1;
 }
+
+#define AJ_STR_(x) #x
+#define AJ_STR(x) AJ_STR_(x)
 
 /* A literal key and its length, counted by the compiler. */
 #define AJ_K(lit) lit, (sizeof(lit) - 1)
@@ -197,43 +228,45 @@ static void aj_str_slow(audit__json_t *o, audit_str_t v)
     aj_raw(o, "\"", 1);
 }
 
-/* memcpy for the short strings of an event (most under 16 bytes), without a call: two
- * overlapping moves of a fixed size */
-static void aj_copy(char *d, const char *s, size_t n)
+#if defined(__SSE2__)
+/* Whether none of 16 bytes is below 0x20 or 0x7f and up, '"' or '\\' (a signed compare takes
+ * the bytes from 0x80 as negative, below 0x20). */
+static int aj_plain16(__m128i w)
 {
-    if (n > 16) {
-        memcpy(d, s, n);
-    } else if (n >= 8) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            d[i] = s[i];
-    }
+    __m128i bad = _mm_or_si128(_mm_cmplt_epi8(w, _mm_set1_epi8(0x20)),
+                               _mm_cmpeq_epi8(w, _mm_set1_epi8(0x7f)));
+    bad = _mm_or_si128(bad, _mm_or_si128(_mm_cmpeq_epi8(w, _mm_set1_epi8('"')),
+                                         _mm_cmpeq_epi8(w, _mm_set1_epi8('\\'))));
+    return _mm_movemask_epi8(bad) == 0;
 }
+#endif
 
-/* The length of v's leading run of aj_plain bytes, eight at a time; the last partial word is
- * read padded with a plain byte. */
+/* The length of v's leading run of aj_plain bytes, a word (16 bytes with SSE2, else 8) at a
+ * time; the last partial word is read as the string's last word, overlapping, and a string
+ * shorter than a word byte by byte (most strings of an event are plain: this answers them at
+ * once). */
 static size_t aj_plain_run(audit_str_t v)
 {
     size_t i = 0;
-    while (i + 8 <= v.len && aj_plain8(v.base + i))
-        i += 8;
-    if (i < v.len && i + 8 > v.len) {
-        char w[8] = "aaaaaaaa";
-        memcpy(w, v.base + i, v.len - i);
-        if (aj_plain8(w))
+#if defined(__SSE2__)
+    if (v.len >= 16) {
+        while (i + 16 <= v.len && aj_plain16(_mm_loadu_si128((const __m128i *)(v.base + i))))
+            i += 16;
+        if (i == v.len ||
+            (i + 16 > v.len && aj_plain16(_mm_loadu_si128((const __m128i *)(v.base + v.len - 16)))))
+            return v.len;
+    } else if (v.len >= 8) { /* the first 8 bytes and the last 8, in one register */
+        __m128i w = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)v.base),
+                                       _mm_loadl_epi64((const __m128i *)(v.base + v.len - 8)));
+        if (aj_plain16(w))
             return v.len;
     }
+#else
+    while (i + 8 <= v.len && aj_plain8(v.base + i))
+        i += 8;
+    if (i < v.len && i + 8 > v.len && v.len >= 8 && aj_plain8(v.base + v.len - 8))
+        return v.len; /* the last 8 bytes, overlapping the words already read */
+#endif
     while (i < v.len && aj_plain((unsigned char)v.base[i]))
         i++;
     return i;
@@ -265,21 +298,22 @@ static void aj_key(audit__json_t *o, const char *k, size_t n)
         o->buf[at++] = ',';
     o->first = 0;
     o->buf[at++] = '"';
-    memcpy(o->buf + at, k, n);
+    aj_copy(o->buf + at, k, n);
     at += n;
     o->buf[at++] = '"';
     o->buf[at++] = ':';
     o->len = at;
 }
 
-/* "k": v, left out when v is empty. */
-static void aj_kv(audit__json_t *o, const char *k, size_t kn, audit_str_t v)
+/* "k": v, left out when v is empty. plain: v is known to need no escaping (a part of a string
+ * that needed none), so it is not read twice. */
+static void aj_kv_p(audit__json_t *o, const char *k, size_t kn, audit_str_t v, int plain)
 {
     if (v.base == NULL || v.len == 0)
         return;
     /* the usual case at once: ,"k":"v" with nothing in v to escape, well inside the limit (the
      * check asks for the comma's byte even when there is none: the slow way writes the same) */
-    if (!o->cut && o->len + kn + v.len + 6 <= o->limit && aj_plain_run(v) == v.len) {
+    if (!o->cut && o->len + kn + v.len + 6 <= o->limit && (plain || aj_plain_run(v) == v.len)) {
         char *d = o->buf + o->len;
         if (!o->first)
             *d++ = ',';
@@ -297,6 +331,11 @@ static void aj_kv(audit__json_t *o, const char *k, size_t kn, audit_str_t v)
     }
     aj_key(o, k, kn);
     aj_str(o, v);
+}
+
+static void aj_kv(audit__json_t *o, const char *k, size_t kn, audit_str_t v)
+{
+    aj_kv_p(o, k, kn, v, 0);
 }
 
 /* "k": "w" for a word of the module's own (never cut). */
@@ -575,17 +614,18 @@ static void aj_target(audit__json_t *o, const audit_event_t *ev)
         aj_kv(o, AJ_K("method"), ev->method);
     if (ev->url.len == 0 || audit_str_eq(ev->url, "-"))
         return;
-    aj_kv(o, AJ_K("url"), ev->url);
+    int plain = aj_plain_run(ev->url) == ev->url.len; /* and so are its parts */
+    aj_kv_p(o, AJ_K("url"), ev->url, plain);
     audit_url_t u;
     int authority = audit_str_eq(ev->method, "CONNECT") || audit_str_eq(ev->method, "SOCKS");
     if (audit_url_parse(ev->url, authority, &u) != 0)
         return;
     if (!authority)
         aj_kv_word(o, AJ_K("scheme"), u.tls ? "https" : "http");
-    aj_kv(o, AJ_K("host"), u.host);
+    aj_kv_p(o, AJ_K("host"), u.host, plain);
     aj_kv_int(o, AJ_K("port"), u.port);
     if (!authority)
-        aj_kv(o, AJ_K("path"), u.path);
+        aj_kv_p(o, AJ_K("path"), u.path, plain);
 }
 
 /* A DECISION's members: the hold, what was held, who decided, the approval's scope, how many
@@ -680,8 +720,8 @@ static int aj_open(audit__json_t *o, const audit_json_ctx_t *ctx, char *buf, siz
         return -1;
     size_t usable = cap - 1 < AUDIT_JSON_LINE_MAX ? cap - 1 : AUDIT_JSON_LINE_MAX;
     *o = (audit__json_t){buf, usable, usable - AUDIT__JSON_RESERVE, 0, 0, 0, 1};
-    aj_raw(o, "{", 1);
-    aj_kv_int(o, AJ_K("v"), AUDIT_JSON_VERSION);
+    aj_raw(o, AJ_K("{\"v\":" AJ_STR(AUDIT_JSON_VERSION)));
+    o->first = 0;
     aj_time(o, ctx != NULL ? ctx->time_ms : 0);
     if (ctx != NULL)
         aj_kv(o, AJ_K("sandbox"), ctx->sandbox); /* the name is airlock's: written as it is */

@@ -314,8 +314,9 @@ static void test_audit_json_sandbox_time_and_other(void **state)
     assert_string_equal(back, line);
 }
 
-/* A string's bytes are copied eight at a time while none needs escaping: each byte that does,
- * at every offset of a string longer than two words, is still escaped exactly as alone. */
+/* A string's bytes are checked a word at a time (8 or 16 bytes) while none needs escaping, the
+ * last word overlapping: each byte that does, at every offset of strings of every length up to
+ * more than two 16-byte words, is still escaped exactly as alone. */
 static void test_audit_json_escape_at_every_offset(void **state)
 {
     (void)state;
@@ -328,19 +329,21 @@ static void test_audit_json_escape_at_every_offset(void **state)
         {"\xc2\x85", "\\u0085"}, {" ", " "},          {"~", "~"},
     };
     for (size_t b = 0; b < sizeof(bytes) / sizeof(bytes[0]); b++) {
-        for (size_t at = 0; at < 20; at++) {
-            char in[64], want[128];
-            size_t il = strlen(bytes[b].in);
-            memset(in, 'a', sizeof(in));
-            memcpy(in + at, bytes[b].in, il);
-            size_t n = 20 + il;
-            audit_event_t ev = {.kind = AUDIT_EV_TASK_START, .status = -1, .text = {in, n}};
-            assert_true(audit_json_render(&ev, NULL, buf, sizeof(buf)) > 0);
-            snprintf(want, sizeof(want), "\"started\":\"%.*s%s%.*s\"}", (int)at, in, bytes[b].out,
-                     (int)(n - at - il), in + at + il);
-            if (strstr(buf, want) == NULL)
-                print_error("byte %zu at %zu: %s\n want %s\n", b, at, buf, want);
-            assert_non_null(strstr(buf, want));
+        for (size_t fill = 0; fill <= 40; fill++) {
+            for (size_t at = 0; at <= fill; at++) {
+                char in[64], want[128];
+                size_t il = strlen(bytes[b].in);
+                memset(in, 'a', sizeof(in));
+                memcpy(in + at, bytes[b].in, il);
+                size_t n = fill + il;
+                audit_event_t ev = {.kind = AUDIT_EV_TASK_START, .status = -1, .text = {in, n}};
+                assert_true(audit_json_render(&ev, NULL, buf, sizeof(buf)) > 0);
+                snprintf(want, sizeof(want), "\"started\":\"%.*s%s%.*s\"}", (int)at, in,
+                         bytes[b].out, (int)(n - at - il), in + at + il);
+                if (strstr(buf, want) == NULL)
+                    print_error("byte %zu at %zu of %zu: %s\n want %s\n", b, at, n, buf, want);
+                assert_non_null(strstr(buf, want));
+            }
         }
     }
 }
