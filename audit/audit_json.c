@@ -28,7 +28,7 @@ typedef struct audit__json {
 
 /* memcpy for the short strings of an event (most under 16 bytes), without a call: two
  * overlapping moves of a fixed size */
-static void aj_copy(char *d, const char *s, size_t n)
+__attribute__((always_inline)) static inline void aj_copy(char *d, const char *s, size_t n)
 {
     if (n > 16) {
         memcpy(d, s, n);
@@ -338,10 +338,9 @@ static void aj_kv(audit__json_t *o, const char *k, size_t kn, audit_str_t v)
     aj_kv_p(o, k, kn, v, 0);
 }
 
-/* "k": "w" for a word of the module's own (never cut). */
-static void aj_kv_word(audit__json_t *o, const char *k, size_t kn, const char *w)
+/* "k": "w" for a word of the module's own, wn bytes (never cut). */
+static void aj_kv_wordn(audit__json_t *o, const char *k, size_t kn, const char *w, size_t wn)
 {
-    size_t wn = strlen(w);
     aj_key(o, k, kn);
     if (o->len + wn + 2 > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
         o->cut = 1;
@@ -352,6 +351,11 @@ static void aj_kv_word(audit__json_t *o, const char *k, size_t kn, const char *w
     aj_copy(d + 1, w, wn);
     d[wn + 1] = '"';
     o->len += wn + 2;
+}
+
+static void aj_kv_word(audit__json_t *o, const char *k, size_t kn, const char *w)
+{
+    aj_kv_wordn(o, k, kn, w, strlen(w));
 }
 
 /* v in decimal at the end of n[0..24): returns where it starts (one line per event: printf's
@@ -366,14 +370,29 @@ static char *aj_dec(char n[24], unsigned long long v)
     return p;
 }
 
+/* ,"k":v at once: the key and the digits written in place (an event has five or six). */
 static void aj_kv_int(audit__json_t *o, const char *k, size_t kn, long long v)
 {
+    if (o->len + kn + 28 > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
+        o->cut = 1;
+        return;
+    }
     char n[24];
     char *p = aj_dec(n, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
     if (v < 0)
         *--p = '-';
-    aj_key(o, k, kn);
-    aj_raw(o, p, (size_t)(n + 24 - p));
+    char *d = o->buf + o->len;
+    if (!o->first)
+        *d++ = ',';
+    o->first = 0;
+    *d++ = '"';
+    aj_copy(d, k, kn);
+    d += kn;
+    *d++ = '"';
+    *d++ = ':';
+    size_t dn = (size_t)(n + 24 - p);
+    aj_copy(d, p, dn);
+    o->len = (size_t)(d + dn - o->buf);
 }
 
 /* What an exchange relayed: the body bytes both ways, its duration (milliseconds with the
@@ -425,7 +444,7 @@ static void aj_time(audit__json_t *o, int64_t ms)
     char tail[6] = {
         '.', (char)('0' + m / 100), (char)('0' + m / 10 % 10), (char)('0' + m % 10), 'Z', '\0'};
     memcpy(ts + 19, tail, sizeof(tail));
-    aj_kv_word(o, AJ_K("time"), ts);
+    aj_kv_wordn(o, AJ_K("time"), ts, 24);
 }
 
 static int aj_starts(audit_str_t s, const char *p)

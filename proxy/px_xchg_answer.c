@@ -58,27 +58,27 @@ static void px__x_relay(const px_xchg_t *x, audit_event_t *ev, char *entry, size
         px_log_wants_json(x->log)) {
         addon_policy_kind_t k = (addon_policy_kind_t)v->entry_kind;
         const char *src = addon_policy_entry_src(v->config->policy, k, v->entry_index);
-        char num[24], *p = num + sizeof(num);
+        char head[48], *p = head + sizeof(head);
         size_t i = v->entry_index;
+        *--p = ']';
         do {
             *--p = (char)('0' + i % 10);
             i /= 10;
         } while (i != 0);
-        const char *parts[] = {k == ADDON_POLICY_DOMAINS  ? "domains"
-                               : k == ADDON_POLICY_BLOCKS ? "block"
-                                                          : "url_prefixes",
-                               "[",
-                               p,
-                               "]",
-                               src[0] != '\0' ? " " : "",
-                               src};
-        size_t n = 0;
-        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) {
-            size_t l = j == 2 ? (size_t)(num + sizeof(num) - p) : strlen(parts[j]);
-            if (l > cap - 1 - n)
-                l = cap - 1 - n; /* a longer path is cut */
-            memcpy(entry + n, parts[j], l);
-            n += l;
+        *--p = '[';
+        static const char kinds[][16] = {"domains", "block", "url_prefixes"};
+        const char *kn = kinds[k == ADDON_POLICY_DOMAINS ? 0 : k == ADDON_POLICY_BLOCKS ? 1 : 2];
+        size_t kl = strlen(kn), hl = (size_t)(head + sizeof(head) - p), sl = strlen(src);
+        /* "KIND[I] SRC", a longer path cut (cap is far above KIND[I]) */
+        size_t n = kl + hl;
+        memcpy(entry, kn, kl);
+        memcpy(entry + kl, p, hl);
+        if (sl > 0 && n + 1 < cap) {
+            entry[n++] = ' ';
+            if (sl > cap - 1 - n)
+                sl = cap - 1 - n;
+            memcpy(entry + n, src, sl);
+            n += sl;
         }
         entry[n] = '\0';
         ev->entry = (audit_str_t){entry, n};
