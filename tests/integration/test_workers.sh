@@ -30,6 +30,10 @@ t_eq "three threads: the engine's loop, a worker's, the log writer" 3 \
     "$(ls "/proc/$AIRLOCK_PID/task" | wc -l)"
 
 # ---- both loops accept (the kernel spreads connections by their addresses) ----
+# One connection first mints ok.test's leaf on one loop; the 60 after it land on both loops and
+# must all find it. (Two loops that miss at the same moment would both mint, and the second leaf
+# be dropped for the first: the cache keeps one per name, but "minted" would count two.)
+curl -s -o /dev/null --resolve ok.test:443:127.0.0.1 --cacert "$CA" "https://ok.test/"
 # (`wait` alone would wait for airlock too: the clients' pids are waited for by name)
 pids=()
 for i in $(seq 1 60); do
@@ -45,6 +49,7 @@ t_eq "the loops' counts add up to the process's" "$(metric airlock_connections_t
     "$((l0 + l1))"
 t_eq "one leaf minted for ok.test, shared by both loops" 1 \
     "$(metric 'airlock_leaf_cache_total{result="miss"}')"
+t_eq "the other 60 connections found it" 60 "$(metric 'airlock_leaf_cache_total{result="hit"}')"
 
 # ---- a budget stays exact across loops ----
 : > "$T_DIR/codes"
