@@ -287,22 +287,29 @@ static void aj_str(audit__json_t *o, audit_str_t v)
     o->len += v.len + 2;
 }
 
+/* Writes ,"k": (no comma before the first member) at d, room checked by the caller; returns
+ * the place after it. The one writer of a key: aj_key and the fast ways of a member. */
+__attribute__((always_inline)) static inline char *aj_put_key(audit__json_t *o, char *d,
+                                                              const char *k, size_t n)
+{
+    if (!o->first)
+        *d++ = ',';
+    o->first = 0;
+    *d++ = '"';
+    aj_copy(d, k, n);
+    d += n;
+    *d++ = '"';
+    *d++ = ':';
+    return d;
+}
+
 static void aj_key(audit__json_t *o, const char *k, size_t n)
 {
-    size_t at = o->len;
-    if (at + n + 4 > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
+    if (o->len + n + 4 > o->cap) { /* not reached: AUDIT__JSON_RESERVE covers the shape */
         o->cut = 1;
         return;
     }
-    if (!o->first)
-        o->buf[at++] = ',';
-    o->first = 0;
-    o->buf[at++] = '"';
-    aj_copy(o->buf + at, k, n);
-    at += n;
-    o->buf[at++] = '"';
-    o->buf[at++] = ':';
-    o->len = at;
+    o->len = (size_t)(aj_put_key(o, o->buf + o->len, k, n) - o->buf);
 }
 
 /* "k": v, left out when v is empty. plain: v is known to need no escaping (a part of a string
@@ -314,15 +321,8 @@ static void aj_kv_p(audit__json_t *o, const char *k, size_t kn, audit_str_t v, i
     /* the usual case at once: ,"k":"v" with nothing in v to escape, well inside the limit (the
      * check asks for the comma's byte even when there is none: the slow way writes the same) */
     if (!o->cut && o->len + kn + v.len + 6 <= o->limit && (plain || aj_plain_run(v) == v.len)) {
-        char *d = o->buf + o->len;
-        if (!o->first)
-            *d++ = ',';
-        o->first = 0;
+        char *d = aj_put_key(o, o->buf + o->len, k, kn);
         *d++ = '"';
-        aj_copy(d, k, kn);
-        d += kn;
-        memcpy(d, "\":\"", 3);
-        d += 3;
         aj_copy(d, v.base, v.len);
         d += v.len;
         *d++ = '"';
@@ -381,15 +381,7 @@ static void aj_kv_int(audit__json_t *o, const char *k, size_t kn, long long v)
     char *p = aj_dec(n, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
     if (v < 0)
         *--p = '-';
-    char *d = o->buf + o->len;
-    if (!o->first)
-        *d++ = ',';
-    o->first = 0;
-    *d++ = '"';
-    aj_copy(d, k, kn);
-    d += kn;
-    *d++ = '"';
-    *d++ = ':';
+    char *d = aj_put_key(o, o->buf + o->len, k, kn);
     size_t dn = (size_t)(n + 24 - p);
     aj_copy(d, p, dn);
     o->len = (size_t)(d + dn - o->buf);
