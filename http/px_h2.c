@@ -619,7 +619,9 @@ static int px__pump(px_h2_t *h)
     if (!h->failed)
         h->failed = err;
     px__after(h);
-    px_h2io_out_trim(&h->out); /* an idle connection holds no output buffer */
+    /* the output buffer stays between pumps: freeing ~64 KiB after each one made glibc give the
+     * heap's top back and fault it in again (a brk pair and 16 page faults per 40 KiB of a
+     * download); px_h2_trim frees it once the connection goes quiet */
     if (h->failed && h->reason == NULL)
         h->reason = h->failed == PX_ENOMEM ? "out of memory" : "HTTP/2 session failed";
     return h->failed;
@@ -733,14 +735,30 @@ size_t px_h2_paged_resident(const px_h2_t *h)
     return px_h2mem_resident(&h->mem);
 }
 
+size_t px_h2_trim_output(px_h2_t *h)
+{
+    size_t held = h->out.cap;
+    if (h->out.len > h->out.handed)
+        return 0; /* frames the owner has not taken yet */
+    h->out.len = h->out.handed = 0;
+    px_h2io_out_trim(&h->out);
+    return held;
+}
+
+size_t px_h2_output_held(const px_h2_t *h)
+{
+    return h->out.cap;
+}
+
 size_t px_h2_trim(px_h2_t *h)
 {
+    size_t out = px_h2_trim_output(h);
     /* nghttp2 packs a frame into its frame buffer and hands it out whole; px__pump copies it
      * to out.buf at once. With nothing to send it holds no frame: nghttp2 resets the buffer
      * before it lets go of the frame's item (aob.item, which want_write counts). */
     int dead = !h->failed && !h->term && nghttp2_session_want_read(h->ses) &&
                !nghttp2_session_want_write(h->ses);
-    return px_h2mem_trim(&h->mem, dead);
+    return out + px_h2mem_trim(&h->mem, dead);
 }
 
 const char *px_h2_reason(const px_h2_t *h)

@@ -197,10 +197,19 @@ const char *px_h2_reason(const px_h2_t *h);
  * frames were written into, not the buffer's size (px_h2mem.h). For tests and benchmarks. */
 size_t px_h2_paged_resident(const px_h2_t *h);
 
-/* For a connection gone quiet: gives back the pages of nghttp2's large blocks that hold nothing
- * (its frame buffer while it has no frame to send, its stream table once no stream is left);
- * what the session does next is the same. Returns the bytes given back. */
+/* For a connection gone quiet: frees the output buffer (px_h2_trim_output) and gives back the
+ * pages of nghttp2's large blocks that hold nothing (its frame buffer while it has no frame to
+ * send, its stream table once no stream is left); what the session does next is the same.
+ * Returns the bytes given back. */
 size_t px_h2_trim(px_h2_t *h);
+
+/* The buffer px_h2_take_output hands out is kept from one call to the next (up to
+ * PX_H2_OUT_MAX and a frame); this frees it when the owner has taken all of it, for a
+ * connection gone quiet with streams still open. Returns its size, or 0. */
+size_t px_h2_trim_output(px_h2_t *h);
+
+/* Bytes of that output buffer held now. For tests. */
+size_t px_h2_output_held(const px_h2_t *h);
 
 /* The owner forwarded n body bytes of sid: the client may send n more. Unknown streams are
  * ignored. */
@@ -234,6 +243,10 @@ void px_h2_discard(px_h2_t *h, int32_t sid);
 
 /* Response bytes of sid queued and not yet sent (0 for an unknown stream). */
 size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid);
+
+/* Response bytes of sid the client's windows (the stream's and the connection's) take now: what
+ * the next px_h2_take_output may send of it at most (0 for an unknown stream). */
+size_t px_h2_stream_sendable(const px_h2_t *h, int32_t sid);
 
 /* Graceful end: a GOAWAY(NO_ERROR) naming the last stream seen; open streams go on, new ones
  * are refused; px_h2_done() once they all ended. */

@@ -152,6 +152,16 @@ size_t px_h2_stream_queued(const px_h2_t *h, int32_t sid)
     return st != NULL ? px_h2io_q_queued(&st->q) : 0;
 }
 
+size_t px_h2_stream_sendable(const px_h2_t *h, int32_t sid)
+{
+    if (px__stream(h, sid) == NULL)
+        return 0;
+    int32_t st = nghttp2_session_get_stream_remote_window_size(h->ses, sid);
+    int32_t conn = nghttp2_session_get_remote_window_size(h->ses);
+    int32_t w = st < conn ? st : conn;
+    return w > 0 ? (size_t)w : 0;
+}
+
 void px_h2_shutdown(px_h2_t *h)
 {
     nghttp2_submit_goaway(h->ses, NGHTTP2_FLAG_NONE,

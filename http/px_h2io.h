@@ -56,7 +56,7 @@ typedef struct px_h2io_out {
  * PX_ENOMEM / PX_EPARSE when the session broke. */
 int px_h2io_out_fill(px_h2io_out_t *o, nghttp2_session *ses, size_t max);
 
-/* An idle session keeps no output buffer. */
+/* Frees the output buffer when it holds no frame (len 0). */
 void px_h2io_out_trim(px_h2io_out_t *o);
 
 #endif

@@ -376,13 +376,16 @@ static const px_h2_cbs_t px__h2_cbs = {
 
 /* ---- the connection ---------------------------------------------------------------------- */
 
-/* Quiet (PX_QUIET_MS untouched) and without streams: the codec gives back the pages of
- * nghttp2's frame buffer and stream table (~8 KiB an idle connection after one request). */
+/* Quiet (PX_QUIET_MS untouched): the codec frees its output buffer; without streams it also
+ * gives back the pages of nghttp2's frame buffer and stream table (~8 KiB an idle connection
+ * after one request). */
 static void on_h2_quiet(px_quiet_t *q)
 {
     px__h2srv_t *h = px_container_of(q, px__h2srv_t, quiet);
     if (h->h2n == 0)
         px_h2_trim(h->codec);
+    else
+        px_h2_trim_output(h->codec);
 }
 
 /* Frames out while the socket has room; then the idle timer or the end. */
@@ -575,12 +578,19 @@ static void down_end(void *down, const px_fields_t *t)
     px__kick(s->c);
 }
 
-/* The stream's queue is full past PX_H2_QUEUE_HIGH (the exchange, or the tunnel, stops
- * feeding it until on_drain). */
+/* The stream's queue is full (the exchange, or the tunnel, stops feeding it until on_drain):
+ * past PX_H2_QUEUE_HIGH, unless the turn's pump can send all of it (the socket has room and
+ * the client's windows take it). One upstream read (64 KiB) lands before that pump: a fast
+ * download stopped and restarted its upstream reads (two epoll_ctl calls and a wake-up) every
+ * 40 KiB. Past four times HIGH it waits whatever the windows say. */
 static int down_full(void *down)
 {
     px__h2s_t *s = down;
-    return px_h2_stream_queued(s->c->h2->codec, s->sid) > PX_H2_QUEUE_HIGH;
+    size_t q = px_h2_stream_queued(s->c->h2->codec, s->sid);
+    if (q <= PX_H2_QUEUE_HIGH)
+        return 0;
+    return q > 4 * PX_H2_QUEUE_HIGH || px_sock_full(&s->c->sock) ||
+           px_h2_stream_sendable(s->c->h2->codec, s->sid) < q;
 }
 static void on_resume(px_defer_t *d)
 {

@@ -524,6 +524,42 @@ static void test_px_h2_idle_trim(void **state)
     srv_free(&s);
 }
 
+/* A streaming answer's output buffer is kept from one px_h2_take_output to the next (it was
+ * freed after each: glibc then gave the heap's top back and faulted it in again, a brk pair per
+ * 40 KiB of a download); px_h2_trim_output frees it, and the session goes on. */
+static void test_px_h2_output_kept(void **state)
+{
+    srv_t s;
+    cli_t c;
+    srv_init(&s);
+    cli_init(&c, 0, 0);
+    static char big[40000];
+    memset(big, 'k', sizeof(big));
+    int32_t sid = cli_get(&c, "/k");
+    pump(&c, &s);
+    assert_int_equal(px_h2_respond(s.h, sid, 200, NULL, 0, 1), 0);
+    assert_int_equal(px_h2_send_data(s.h, sid, big, sizeof(big)), 0);
+    pump(&c, &s);
+    assert_int_equal(c.st[sid / 2].blen, sizeof(big));
+    size_t held = px_h2_output_held(s.h);
+    assert_true(held >= 16384); /* kept: the stream goes on */
+    assert_int_equal(px_h2_send_data(s.h, sid, big, sizeof(big)), 0);
+    pump(&c, &s);
+    assert_int_equal(c.st[sid / 2].blen, 2 * sizeof(big));
+    assert_int_equal(px_h2_output_held(s.h), held); /* the same buffer, not a new one */
+    assert_int_equal(px_h2_trim_output(s.h), held);
+    assert_int_equal(px_h2_output_held(s.h), 0);
+    assert_int_equal(px_h2_trim_output(s.h), 0);
+    assert_int_equal(px_h2_end(s.h, sid, NULL), 0);
+    pump(&c, &s);
+    assert_true(c.st[sid / 2].closed);
+    assert_memory_equal(c.st[sid / 2].body + sizeof(big), big, sizeof(big));
+    assert_int_equal(px_h2_trim(s.h) > 0, 1);
+    assert_int_equal(px_h2_output_held(s.h), 0);
+    cli_free(&c);
+    srv_free(&s);
+}
+
 static void test_px_h2_post_trailers(void **state)
 {
     srv_t s;
@@ -680,6 +716,9 @@ static void test_px_h2_stalled_stream(void **state)
     /* what reached the client is what its stream window allowed */
     assert_int_equal(c.st[stalled / 2].blen, 65535);
     assert_int_equal(sent, 65535 + q);
+    assert_int_equal(px_h2_stream_sendable(s.h, stalled), 0); /* its window is closed */
+    assert_int_equal(px_h2_stream_sendable(s.h, other[0]), 65535);
+    assert_int_equal(px_h2_stream_sendable(s.h, 999), 0);
     /* the others complete meanwhile, each with a body far larger than the stalled window */
     static char big[200000];
     memset(big, 'y', sizeof(big));
@@ -1404,6 +1443,7 @@ int main(void)
         cmocka_unit_test(test_px_h2_get),
         cmocka_unit_test(test_px_h2_idle_memory),
         cmocka_unit_test(test_px_h2_idle_trim),
+        cmocka_unit_test(test_px_h2_output_kept),
         cmocka_unit_test(test_px_h2_post_trailers),
         cmocka_unit_test(test_px_h2_interim_and_empty_body),
         cmocka_unit_test(test_px_h2_out_of_order),
