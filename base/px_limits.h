@@ -29,6 +29,9 @@
 #define PX_TLS_SESSIONS_MAX 1024 /* upstream host:port keys with TLS sessions (LRU) */
 #define PX_SCRUB_HOLD_MAX (64 * 1024) /* a scrubbed body held to keep its Content-Length */
 #define PX_TLS_TICKETS_PER_KEY 4      /* TLS 1.3 tickets kept per key (one TLS 1.2 session) */
+/* Free heap the allocator keeps at its top while traffic flows (app/px_engine.c on_trim gives it
+ * back when the traffic goes quiet) */
+#define PX_HEAP_TOP_KEEP (4 * 1024 * 1024)
 /* Decoded HTTP/2 request header bytes (name + value + 32 a field, as RFC 9113 counts them) held
  * by streams from their HEADERS frame until they close: HPACK lets ~50 bytes on the wire decode
  * to a 64 KiB list, which a stream waiting on a slow upstream holds (with its copies toward the
