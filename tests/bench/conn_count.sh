@@ -10,8 +10,10 @@
 #
 # Environment: as http_bench.sh: RUNS=3, DURATION=10, CONNS=50, BIG_MB=1024, IDLE_CONNS=300,
 # PROFILE=1 (perf record of airlock during one new-connection run), PROFILE_BIG=1 (perf record
-# of airlock during each of its downloads), COUNTS="new big idle" (the
-# parts to run), AIRLOCK=binary, OUT=dir.
+# of airlock during each of its downloads; PROFILE_EVENT=e,... records those events instead
+# of perf's default, e.g. syscalls:sys_enter_brk to see where they come from), BIG_HTTP=http1.1
+# (curl's protocol option for the downloads: http1.1 or http2; the one used is printed),
+# COUNTS="new big idle" (the parts to run), AIRLOCK=binary, OUT=dir.
 # Prints figures; never fails on one.
 # Run, it starts http_bench.sh in its "counts" mode, which sets everything up and then sources
 # this file for the part below the exec.
@@ -23,7 +25,7 @@ fi
 
 # conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
 # read, socket buffers, CPU time, RSS), never rates.
-IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close'
+IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
 io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write-like calls)
     local p
     for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
@@ -41,14 +43,14 @@ count_big() { # count_big METRIC SUBJECT URL
     local perfpid=$!
     local profpid=
     if [ "${PROFILE_BIG:-0}" = 1 ] && [ "$subj" = airlock ] && command -v perf > /dev/null; then
-        perf record -q -F 999 --call-graph dwarf,16384 -o "$T_DIR/perf-$metric.data" \
-            -p "$AIRLOCK_PID" > /dev/null 2>&1 &
+        perf record -q ${PROFILE_EVENT:+-e "$PROFILE_EVENT"} -F 999 --call-graph dwarf,16384 \
+            -o "$T_DIR/perf-$metric.data" -p "$AIRLOCK_PID" > /dev/null 2>&1 &
         profpid=$!
     fi
     sleep 0.5
     read -r r0 w0 < <(sched_ns $pids); io0=$(io_bytes $pids)
-    curl -s --http1.1 -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
-        -w '%{http_code} %{size_download} %{time_total}\n' "$url" > "$T_DIR/cnt-curl" &
+    curl -s "--${BIG_HTTP:-http1.1}" -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
+        -w '%{http_code} %{size_download} %{time_total} %{http_version}\n' "$url" > "$T_DIR/cnt-curl" &
     local curlpid=$!
     sleep 1
     local skm
@@ -69,7 +71,8 @@ count_big() { # count_big METRIC SUBJECT URL
             head -50 | cut -c1-110
         if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$T_DIR/perf-$metric.data" "$OUT/"; fi
     fi
-    read -r _ size secs < "$T_DIR/cnt-curl"
+    local hv
+    read -r _ size secs hv < "$T_DIR/cnt-curl"
     if [ "${size:-0}" -eq 0 ]; then echo "  $metric $subj: download failed"; return 1; fi
     local mib cpu_gib calls reads rsize wakes
     mib=$(awk -v b="$size" 'BEGIN {printf "%.3f", b / 1048576}')
@@ -82,8 +85,8 @@ count_big() { # count_big METRIC SUBJECT URL
     record "$metric.sys_mib" "$subj" "$calls"
     record "$metric.wake_mib" "$subj" "$wakes"
     record "$metric.read_bytes" "$subj" "$rsize"
-    printf '  %-10s %-8s %6.2f s; CPU %5s ms/GiB; per MiB: %6s syscalls, %5s epoll_wait; %6s bytes per read; socket buffers (bytes) %s\n' \
-        "$metric" "$subj" "$secs" "$cpu_gib" "$calls" "$wakes" "$rsize" "$skm"
+    printf '  %-10s %-8s HTTP/%s %6.2f s; CPU %5s ms/GiB; per MiB: %6s syscalls, %5s epoll_wait; %6s bytes per read; socket buffers (bytes) %s\n' \
+        "$metric" "$subj" "$hv" "$secs" "$cpu_gib" "$calls" "$wakes" "$rsize" "$skm"
     awk -F, -v m="$mib" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
             sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$T_DIR/cnt-$metric-$subj" |
         sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $metric $subj per MiB: /"

@@ -10,7 +10,8 @@
 # per wrk run), CONNS=50 (wrk connections), LOW_CONNS=10 (a second keep-alive run with fewer
 # connections than airlock's per-host upstream pool keeps; 0 skips it), PROXY_CPU=0 / LOAD_CPU=1 (the proxy under test
 # gets one core, wrk + curl + upstream nginx + dnsmasq the other), BIG_MB=1024 (download
-# size), BIG_MAX_TIME=120 / MITM_MAX_TIME=30 (curl --max-time of the download; the rate is
+# size; the HTTPS download runs over HTTP/1.1 and again over HTTP/2, each forced on curl),
+# NGINX_H2=0 (the nginx proxy offers HTTP/1.1 only; no HTTP/2 download for it), BIG_MAX_TIME=120 / MITM_MAX_TIME=30 (curl --max-time of the download; the rate is
 # bytes received / time, so a capped mitmdump download still gives its rate), FRESH=20 (fresh
 # names for the minting latency), IDLE_CONNS=1000, PROFILE=1 (perf record on airlock during
 # one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump),
@@ -58,6 +59,7 @@ PROFILE=${PROFILE:-0}
 SYSCALLS=${SYSCALLS:-1}; command -v perf > /dev/null || SYSCALLS=0
 NO_MITM=${NO_MITM:-}
 NO_HAPROXY=${NO_HAPROXY:-}
+NGINX_H2=${NGINX_H2:-1} # 0: the nginx proxy offers HTTP/1.1 only (wrk never asks for h2)
 
 if [ -z "${AIRLOCK_IN_NETNS:-}" ]; then
     [ -x "$AIRLOCK" ] || { echo "no airlock binary at $AIRLOCK (build it: see README.md)" >&2; exit 2; }
@@ -203,7 +205,7 @@ start_nginx_proxy() {
         location / { proxy_pass http://up_http; }
     }
     server {
-        listen 127.0.0.5:443 ssl${NGINX_H2:+ http2} backlog=4096;
+        listen 127.0.0.5:443 ssl$([ "$NGINX_H2" != 0 ] && echo ' http2') backlog=4096;
         ssl_certificate $T_DIR/front.pem;
         ssl_certificate_key $T_DIR/front.key;
         location / {
@@ -447,20 +449,22 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${errs}"
 }
 
-# One download of the big file with curl; records MB/s (10^6 bytes) and proxy core use.
-bench_big() { # bench_big METRIC SUBJECT URL MAXTIME
-    local metric=$1 subj=$2 url=$3 maxt=$4
-    local pids r0 w0 r1 w1 out code size secs
+# One download of the big file with curl over PROTO (http1.1 or http2: the protocol is forced
+# so that every proxy is measured on the same one, and the one used is printed); records MB/s
+# (10^6 bytes) and proxy core use.
+bench_big() { # bench_big METRIC SUBJECT URL MAXTIME PROTO
+    local metric=$1 subj=$2 url=$3 maxt=$4 proto=${5:-http1.1}
+    local pids r0 w0 r1 w1 out code size secs hv
     pids=$(proxy_pids "$subj")
     local ups ur0 uw0 ur1 uw1 upwait
     ups=$(upstream_pids)
     read -r ur0 uw0 < <(sched_ns $ups)
     read -r r0 w0 < <(sched_ns $pids)
-    out=$(curl -s -o /dev/null --max-time "$maxt" "${CURL_TLS[@]}" \
-        -w '%{http_code} %{size_download} %{time_total}' "$url")
+    out=$(curl -s "--$proto" -o /dev/null --max-time "$maxt" "${CURL_TLS[@]}" \
+        -w '%{http_code} %{size_download} %{time_total} %{http_version}' "$url")
     read -r r1 w1 < <(sched_ns $pids)
     read -r ur1 uw1 < <(sched_ns $ups)
-    read -r code size secs <<< "$out"
+    read -r code size secs hv <<< "$out"
     if [ "${size:-0}" -eq 0 ]; then
         echo "  $metric $subj: download failed [$out]"; return 1
     fi
@@ -476,8 +480,8 @@ bench_big() { # bench_big METRIC SUBJECT URL MAXTIME
     record "$metric.util" "$subj" "$util"
     record "$metric.wait" "$subj" "$wait"
     record "$metric.cpu_ms_gib" "$subj" "$cpu_gib"
-    printf '  %-12s %-9s %9s MB/s %6.2f s, status %s; proxy CPU %5s ms/GiB, on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%% %s\n' \
-        "$metric" "$subj" "$mbps" "$secs" "$code" "$cpu_gib" "$util" "$wait" "$upwait" "$note"
+    printf '  %-12s %-9s %9s MB/s %6.2f s, HTTP/%s status %s; proxy CPU %5s ms/GiB, on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%% %s\n' \
+        "$metric" "$subj" "$mbps" "$secs" "$hv" "$code" "$cpu_gib" "$util" "$wait" "$upwait" "$note"
     sleep 1 # let a capped proxy drain
 }
 
@@ -688,7 +692,13 @@ for run in $(seq 1 "$RUNS"); do
         done
         for s in "${SUBJ_HTTPS[@]}"; do
             t=$BIG_MAX_TIME; [ "$s" = mitmdump ] && t=$MITM_MAX_TIME
-            bench_big https.big "$s" "$(base_url https "$s")/big.bin" "$t"
+            bench_big https.big "$s" "$(base_url https "$s")/big.bin" "$t" http1.1
+        done
+        # the same download over HTTP/2 (nginx offers h2 unless NGINX_H2=0; mitmdump is left out)
+        for s in "${SUBJ_HTTPS[@]}"; do
+            [ "$s" = mitmdump ] && continue
+            [ "$s" = nginx ] && [ "$NGINX_H2" = 0 ] && continue
+            bench_big https.big_h2 "$s" "$(base_url https "$s")/big.bin" "$BIG_MAX_TIME" http2
         done
         bench_mint "$run"
         # idle memory: each measurement on a freshly started proxy, warmed by 3 requests

@@ -45,11 +45,16 @@ METRICS = [
     ("https.new.util", "  proxy on-CPU", "%"),
     ("https.new.wait", "  proxy runnable, waiting for a CPU", "%"),
     ("https.new.upwait", "  upstream nginx runnable, waiting for a CPU", "%"),
-    ("https.big.mbps", "HTTPS 1 GiB download", "MB/s"),
+    ("https.big.mbps", "HTTPS 1 GiB download (HTTP/1.1)", "MB/s"),
     ("https.big.cpu_ms_gib", "  proxy CPU per GiB", "ms"),
     ("https.big.util", "  proxy on-CPU", "%"),
     ("https.big.wait", "  proxy runnable, waiting for a CPU", "%"),
     ("https.big.upwait", "  upstream nginx runnable, waiting for a CPU", "%"),
+    ("https.big_h2.mbps", "HTTPS 1 GiB download (HTTP/2)", "MB/s"),
+    ("https.big_h2.cpu_ms_gib", "  proxy CPU per GiB", "ms"),
+    ("https.big_h2.util", "  proxy on-CPU", "%"),
+    ("https.big_h2.wait", "  proxy runnable, waiting for a CPU", "%"),
+    ("https.big_h2.upwait", "  upstream nginx runnable, waiting for a CPU", "%"),
     ("https.mint.app_first_ms", "first request to a fresh name: TLS handshake done", "ms"),
     ("https.mint.app_second_ms", "same name again: TLS handshake done", "ms"),
     ("https.mint.app_diff_ms", "  difference (minting), median of per-name diffs", "ms"),
@@ -78,7 +83,8 @@ RATIOS = [
     ("HTTPS keep-alive req/s", "https.ka.rps", {"relay": 1.0, "mitmdump": 30.0}),
     ("HTTPS keep-alive (LOW_CONNS)", "https.ka_low.rps", {"relay": 1.0, "mitmdump": 30.0}),
     ("HTTPS new-connection req/s", "https.new.rps", {"relay": 1.0, "mitmdump": 30.0}),
-    ("HTTPS 1 GiB MB/s", "https.big.mbps", {"relay": 1.0, "mitmdump": 30.0}),
+    ("HTTPS 1 GiB MB/s (HTTP/1.1)", "https.big.mbps", {"relay": 1.0, "mitmdump": 30.0}),
+    ("HTTPS 1 GiB MB/s (HTTP/2)", "https.big_h2.mbps", {"relay": 1.0}),
 ]
 CPU_RATIOS = [
     ("HTTP keep-alive", "http.ka.cpu_us"),
@@ -87,7 +93,8 @@ CPU_RATIOS = [
     ("HTTPS keep-alive (LOW_CONNS)", "https.ka_low.cpu_us"),
     ("HTTPS new connection", "https.new.cpu_us"),
     ("HTTP 1 GiB", "http.big.cpu_ms_gib"),
-    ("HTTPS 1 GiB", "https.big.cpu_ms_gib"),
+    ("HTTPS 1 GiB (HTTP/1.1)", "https.big.cpu_ms_gib"),
+    ("HTTPS 1 GiB (HTTP/2)", "https.big_h2.cpu_ms_gib"),
 ]
 SYS_RATIOS = [
     ("HTTP keep-alive", "http.ka.sys"),
