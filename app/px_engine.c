@@ -687,8 +687,10 @@ int px_engine_run(const px_config_t *cfg)
     if (eng == NULL)
         return 1;
     eng->ctx.cfg = cfg;
-    eng->nworkers = px_workers_count(cfg->workers);
-    if (eng->nworkers > 1 && (cfg->control_path != NULL || cfg->decide_url != NULL)) {
+    int decider = cfg->control_path != NULL || cfg->decide_url != NULL;
+    /* held requests live on one loop: with a decider, auto (the default) is one loop */
+    eng->nworkers = decider && cfg->workers == 0 ? 1 : px_workers_count(cfg->workers);
+    if (eng->nworkers > 1 && decider) {
         fprintf(stderr, "airlock: --control and --decide-url need --workers 1 (held requests "
                         "live on one loop)\n");
         free(eng);
@@ -709,6 +711,10 @@ int px_engine_run(const px_config_t *cfg)
      * heap back once the traffic goes quiet or a burst ends. */
     mallopt(M_MMAP_THRESHOLD, PX_HEAP_TOP_KEEP / 2);
     mallopt(M_TRIM_THRESHOLD, PX_HEAP_TOP_KEEP);
+    /* one arena for every loop: malloc_trim gives back only the main arena's top, and a worker
+     * loop's own arena would keep PX_HEAP_TOP_KEEP for good (small blocks come from each
+     * thread's cache, without the arena's lock) */
+    mallopt(M_ARENA_MAX, 1);
 #endif
     int exit_code = 1;
     char ipbuf[INET6_ADDRSTRLEN];
