@@ -235,6 +235,7 @@ static int px__w_new(px_workers_t *set, int idx, const px_worker_listen_t *ls, s
     w->ctx.pool_arg = w;
     w->ctx.conns_all = &set->conns_all;
     w->ctx.accepted_all = &set->accepted_all;
+    w->ctx.rejected_of = m; /* one TLS REJECTED memory for every loop */
     uv_async_init(&w->uv, &w->wake, on_w_wake);
     w->wake.data = w;
     uv_check_init(&w->uv, &w->log_kick);

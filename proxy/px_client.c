@@ -1,6 +1,7 @@
 #include "proxy/px_client_int.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6/ip6_tables.h>
 #include <stdio.h>
@@ -85,6 +86,8 @@ void px__cl_read(px_sock_t *s, const char *data, size_t len)
     }
 }
 
+static pthread_mutex_t px__rejected_lock = PTHREAD_MUTEX_INITIALIZER; /* ctx->rejected */
+
 /* A client that aborts the handshake over airlock's certificate most likely does not trust
  * airlock's CA: the most common failure of intercepting proxies, and a silent one for the
  * agent. One line per host per minute says so, with the runtime the ClientHello looked like
@@ -119,15 +122,21 @@ static void px__tls_rejected(px_client_t *c)
         inet_ntop(AF_INET, &c->ctx->proxy_ip, ip, sizeof(ip));
         host = ip;
     }
-    px_ctx_t *ctx = c->ctx;
-    uint64_t now = uv_now(ctx->loop.uv);
+    /* the memory is the engine's, shared by every loop (their clocks are the same monotonic
+     * one, each cached at its loop's turn) */
+    px_ctx_t *ctx = c->ctx->rejected_of != NULL ? c->ctx->rejected_of : c->ctx;
+    uint64_t now = uv_now(c->ctx->loop.uv);
+    pthread_mutex_lock(&px__rejected_lock);
     for (size_t i = 0; i < PX_REJECT_HOSTS; i++)
         if (ctx->rejected[i].at != 0 && now - ctx->rejected[i].at < PX_REJECT_EVERY_MS &&
-            strcmp(ctx->rejected[i].host, host) == 0)
+            strcmp(ctx->rejected[i].host, host) == 0) {
+            pthread_mutex_unlock(&px__rejected_lock);
             return;
+        }
     size_t slot = ctx->rejected_next++ % PX_REJECT_HOSTS;
     snprintf(ctx->rejected[slot].host, sizeof(ctx->rejected[slot].host), "%s", host);
     ctx->rejected[slot].at = now;
+    pthread_mutex_unlock(&px__rejected_lock);
     px_runtime_t rt = px_tls_runtime(t);
     audit_event_t ev = {.kind = AUDIT_EV_TLS_REJECTED, .verdict = AUDIT_EV_REJECTED};
     ev.host = audit_s(host);

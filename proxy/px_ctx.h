@@ -2,8 +2,8 @@
  * configuration, the TLS contexts and the process's CA, the list of connections, and the scope
  * of single-conversation mode. The engine (app/px_engine.h) owns one and fills it in; the
  * connections read it and change only their own counters here (the list, the HTTP/2 header
- * bytes, the TLS REJECTED memory). Nothing here knows about sandboxes: a connection asks
- * scope_for() for its scope when there is one to choose.
+ * bytes, the TLS REJECTED memory, which every loop shares). Nothing here knows about sandboxes: a
+ * connection asks scope_for() for its scope when there is one to choose.
  *
  * With `--workers N` each of the N loops has a context of its own (app/px_worker.c): the
  * configuration, the log, the CA, the TLS contexts and the scopes are the engine's, shared;
@@ -51,12 +51,15 @@ struct px_ctx {
     size_t nclients;
     size_t nclients_peak; /* highest since the last heap trim */
     uint64_t next_id;     /* connections accepted so far */
-    /* TLS REJECTED lines written lately: at most one per host per PX_REJECT_EVERY_MS */
+    /* TLS REJECTED lines written lately: at most one per host per PX_REJECT_EVERY_MS, whichever
+     * loop saw the handshake (rejected_of: the context whose memory every loop uses, the
+     * engine's; NULL: this one; px_client.c locks it) */
     struct {
         char host[PX_HOST_MAX + 1];
         uint64_t at;
     } rejected[PX_REJECT_HOSTS];
     size_t rejected_next;
+    px_ctx_t *rejected_of;
 };
 
 #endif
