@@ -30,7 +30,7 @@ void px_config_defaults(px_config_t *cfg)
     cfg->upstream_first_byte_ms = PX_UPSTREAM_FIRST_BYTE_MS;
     cfg->connect_ms = PX_CONNECT_MS;
     cfg->handshake_ms = PX_HANDSHAKE_MS;
-    cfg->workers = 1;
+    cfg->workers = 0; /* auto: the CPUs the process may use (one loop with a decider) */
 }
 
 int px_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)

@@ -66,8 +66,10 @@ static int px__hold(px_xchg_t *x, const addon_answer_t *ans)
 {
     addon_req_t *r = x->view;
     px_hold_t *t = x->ctx->holds;
+    /* without a decider nobody could answer: the request is refused now, not at its time-out */
+    int decider = x->ctx->cfg->control_path != NULL || x->ctx->cfg->decide_url != NULL;
     char method[24], host[PX_HOST_MAX + 1], path[PX_HOLD_FIELD_MAX];
-    if (t != NULL && px__held_key(r, method, host, path) == 0) {
+    if (t != NULL && decider && px__held_key(r, method, host, path) == 0) {
         if (px_hold_allowed(t, x->log, method, host, path)) {
             r->allowed = 1; /* as warn mode does: no entry allowed it, no GraphQL list applies */
             r->graphql = NULL;
@@ -98,8 +100,10 @@ static int px__hold(px_xchg_t *x, const addon_answer_t *ans)
             }
         }
     }
-    if (t == NULL && x->ctx->worker > 0) /* the hold table is the engine loop's */
-        addon_req_annotate(r, "not held: holds need --workers 1");
+    /* (a decider means one loop: the hold table is the engine loop's, and worker loops have
+     * none) */
+    if (!decider)
+        addon_req_annotate(r, "not held: nobody can decide (no --control or --decide-url)");
     px__x_addon_answer(x, ans);
     return PX_STAGE_REFUSE;
 }

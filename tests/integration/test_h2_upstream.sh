@@ -34,7 +34,8 @@ t_wait_port 127.0.0.3 443 || exit 1
 t_start_nginx "listen 127.0.0.2:443 ssl; listen 127.0.0.4:443 ssl http2;
         ssl_certificate $T_DIR/h1.pem; ssl_certificate_key $T_DIR/h1.key;" || exit 1
 echo "from nginx" > "$T_DIR/www/index.html"
-t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" \
+# one loop: the upstream connections counted below are one loop's pool (each loop has its own)
+t_start_airlock "$T_DIR/allow.yaml" --workers 1 --upstream-ca "$T_DIR/upca.pem" \
     --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.4/32 \
     --allow-upstream-cidr 127.0.0.5/32 \
     --upstream-timeout 10 || exit 1

@@ -6,7 +6,8 @@
 # lets the same request through later without a hold; past the per-conversation bound a request
 # is blocked at once; a client that goes away frees its hold; warn mode is unaffected. Each
 # approval and denial is a DECISION event (who, what, scope) in the text log and in the JSON
-# events (--events, valid against docs/events.schema.json), counted in /metrics.
+# events (--events, valid against docs/events.schema.json), counted in /metrics. Without a
+# decider a request is not held but refused at once.
 # Upstream: a recorder that answers 200.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
@@ -298,4 +299,21 @@ until_ok 'grep -q "^DECISION $id denied" "$SB/agent1/network-sandbox.log"' 10
 t_check "... the decision is in the sandbox's log" grep -q "^DECISION $id denied GET other\.test /sb by uid $(id -u) (1 request)$" "$SB/agent1/network-sandbox.log"
 t_stop_airlock
 t_eq "airlock exits 0" 0 "$?"
+
+# without a decider (no --control, no --decide-url) nobody could answer: a request the allowlist
+# would hold is refused at once, on whichever loop (the default is one per CPU), not at its
+# time-out
+: > "$T_DIR/net.log"
+unset AIRLOCK_CONTROL
+t_start_airlock "$T_DIR/allow.yaml" --allow-upstream-cidr 127.0.0.3/32 || exit 1
+t0=$(now_ms)
+codes=""
+for i in 1 2 3 4 5 6; do codes="$codes$(curl -s -o /dev/null -m 10 -w '%{http_code}' http://other.test/nd$i)"; done
+t1=$(now_ms)
+t_eq "no decider: six requests refused with the allowlist's 403" "403403403403403403" "$codes"
+t_check "... at once, not after hold_seconds (30 s): $((t1 - t0)) ms for six" test $((t1 - t0)) -lt 5000
+until_ok '[ "$(grep -c "other.test/nd" "$T_DIR/net.log")" -ge 6 ]' 5
+t_eq "... each line saying why it was not held" 6 \
+    "$(grep 'other.test/nd' "$T_DIR/net.log" | grep -c 'not held: nobody can decide (no --control or --decide-url)')"
+t_stop_airlock
 t_done

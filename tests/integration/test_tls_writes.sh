@@ -16,7 +16,8 @@ echo "hello over tls" > "$T_DIR/index.html"
 t_start_nginx "listen 127.0.0.2:443 ssl; ssl_certificate $T_DIR/up.pem; ssl_certificate_key $T_DIR/up.key;" || exit 1
 cp "$T_DIR/index.html" "$T_DIR/www/index.html"
 t_wait_port 127.0.0.2 443 || exit 1
-t_start_airlock "$T_DIR/allow.yaml" --upstream-ca "$T_DIR/upca.pem" || exit 1
+# one loop: strace follows the loop thread that accepts every connection
+t_start_airlock "$T_DIR/allow.yaml" --workers 1 --upstream-ca "$T_DIR/upca.pem" || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 get() { # get [curl args]: one connection, one GET, Connection: close
     curl -s --http1.1 --resolve nginx.test:443:127.0.0.1 --cacert "$CA" -H 'Connection: close' \

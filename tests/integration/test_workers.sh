@@ -5,9 +5,11 @@
 # new connections and kept-alive ones alike; every request has its one log line; the minted
 # leaf is shared (one mint per name whichever loop handshakes first); SIGTERM with connections
 # open on both loops exits 0; --control and --decide-url are refused with more than one loop;
-# AIRLOCK_WORKERS sets the count and --workers wins.
+# AIRLOCK_WORKERS sets the count and --workers wins; without either, one loop per CPU the
+# process may use (one under taskset -c 0), and one loop with --control.
 # The suites that exercise shared state (sandboxes, budgets, HTTP/2, the secret guard, reload)
-# run again with AIRLOCK_WORKERS=2 in .ci/run.
+# run again in .ci/run with the count the default does not give (AIRLOCK_WORKERS=1 on a
+# machine of more than one CPU).
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 
@@ -112,6 +114,26 @@ out=$(AIRLOCK_WORKERS=0 "$AIRLOCK" run --upstream-dns 127.0.0.53 2>&1)
 t_contains "AIRLOCK_WORKERS=0: refused" "$out" "AIRLOCK_WORKERS"
 AIRLOCK_WORKERS=3 t_start_airlock "$T_DIR/allow.yaml" --workers 1 || exit 1
 t_eq "--workers 1 wins over AIRLOCK_WORKERS=3: two threads" 2 \
+    "$(ls "/proc/$AIRLOCK_PID/task" | wc -l)"
+t_stop_airlock
+
+# ---- the default: one loop per CPU the process may use; one loop with a decider ----
+ncpu=$(nproc)
+[ "$ncpu" -gt 64 ] && ncpu=64
+AIRLOCK_WORKERS= t_start_airlock "$T_DIR/allow.yaml" --verbose || exit 1
+t_eq "without --workers: one loop per CPU ($ncpu) and the log writer" $((ncpu + 1)) \
+    "$(ls "/proc/$AIRLOCK_PID/task" | wc -l)"
+[ "$ncpu" -gt 1 ] && t_contains "... and the start-up says so" "$(cat "$T_DIR/airlock.err")" \
+    "$ncpu loops serve"
+t_stop_airlock
+printf '#!/bin/sh\nexec taskset -c 0 "%s" "$@"\n' "$AIRLOCK" > "$T_DIR/pinned"
+chmod +x "$T_DIR/pinned"
+AIRLOCK_WORKERS= AIRLOCK=$T_DIR/pinned t_start_airlock "$T_DIR/allow.yaml" || exit 1
+t_eq "pinned to one CPU (taskset -c 0): one loop and the log writer" 2 \
+    "$(ls "/proc/$AIRLOCK_PID/task" | wc -l)"
+t_stop_airlock
+AIRLOCK_WORKERS= t_start_airlock "$T_DIR/allow.yaml" --control "$T_DIR/ctl" || exit 1
+t_eq "with --control and no --workers: one loop (holds live on one), and the log writer" 2 \
     "$(ls "/proc/$AIRLOCK_PID/task" | wc -l)"
 t_stop_airlock
 t_done
