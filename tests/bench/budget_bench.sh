@@ -15,6 +15,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 : "${AIRLOCK:=$ROOT/build/airlock}"
+export AIRLOCK_WORKERS=${AIRLOCK_WORKERS:-1} # one event loop unless asked (the default is one per CPU)
 export AIRLOCK
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-5}

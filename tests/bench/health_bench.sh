@@ -10,6 +10,7 @@ if [ -z "${AIRLOCK:-}" ]; then
     AIRLOCK=${AIRLOCK_BUILD:-$(cd "$(dirname "$0")/../.." && pwd)/build}/airlock
 fi
 export AIRLOCK
+export AIRLOCK_WORKERS=${AIRLOCK_WORKERS:-1} # one event loop unless asked (the default is one per CPU)
 [ -x "$AIRLOCK" ] || { echo "SKIP: no airlock binary at $AIRLOCK" >&2; exit 77; }
 . "$(dirname "$0")/../integration/lib.sh"
 t_enter_netns "$@"

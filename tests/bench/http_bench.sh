@@ -49,6 +49,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 WORKERS=${WORKERS:-1}
 WORKERS_ARG=() # (none at 1: a binary from before --workers runs too, for ab.sh)
 [ "$WORKERS" != 1 ] && WORKERS_ARG=(--workers "$WORKERS")
+export AIRLOCK_WORKERS=$WORKERS # (airlock's own default is one loop per CPU; older ones ignore it)
 if [ "${UNPINNED:-0}" = 1 ]; then PROXY_CPU="0-$(($(nproc) - 1))"; LOAD_CPU=$PROXY_CPU; fi
 BIG_MB=${BIG_MB:-1024}
 BIG_MAX_TIME=${BIG_MAX_TIME:-120}

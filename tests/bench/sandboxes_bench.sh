@@ -8,6 +8,7 @@
 # env:   AIRLOCK (binary; default ./build-bench/airlock, else ./build/airlock), N (sandboxes,
 #        200), REQS (requests per sandbox, 50), PAR (client threads, 16)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+export AIRLOCK_WORKERS=${AIRLOCK_WORKERS:-1} # one event loop unless asked (the default is one per CPU)
 if [ -z "${AIRLOCK:-}" ]; then
     AIRLOCK=$ROOT/build-bench/airlock
     [ -x "$AIRLOCK" ] || AIRLOCK=$ROOT/build/airlock

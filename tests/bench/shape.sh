@@ -46,6 +46,7 @@
 # Prints figures; fails only when something could not be run.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+export AIRLOCK_WORKERS=${AIRLOCK_WORKERS:-1} # one event loop unless asked (the default is one per CPU)
 ROOT=$(cd "$HERE/../.." && pwd)
 PYS="$HERE/shape.py"
 WAIT=${WAIT:-2}

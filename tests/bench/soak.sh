@@ -33,6 +33,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 : "${AIRLOCK:=$ROOT/build-bench/airlock}"
+export AIRLOCK_WORKERS=${AIRLOCK_WORKERS:-1} # one event loop unless asked (the default is one per CPU)
 export AIRLOCK
 CONNS=${CONNS:-10000}
 CONNS_TLS=${CONNS_TLS:-1000}
