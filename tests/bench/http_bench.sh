@@ -568,6 +568,7 @@ PYX
 bench_idle() { # bench_idle SUBJECT LABEL seq|burst HOST SNI
     local subj=$1 label=$2 mode=$3 host=$4 sni=$5
     local pids base hs idle closed nfd line
+    [ "$IDLE_CONNS" -gt 0 ] || return 0 # IDLE_CONNS=0: not measured (no figure, not a 0)
     pids=$(proxy_pids "$subj")
     base=$(rss_kb $pids)
     coproc IDLE { exec "$PY" "$HERE/idle_conns.py" --host "$host" --sni "$sni" \
