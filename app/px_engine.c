@@ -687,7 +687,7 @@ int px_engine_run(const px_config_t *cfg)
     if (eng == NULL)
         return 1;
     eng->ctx.cfg = cfg;
-    int decider = cfg->control_path != NULL || cfg->decide_url != NULL;
+    int decider = px_config_has_decider(cfg);
     /* held requests live on one loop: with a decider, auto (the default) is one loop */
     eng->nworkers = decider && cfg->workers == 0 ? 1 : px_workers_count(cfg->workers);
     if (eng->nworkers > 1 && decider) {

@@ -61,6 +61,13 @@ typedef struct px_config {
 /* Fills cfg with the defaults of the CLI contract (paths, listeners, limits). */
 void px_config_defaults(px_config_t *cfg);
 
+/* 1 when someone can answer a held request (--control or --decide-url): only then is a request
+ * held, and then on one loop (the default --workers auto gives one). */
+static inline int px_config_has_decider(const px_config_t *cfg)
+{
+    return cfg->control_path != NULL || cfg->decide_url != NULL;
+}
+
 /* Parses `airlock run` arguments (argv[0] is "run") and the PROXY_IP / UPSTREAM_DNS
  * environment. Returns 0, or 2 with a one-line reason in err (usage error), or 1 when a
  * required value is missing (UPSTREAM_DNS). Strings in cfg borrow argv. */

@@ -67,7 +67,7 @@ static int px__hold(px_xchg_t *x, const addon_answer_t *ans)
     addon_req_t *r = x->view;
     px_hold_t *t = x->ctx->holds;
     /* without a decider nobody could answer: the request is refused now, not at its time-out */
-    int decider = x->ctx->cfg->control_path != NULL || x->ctx->cfg->decide_url != NULL;
+    int decider = px_config_has_decider(x->ctx->cfg);
     char method[24], host[PX_HOST_MAX + 1], path[PX_HOLD_FIELD_MAX];
     if (t != NULL && decider && px__held_key(r, method, host, path) == 0) {
         if (px_hold_allowed(t, x->log, method, host, path)) {
