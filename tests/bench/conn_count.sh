@@ -3,7 +3,8 @@
 # as http_bench.sh sets them up (same namespace, upstream, configs and CPU placement), and
 # measured by counts that a loaded, shared box does not disturb much: system calls (by name)
 # and CPU time per new TLS connection; system calls, epoll wake-ups, bytes per read, socket
-# buffer sizes and CPU per GiB of a download over HTTP and HTTPS; RSS per idle HTTP/1.1
+# buffer sizes and CPU per GiB of a download over HTTP and HTTPS, with the other side's cost
+# (curl's and the upstream's CPU and system calls per GiB, the load CPU's busy time); RSS per idle HTTP/1.1
 # connection (one GET each, and after a burst) and per idle HTTP/2 connection.
 #
 #   tests/bench/conn_count.sh          (see tests/bench/README.md, issue 34)
@@ -11,7 +12,9 @@
 # Environment: as http_bench.sh: RUNS=3, DURATION=10, CONNS=50, BIG_MB=1024, IDLE_CONNS=300,
 # PROFILE=1 (perf record of airlock during one new-connection run), PROFILE_BIG=1 (perf record
 # of airlock during each of its downloads; PROFILE_EVENT=e,... records those events instead
-# of perf's default, e.g. syscalls:sys_enter_brk to see where they come from), BIG_HTTP=http1.1
+# of perf's default, e.g. syscalls:sys_enter_brk to see where they come from), PROFILE_LOAD=1
+# (perf record of the whole load CPU during each download, pinned runs only, by process and
+# symbol; PROFILE_LOAD_G=1 with call graphs), BIG_HTTP=http1.1
 # (curl's protocol option for the downloads: http1.1 or http2; the one used is printed),
 # COUNTS="new big idle" (the parts to run), AIRLOCK=binary, OUT=dir.
 # Prints figures; never fails on one.
@@ -26,6 +29,10 @@ fi
 # conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
+load_cpu_ticks() { # LOAD_CPU's /proc/stat ticks "user nice system idle iowait irq softirq", pinned runs only
+    case $LOAD_CPU in *[!0-9]*) return 0 ;; esac
+    awk -v c="cpu$LOAD_CPU" '$1 == c { print $2, $3, $4, $5, $6, $7, $8 }' /proc/stat
+}
 io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write-like calls)
     local p
     for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
@@ -49,7 +56,15 @@ count_big() { # count_big METRIC SUBJECT URL
     fi
     sleep 0.5
     read -r r0 w0 < <(sched_ns $pids); io0=$(io_bytes $pids)
-    curl -s "--${BIG_HTTP:-http1.1}" -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
+    local ups u0 u1 c0 c1
+    ups=$(upstream_pids); read -r u0 _ < <(sched_ns $ups); c0=$(load_cpu_ticks)
+    perf stat -x, -e "$ev" -p "$(echo $ups | tr ' ' ',')" -o "$T_DIR/cnt-up-$metric-$subj" > /dev/null 2>&1 &
+    local upperf=$! loadprof=
+    if [ "${PROFILE_LOAD:-0}" = 1 ] && [ -n "$(load_cpu_ticks)" ]; then
+        perf record -q -F 1999 ${PROFILE_LOAD_G:+--call-graph dwarf,8192} -C "$LOAD_CPU" -o "$T_DIR/perf-load-$metric-$subj.data" > /dev/null 2>&1 &
+        loadprof=$!
+    fi
+    perf stat -x, -e task-clock -o "$T_DIR/cnt-curl-cpu" curl -s "--${BIG_HTTP:-http1.1}" -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
         -w '%{http_code} %{size_download} %{time_total} %{http_version}\n' "$url" > "$T_DIR/cnt-curl" &
     local curlpid=$!
     sleep 1
@@ -59,6 +74,15 @@ count_big() { # count_big METRIC SUBJECT URL
         sort -u | tr '\n' ';')
     wait "$curlpid"
     read -r r1 w1 < <(sched_ns $pids); io1=$(io_bytes $pids)
+    read -r u1 _ < <(sched_ns $ups); c1=$(load_cpu_ticks)
+    kill -INT "$upperf" 2>/dev/null; wait "$upperf" 2>/dev/null
+    if [ -n "$loadprof" ]; then
+        kill -INT "$loadprof" 2>/dev/null; wait "$loadprof" 2>/dev/null
+        echo "  --- load CPU $LOAD_CPU during $metric through $subj: time by process and symbol (>= 0.7 %)"
+        perf report -i "$T_DIR/perf-load-$metric-$subj.data" --sort comm,symbol --stdio \
+            --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -45 | cut -c1-100
+        if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$T_DIR/perf-load-$metric-$subj.data" "$OUT/"; fi
+    fi
     kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null
     if [ -n "$profpid" ]; then
         kill -INT "$profpid" 2>/dev/null; wait "$profpid" 2>/dev/null
@@ -87,9 +111,26 @@ count_big() { # count_big METRIC SUBJECT URL
     record "$metric.read_bytes" "$subj" "$rsize"
     printf '  %-10s %-8s HTTP/%s %6.2f s; CPU %5s ms/GiB; per MiB: %6s syscalls, %5s epoll_wait; %6s bytes per read; socket buffers (bytes) %s\n' \
         "$metric" "$subj" "$hv" "$secs" "$cpu_gib" "$calls" "$wakes" "$rsize" "$skm"
+    # the other side of the transfer: curl and the upstream nginx, and the load CPU as a whole
+    # (pinned runs: the rate is the slower of the proxy's CPU and this one)
+    local curl_ms
+    curl_ms=$(awk -F, '$3 ~ /task-clock/ {print $1; exit}' "$T_DIR/cnt-curl-cpu")
+    awk -v b="$size" -v c="${curl_ms:-0}" -v u=$((u1 - u0)) -v t0="$c0" -v t1="$c1" -v subj="$subj" -v m="$metric" '
+        BEGIN { g = b / 1073741824; split(t0, a, " "); split(t1, z, " ");
+            line = sprintf("    %s %s load side per GiB: curl %.0f ms, upstream %.0f ms", m, subj, c / g, u / 1e6 / g);
+            if (t0 != "") {
+                # /proc/stat ticks (USER_HZ 100): user nice system idle iowait irq softirq
+                busy = 0; for (i = 1; i <= 7; i++) if (i != 4 && i != 5) busy += z[i] - a[i];
+                idle = (z[4] - a[4]) + (z[5] - a[5]);
+                line = line sprintf("; load CPU busy %.0f ms (softirq %.0f ms), idle %.0f %%", busy * 10 / g, (z[7] - a[7]) * 10 / g, 100 * idle / (busy + idle + 1e-9));
+            }
+            print line }'
     awk -F, -v m="$mib" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
             sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$T_DIR/cnt-$metric-$subj" |
         sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $metric $subj per MiB: /"
+    awk -F, -v m="$mib" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+            sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$T_DIR/cnt-up-$metric-$subj" |
+        sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $metric $subj upstream per MiB: /"
 }
 # RSS per idle HTTP/2 connection (one GET each, then idle past airlock's quiet-time trim).
 count_idle_h2() { # count_idle_h2 SUBJECT HOST SNI

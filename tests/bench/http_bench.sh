@@ -212,6 +212,7 @@ start_nginx_proxy() {
         location / {
             proxy_pass https://up_https;
             proxy_ssl_verify on;
+            proxy_ssl_protocols TLSv1.2 TLSv1.3; # 1.22's default stops at 1.2; airlock and HAProxy do 1.3
             proxy_ssl_trusted_certificate $T_DIR/upca.pem;
             proxy_ssl_name upstream.test;
             proxy_ssl_server_name on;
