@@ -232,6 +232,10 @@ static void px__free_if_done(px_client_t *c)
     px__cl_h2_free(c);
     px__cl_tun_free(c);
     px__cl_socks_free(c);
+    if (c->sni != px__cl_noname)
+        free(c->sni);
+    if (c->tunnel != px__cl_noname)
+        free(c->tunnel);
     free(c);
 }
 
@@ -496,6 +500,23 @@ void px_client_close_all(px_ctx_t *ctx, const char *reason)
     }
 }
 
+char px__cl_noname[1];
+
+/* Every idle connection pays for this struct (issue 34's idle memory): names live outside it
+ * (px__cl_set_name), protocol state in h1/h2/tn. 1,328 bytes with the two name arrays inline. */
+_Static_assert(sizeof(struct px_client) <= 1024, "px_client_t grew past 1 KiB");
+
+int px__cl_set_name(char **slot, const char *name)
+{
+    char *d = strdup(name);
+    if (d == NULL)
+        return PX_ENOMEM;
+    if (*slot != px__cl_noname)
+        free(*slot);
+    *slot = d;
+    return 0;
+}
+
 /* More connections than the process takes (PX_CONNS_MAX over every loop). */
 static int px__cl_over_limit(const px_ctx_t *ctx)
 {
@@ -512,6 +533,7 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
     c->ctx = ctx;
     c->log = ctx->log;
     c->kind = kind;
+    c->sni = c->tunnel = px__cl_noname;
     px_metrics()->accepted++; /* per loop: airlock_loop_connections_total */
     px_sock_init(&ctx->loop, &c->sock, &px__client_sock_cbs, c);
     uv_timer_init(ctx->loop.uv, &c->timer);
@@ -552,7 +574,8 @@ int px_client_cert_cb(SSL *ssl, void *arg)
     if (name != NULL && name[0] != '\0') {
         if (ca_name_normalize(name, strlen(name), norm, sizeof(norm), NULL) != 0)
             return PX_TLS_BAD_NAME; /* a name no certificate can carry: fail the handshake */
-        snprintf(c->sni, sizeof(c->sni), "%s", norm);
+        if (px__cl_set_name(&c->sni, norm) != 0)
+            return PX_TLS_REFUSED; /* out of memory: no certificate */
         name = norm;
         if (c->tunnel[0] != '\0' && strcmp(norm, c->tunnel) != 0) {
             /* a tunnel to one host, a handshake for another */

@@ -68,13 +68,20 @@ struct px_client {
     int socks;               /* came in on the SOCKS listener: its decisions log method SOCKS */
     uint16_t tunnel_port;
     uint16_t orig_port;      /* transparent: the port the client dialed */
-    char sni[PX_HOST_MAX + 1];
-    char tunnel[PX_HOST_MAX + 1]; /* inside an accepted CONNECT: its host */
+    /* Names, each a string of its own (px__cl_set_name) or px__cl_noname (""): an idle TLS
+     * connection keeps its SNI's length, not two PX_HOST_MAX arrays (issue 34's idle memory). */
+    char *sni;               /* the ClientHello's server name, normalized */
+    char *tunnel;            /* inside an accepted CONNECT: its host */
     px__h1srv_t *h1;         /* PX__HTTP */
     px__h2srv_t *h2;         /* PX__H2 */
     px__tun_t *tn;           /* PX__HELLO, PX__DIAL, PX__TUNNEL */
     px__socks_t *sk;         /* PX__SOCKS: the handshake so far (px_connect.c) */
 };
+
+extern char px__cl_noname[1]; /* "": the name not known (px_client.c) */
+
+/* Sets *slot (c->sni or c->tunnel) to a copy of name. Returns 0 or PX_ENOMEM (*slot unchanged). */
+int px__cl_set_name(char **slot, const char *name); /* px_client.c */
 
 px_snapshot_t *px__cl_snap_take(px_client_t *c); /* px_client.c */
 

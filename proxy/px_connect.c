@@ -314,7 +314,10 @@ void px__cl_connect_to(px_client_t *c, px_msg_t *m, const char *target, size_t t
         return;
     }
     px_msg_free(m);
-    snprintf(c->tunnel, sizeof(c->tunnel), "%s", pre->norm_host);
+    if (px__cl_set_name(&c->tunnel, pre->norm_host) != 0) {
+        px__cl_close(c); /* out of memory: no tunnel */
+        return;
+    }
     c->tunnel_port = pre->port;
     audit_event_t ev = px__connect_ev(c, url, warn ? AUDIT_EV_WARN : AUDIT_EV_ALLOWED, 200);
     if (warn)
