@@ -135,13 +135,23 @@ t_wait_port() {
 }
 
 # A resolver for *.test on 127.0.0.53: every *.test name -> 127.0.0.2; extra args are
-# passed to dnsmasq (e.g. --address=/down.test/ for NXDOMAIN).
+# passed to dnsmasq (e.g. --address=/down.test/ for NXDOMAIN). Tried twice; when it still does
+# not answer, the test stops here (exit 1, its cleanup runs) rather than failing later on every
+# lookup with "Could not contact DNS server".
 t_start_resolver() {
-    dnsmasq --keep-in-foreground --no-resolv --no-hosts --conf-file=/dev/null \
-        --listen-address=127.0.0.53 --bind-interfaces --port=53 \
-        --address=/test/127.0.0.2 --log-facility=- -q "$@" > "$T_DIR/dnsmasq.log" 2>&1 &
-    T_PIDS+=($!)
-    t_wait_udp53 127.0.0.53
+    local try pid
+    for try in 1 2; do
+        dnsmasq --keep-in-foreground --no-resolv --no-hosts --conf-file=/dev/null \
+            --listen-address=127.0.0.53 --bind-interfaces --port=53 \
+            --address=/test/127.0.0.2 --log-facility=- -q "$@" > "$T_DIR/dnsmasq.log" 2>&1 &
+        pid=$!
+        T_PIDS+=($pid)
+        t_wait_udp53 127.0.0.53 && return 0
+        kill "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    echo "the test's resolver (dnsmasq on 127.0.0.53) never answered: stopping" >&2
+    exit 1
 }
 
 t_wait_udp53() {
