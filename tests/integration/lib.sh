@@ -139,8 +139,8 @@ t_wait_port() {
 # not answer, the test stops here (exit 1, its cleanup runs) rather than failing later on every
 # lookup with "Could not contact DNS server".
 t_start_resolver() {
-    local try pid
-    for try in 1 2; do
+    local pid
+    for _ in 1 2; do
         dnsmasq --keep-in-foreground --no-resolv --no-hosts --conf-file=/dev/null \
             --listen-address=127.0.0.53 --bind-interfaces --port=53 \
             --address=/test/127.0.0.2 --log-facility=- -q "$@" > "$T_DIR/dnsmasq.log" 2>&1 &
