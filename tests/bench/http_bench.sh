@@ -641,6 +641,8 @@ profile_airlock() { # profile_airlock LABEL URL [wrk args]
 log "machine: $(lscpu | awk -F: '/Model name/ {gsub(/^ +/, "", $2); print $2}'), $(getconf _NPROCESSORS_ONLN) cores; $(uname -r)"
 log "tools: $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | cut -d' ' -f3), $([ -z "$NO_HAPROXY" ] && haproxy -v | head -1 | cut -d' ' -f1-3), $(openssl version | cut -d' ' -f1-2)${NO_MITM:+, no mitmdump}$([ -z "$NO_MITM" ] && mitmdump --version 2>/dev/null | head -1 | tr -s ' ' | sed 's/^/, /')"
 log "airlock: $AIRLOCK"
+# every process here inherits it (proxies, clients, upstream): see "memcpy and rep movsb" in README
+[ -n "${GLIBC_TUNABLES:-}" ] && log "GLIBC_TUNABLES=$GLIBC_TUNABLES (every process)"
 log "settings: wrk -t1 -c$CONNS -d${DURATION}s (after ${WARMUP}s warm-up), RUNS=$RUNS, proxy on CPU $PROXY_CPU, wrk/curl/upstream/dnsmasq on CPU $LOAD_CPU, nice ${NICE:-0}"
 log "load before: $(cat /proc/loadavg)"
 t_start_resolver || exit 1
