@@ -13,8 +13,7 @@
  * takes them along; a large write reserves its records' room in one go (px_tlsbio_reserve) */
 #define PX__TLSBIO_OUT_FIRST 1024
 
-static BIO_METHOD *px__bio_in_method;
-static BIO_METHOD *px__bio_out_method;
+static BIO_METHOD *px__bio_method;
 static pthread_once_t px__bio_once = PTHREAD_ONCE_INIT;
 
 /* Hands OpenSSL up to want bytes: the kept ones first, then the lent ones. Nothing there is a
@@ -66,8 +65,9 @@ static int on_bio_write(BIO *bio, const char *src, int len)
 
 /* The controls OpenSSL sends a stream BIO: a flush after each flight (nothing to do here: the
  * socket sends what px_tlsbio_take hands it) and the byte counts; the others (kTLS, DTLS)
- * answer 0, "not supported". */
-static long on_bio_in_ctrl(BIO *bio, int cmd, long num, void *ptr)
+ * answer 0, "not supported". One BIO serves both directions (SSL_set_bio(ssl, bio, bio)): one
+ * BIO object and its lock per connection instead of two (issue 34's idle memory). */
+static long on_bio_ctrl(BIO *bio, int cmd, long num, void *ptr)
 {
     (void)num, (void)ptr;
     const px_tlsbio_t *b = BIO_get_data(bio);
@@ -75,15 +75,6 @@ static long on_bio_in_ctrl(BIO *bio, int cmd, long num, void *ptr)
         return 1;
     if (cmd == BIO_CTRL_PENDING)
         return (long)(b->in_len - b->in_off + b->lent_len);
-    return 0;
-}
-
-static long on_bio_out_ctrl(BIO *bio, int cmd, long num, void *ptr)
-{
-    (void)num, (void)ptr;
-    const px_tlsbio_t *b = BIO_get_data(bio);
-    if (cmd == BIO_CTRL_FLUSH)
-        return 1;
     if (cmd == BIO_CTRL_WPENDING)
         return (long)b->out_len;
     return 0;
@@ -95,38 +86,28 @@ static int on_bio_create(BIO *bio)
     return 1;
 }
 
-static void px__bio_methods_init(void)
+static void px__bio_method_init(void)
 {
-    BIO_METHOD *in = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "airlock in");
-    BIO_METHOD *out = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "airlock out");
-    if (in == NULL || out == NULL || BIO_meth_set_read(in, on_bio_read) != 1 ||
-        BIO_meth_set_ctrl(in, on_bio_in_ctrl) != 1 || BIO_meth_set_create(in, on_bio_create) != 1 ||
-        BIO_meth_set_write(out, on_bio_write) != 1 ||
-        BIO_meth_set_ctrl(out, on_bio_out_ctrl) != 1 ||
-        BIO_meth_set_create(out, on_bio_create) != 1) {
-        BIO_meth_free(in);
-        BIO_meth_free(out);
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "airlock");
+    if (m == NULL || BIO_meth_set_read(m, on_bio_read) != 1 ||
+        BIO_meth_set_write(m, on_bio_write) != 1 || BIO_meth_set_ctrl(m, on_bio_ctrl) != 1 ||
+        BIO_meth_set_create(m, on_bio_create) != 1) {
+        BIO_meth_free(m);
         return;
     }
-    px__bio_in_method = in;
-    px__bio_out_method = out;
+    px__bio_method = m;
 }
 
 int px_tlsbio_attach(px_tlsbio_t *b, SSL *ssl)
 {
-    pthread_once(&px__bio_once, px__bio_methods_init); /* loops make SSLs at once */
-    if (px__bio_in_method == NULL)
+    pthread_once(&px__bio_once, px__bio_method_init); /* loops make SSLs at once */
+    if (px__bio_method == NULL)
         return PX_ENOMEM;
-    BIO *in = BIO_new(px__bio_in_method);
-    BIO *out = BIO_new(px__bio_out_method);
-    if (in == NULL || out == NULL) {
-        BIO_free(in);
-        BIO_free(out);
+    BIO *bio = BIO_new(px__bio_method);
+    if (bio == NULL)
         return PX_ENOMEM;
-    }
-    BIO_set_data(in, b);
-    BIO_set_data(out, b);
-    SSL_set_bio(ssl, in, out); /* the SSL frees them */
+    BIO_set_data(bio, b);
+    SSL_set_bio(ssl, bio, bio); /* one reference, the SSL's: it frees the BIO */
     return 0;
 }
 

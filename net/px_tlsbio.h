@@ -23,8 +23,8 @@ typedef struct px_tlsbio {
     size_t out_len, out_cap;
 } px_tlsbio_t;
 
-/* Makes the two BIOs over b (zero-initialized, kept until the SSL is freed) and gives them to
- * ssl. Returns 0 or PX_ENOMEM. */
+/* Makes one BIO over b (zero-initialized, kept until the SSL is freed) and gives it to ssl as
+ * both its read and its write BIO. Returns 0 or PX_ENOMEM. */
 int px_tlsbio_attach(px_tlsbio_t *b, SSL *ssl);
 
 /* Adds received bytes, copied, after those kept. Returns 0 or PX_ENOMEM/PX_ETOOBIG. */

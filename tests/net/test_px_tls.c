@@ -325,6 +325,32 @@ static void test_px_tls_lent_ciphertext_in_any_split(void **state)
 /* The heap an idle server-side connection keeps once its request and response went through and
  * the connection went quiet (px_tls_trim): OpenSSL's SSL object, its session and cipher states;
  * no record buffer, no BIO buffer. mallinfo2() counts glibc's heap, which ASan replaces. */
+/* One BIO per connection serves both directions (issue 34's idle memory: a BIO and its lock,
+ * ~190 bytes, fewer per TLS connection), and the handshake and data go through it both ways. */
+static void test_px_tls_one_bio(void **state)
+{
+    fixture_t *f = *state;
+    SSL_CTX *cli = client_ctx(f);
+    SSL_CTX *srv = server_ctx(f->good, TLS1_3_VERSION);
+    px_tls_t *c, *s;
+    char buf[64];
+    pair_up(f, cli, srv, &c, &s);
+    assert_ptr_equal(SSL_get_rbio(px_tls_ssl(s)), SSL_get_wbio(px_tls_ssl(s)));
+    assert_ptr_equal(SSL_get_rbio(px_tls_ssl(c)), SSL_get_wbio(px_tls_ssl(c)));
+    assert_int_equal(px_tls_write(c, "ping", 4), 0);
+    shuttle(c, s);
+    assert_int_equal(px_tls_read(s, buf, sizeof(buf)), 4);
+    assert_memory_equal(buf, "ping", 4);
+    assert_int_equal(px_tls_write(s, "pong", 4), 0);
+    shuttle(s, c);
+    assert_int_equal(px_tls_read(c, buf, sizeof(buf)), 4);
+    assert_memory_equal(buf, "pong", 4);
+    px_tls_free(c);
+    px_tls_free(s);
+    SSL_CTX_free(cli);
+    SSL_CTX_free(srv);
+}
+
 static void test_px_tls_idle_server_heap(void **state)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -788,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_px_tls_store_only_on_client_contexts),
         cmocka_unit_test(test_px_tls_groups_ecdhe_only),
         cmocka_unit_test(test_px_tls_lent_ciphertext_in_any_split),
+        cmocka_unit_test(test_px_tls_one_bio),
         cmocka_unit_test(test_px_tls_idle_server_heap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
