@@ -447,11 +447,17 @@ static int on_h2_frame_send(nghttp2_session *ses, const nghttp2_frame *f, void *
     if (f->hd.type == NGHTTP2_GOAWAY && f->goaway.error_code != NGHTTP2_NO_ERROR) {
         h->term = 1;
         if (h->reason == NULL) {
-            snprintf(h->reason_buf, sizeof(h->reason_buf), "GOAWAY %s: %.*s",
-                     nghttp2_http2_strerror(f->goaway.error_code),
-                     (int)(f->goaway.opaque_data_len < 100 ? f->goaway.opaque_data_len : 100),
-                     f->goaway.opaque_data != NULL ? (const char *)f->goaway.opaque_data : "");
-            h->reason = h->reason_buf;
+            /* made only now: an idle session carries no room for it (issue 34) */
+            h->reason_own = malloc(PX_H2_REASON_MAX);
+            if (h->reason_own == NULL) {
+                h->reason = nghttp2_http2_strerror(f->goaway.error_code);
+            } else {
+                snprintf(h->reason_own, PX_H2_REASON_MAX, "GOAWAY %s: %.*s",
+                         nghttp2_http2_strerror(f->goaway.error_code),
+                         (int)(f->goaway.opaque_data_len < 100 ? f->goaway.opaque_data_len : 100),
+                         f->goaway.opaque_data != NULL ? (const char *)f->goaway.opaque_data : "");
+                h->reason = h->reason_own;
+            }
         }
     }
     (void)ses;
@@ -588,6 +594,7 @@ void px_h2_free(px_h2_t *h)
     while (h->streams != NULL)
         px__stream_free(h, h->streams);
     free(h->out.buf);
+    free(h->reason_own);
     free(h);
 }
 

@@ -66,8 +66,10 @@ struct px_h2 {
     unsigned scan_pre;  /* connection preface bytes passed */
     size_t scan_skip;   /* payload bytes left of the frame */
     const char *reason;
-    char reason_buf[160];
+    char *reason_own; /* a GOAWAY's reason, made when it is sent (PX_H2_REASON_MAX), or NULL */
 };
+
+#define PX_H2_REASON_MAX 160
 
 static inline px_h2s_t *px__stream(const px_h2_t *h, int32_t sid)
 {

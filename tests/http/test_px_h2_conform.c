@@ -265,7 +265,10 @@ static void test_px_h2_conform(void **state)
             px_h2_feed(s.h, (const char *)b + k, c->feed == 2 ? 1 : n);
         take(&s, &goaway, &rst);
         long got = goaway >= 0 ? goaway : rst;
-        print_message("%-52s GOAWAY %ld RST_STREAM %ld\n", c->name, goaway, rst);
+        print_message("%-52s GOAWAY %ld RST_STREAM %ld %s\n", c->name, goaway, rst,
+                      px_h2_reason(s.h));
+        if (goaway > 0) /* a GOAWAY with an error says why (made when it was sent) */
+            assert_true(strncmp(px_h2_reason(s.h), "GOAWAY ", 7) == 0);
         if (got != c->code)
             fail_msg("%s: expected %ld, got GOAWAY %ld RST_STREAM %ld", c->name, c->code, goaway,
                      rst);
