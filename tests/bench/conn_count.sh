@@ -125,12 +125,13 @@ count_big() { # count_big METRIC SUBJECT URL
                 line = line sprintf("; load CPU busy %.0f ms (softirq %.0f ms), idle %.0f %%", busy * 10 / g, (z[7] - a[7]) * 10 / g, 100 * idle / (busy + idle + 1e-9));
             }
             print line }'
-    awk -F, -v m="$mib" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
-            sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$T_DIR/cnt-$metric-$subj" |
-        sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $metric $subj per MiB: /"
-    awk -F, -v m="$mib" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
-            sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$T_DIR/cnt-up-$metric-$subj" |
-        sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $metric $subj upstream per MiB: /"
+    calls_per_mib "$T_DIR/cnt-$metric-$subj" "$mib" "$metric $subj per MiB"
+    calls_per_mib "$T_DIR/cnt-up-$metric-$subj" "$mib" "$metric $subj upstream per MiB"
+}
+calls_per_mib() { # calls_per_mib PERF_STAT_FILE MIB LABEL: its system calls by name per MiB, most first
+    awk -F, -v m="$2" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+            sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$1" |
+        sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $3: /"
 }
 # RSS per idle HTTP/2 connection (one GET each, then idle past airlock's quiet-time trim).
 count_idle_h2() { # count_idle_h2 SUBJECT HOST SNI

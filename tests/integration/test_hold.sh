@@ -29,7 +29,7 @@ t_upstream_cert "DNS:other.test" "$T_DIR/other-tls"
 T_PIDS+=($!)
 t_wait_port 127.0.0.3 80 || exit 1
 t_wait_port 127.0.0.3 443 || exit 1
-t_start_resolver --address=/open.test/127.0.0.3 --address=/other.test/127.0.0.3 || exit 1
+t_start_resolver --address=/open.test/127.0.0.3 --address=/other.test/127.0.0.3
 CTL=$T_DIR/control.sock
 export AIRLOCK_CONTROL=$CTL
 t_start_airlock "$T_DIR/allow.yaml" --control "$CTL" --allow-upstream-cidr 127.0.0.3/32 \
