@@ -528,9 +528,13 @@ int px_sock_accept(px_sock_t *s, uv_stream_t *server)
     return rc;
 }
 
+/* The request is the socket's only while it connects: accepted sockets (most of them) never
+ * carry one. libuv calls back before the handle's close callback, with UV_ECANCELED when the
+ * socket closed first, so s is still there. */
 static void on_sock_connected(uv_connect_t *req, int status)
 {
-    px_sock_t *s = px_container_of(req, px_sock_t, connect_req);
+    px_sock_t *s = req->data;
+    free(req);
     if (s->closing || status == UV_ECANCELED)
         return;
     if (status == 0)
@@ -540,7 +544,14 @@ static void on_sock_connected(uv_connect_t *req, int status)
 
 int px_sock_connect(px_sock_t *s, const struct sockaddr *sa)
 {
-    return uv_tcp_connect(&s->connect_req, &s->tcp, sa, on_sock_connected);
+    uv_connect_t *req = malloc(sizeof(*req));
+    if (req == NULL)
+        return PX_ENOMEM;
+    req->data = s;
+    int rc = uv_tcp_connect(req, &s->tcp, sa, on_sock_connected);
+    if (rc != 0)
+        free(req);
+    return rc;
 }
 
 int px_sock_tls_server(px_sock_t *s, SSL_CTX *ctx, void *app, const char *first, size_t len)

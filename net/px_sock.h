@@ -45,7 +45,6 @@ typedef struct px_sock_cbs {
 
 struct px_sock {
     uv_tcp_t tcp;
-    uv_connect_t connect_req;
     px_defer_t defer;
     px_quiet_t quiet; /* TLS: its buffers are given back once the connection is quiet */
     px_loop_t *loop;
