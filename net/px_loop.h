@@ -1,5 +1,5 @@
-/* The loop context: the libuv loop, calls deferred to the next turn, and the writes batched
- * until the end of the turn.
+/* The loop context: the libuv loop, calls deferred to the next turn, the writes batched until
+ * the end of the turn, calls for owners gone quiet, and one-shot deadlines (px_tmo_t).
  *
  * Deferred calls keep every callback coming from the loop, never from inside the call that
  * caused it (libuv's rule): an object that must report something synchronously queues a
@@ -35,6 +35,30 @@ struct px_quiet {
     int on;
 };
 
+typedef struct px_tmo px_tmo_t;
+typedef void (*px_tmo_cb)(px_tmo_t *t);
+
+/* A one-shot deadline, embedded in its owner and zero-initialized: 40 bytes where a uv_timer_t
+ * is 152, for what every connection carries. The loop keeps the armed ones in lists under one
+ * timer of its own. */
+struct px_tmo {
+    px_tmo_t *prev, *next;
+    uint64_t due; /* loop time (uv_now), ms */
+    px_tmo_cb cb;
+    uint32_t lane; /* 1 + the list it waits in; 0 while not armed */
+    uint32_t pass; /* the loop's firing pass when armed: one armed by a call waits for the next */
+};
+
+/* Deadlines armed for one duration are due in the order they were armed: each duration has a
+ * list of its own, appended to at the tail, so arming and stopping are O(1). Durations beyond
+ * the first PX_TMO_LANES - 1 at once share the last list, kept in order of due time. */
+#define PX_TMO_LANES 8
+
+typedef struct px_tmo_lane {
+    uint64_t ms;
+    px_tmo_t *head, *tail;
+} px_tmo_lane_t;
+
 typedef struct px_loop {
     uv_loop_t *uv;
     px_defer_t *head, *tail; /* calls for the next turn, in order */
@@ -51,6 +75,12 @@ typedef struct px_loop {
     uv_timer_t quiet_timer;  /* every PX_QUIET_MS while that list is not empty */
     uint32_t quiet_gen;
     int quiet_on;
+    px_tmo_lane_t tmo[PX_TMO_LANES];
+    uv_timer_t tmo_timer; /* set for the soonest head, or stopped; unreferenced */
+    uint64_t tmo_at;      /* when it is set for (UINT64_MAX: stopped); a stopped head's time
+                           * may stay: the timer then finds nothing due and is set again */
+    uint32_t tmo_pass;
+    int tmo_firing;
 } px_loop_t;
 
 /* How long an owner must go untouched before its quiet call: between one and two periods. */
@@ -76,5 +106,18 @@ void px_quiet_touch(px_loop_t *l, px_quiet_t *q, px_quiet_cb cb);
 
 /* Drops q's pending call, if any (before freeing its owner). */
 void px_quiet_cancel(px_loop_t *l, px_quiet_t *q);
+
+/* Arms t: cb(t) runs once, ms from the loop's time (uv_now), as with a uv_timer_t; armed
+ * already, only the new deadline counts. A deadline armed from within a call is not called in
+ * the same turn, even for 0 ms. */
+void px_tmo_start(px_loop_t *l, px_tmo_t *t, uint64_t ms, px_tmo_cb cb);
+
+/* Disarms t, if armed (before freeing its owner). */
+void px_tmo_stop(px_loop_t *l, px_tmo_t *t);
+
+static inline int px_tmo_armed(const px_tmo_t *t)
+{
+    return t->lane != 0;
+}
 
 #endif

@@ -24,11 +24,17 @@
 #include "proxy/px_upstream.h"
 #include "proxy/px_xchg.h"
 
-static void on_client_timer(uv_timer_t *t);
+static void on_client_timer(px_tmo_t *t);
 
 void px__cl_timer(px_client_t *c, uint64_t ms)
 {
-    uv_timer_start(&c->timer, on_client_timer, ms, 0);
+    if (!c->tmo_done)
+        px_tmo_start(&c->ctx->loop, &c->tmo, ms, on_client_timer);
+}
+
+void px__cl_timer_stop(px_client_t *c)
+{
+    px_tmo_stop(&c->ctx->loop, &c->tmo);
 }
 
 /* ---- reading ----------------------------------------------------------------------------------
@@ -196,9 +202,9 @@ static void on_client_drain(px_sock_t *s)
         px__cl_h1_drain(c);
 }
 
-static void on_client_timer(uv_timer_t *t)
+static void on_client_timer(px_tmo_t *t)
 {
-    px_client_t *c = t->data;
+    px_client_t *c = px_container_of(t, px_client_t, tmo);
     if (c->closing) {
         px_sock_close(&c->sock); /* the last bytes did not leave in time */
         return;
@@ -218,10 +224,8 @@ static void on_client_timer(uv_timer_t *t)
 
 static void px__cl_unlink(px_client_t *c);
 
-static void px__free_if_done(px_client_t *c)
+static void px__cl_free(px_client_t *c)
 {
-    if (--c->handles > 0)
-        return;
     px__cl_unlink(c);
     px_snapshot_unref(c->snap);
     if (c->scope != NULL) {
@@ -239,17 +243,11 @@ static void px__free_if_done(px_client_t *c)
     free(c);
 }
 
-static void on_timer_closed(uv_handle_t *h)
-{
-    px__free_if_done(h->data);
-}
-
+/* The deadline is done for: stopped, and never armed again. */
 static void px__timer_close(px_client_t *c)
 {
-    if (uv_is_closing((uv_handle_t *)&c->timer))
-        return;
-    uv_timer_stop(&c->timer);
-    uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+    px__cl_timer_stop(c);
+    c->tmo_done = 1;
 }
 
 static void on_client_closed(px_sock_t *s)
@@ -257,7 +255,7 @@ static void on_client_closed(px_sock_t *s)
     px_client_t *c = s->data;
     px__cl_tun_closed(c);
     px__timer_close(c);
-    px__free_if_done(c);
+    px__cl_free(c);
 }
 
 /* What every close does first: the exchange (if any) and a dial end; nothing more is read. */
@@ -286,8 +284,7 @@ void px__cl_close_flush(px_client_t *c)
     if (c->closing)
         return;
     px__shut(c);
-    if (!uv_is_closing((uv_handle_t *)&c->timer))
-        px__cl_timer(c, PX__LINGER_MS);
+    px__cl_timer(c, PX__LINGER_MS);
     px_sock_close_when_flushed(&c->sock);
 }
 
@@ -536,9 +533,6 @@ void px_client_accept(px_ctx_t *ctx, uv_stream_t *server, px_listener_kind_t kin
     c->sni = c->tunnel = px__cl_noname;
     px_metrics()->accepted++; /* per loop: airlock_loop_connections_total */
     px_sock_init(&ctx->loop, &c->sock, &px__client_sock_cbs, c);
-    uv_timer_init(ctx->loop.uv, &c->timer);
-    c->timer.data = c;
-    c->handles = 2;
     px__cl_link(ctx, c);
     if (px_sock_accept(&c->sock, server) != 0 || ctx->stopping || px__cl_over_limit(ctx) ||
         px__scope_pick(c) != 0) {

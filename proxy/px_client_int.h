@@ -50,7 +50,7 @@ typedef struct px__in {
 struct px_client {
     px_client_t *prev, *next; /* ctx->clients */
     px_sock_t sock;
-    uv_timer_t timer;        /* handshake, request-head deadline, idle keep-alive, hello */
+    px_tmo_t tmo;            /* handshake, request-head deadline, idle keep-alive, hello */
     px_defer_t defer;        /* input to process again after a pause */
     px_ctx_t *ctx;
     px_scope_t *scope;       /* what it runs under: ctx->conv, or its sandbox's (a reference) */
@@ -62,12 +62,12 @@ struct px_client {
     px_log_t *log;           /* its network log: scope->log, or ctx->log before it has a scope */
     px_listener_kind_t kind;
     px__mode_t mode;
-    int handles;
     int closing;
     int tls;                 /* the requests are https */
     int socks;               /* came in on the SOCKS listener: its decisions log method SOCKS */
     uint16_t tunnel_port;
     uint16_t orig_port;      /* transparent: the port the client dialed */
+    uint8_t tmo_done;        /* the socket closed: tmo is not armed again */
     /* Names, each a string of its own (px__cl_set_name) or px__cl_noname (""): an idle TLS
      * connection keeps its SNI's length, not two PX_HOST_MAX arrays (issue 34's idle memory). */
     char *sni;               /* the ClientHello's server name, normalized */
@@ -107,7 +107,8 @@ static inline struct addon_budget_table **px__cl_budgets(px_client_t *c)
 /* px_client.c */
 void px__cl_close(px_client_t *c);       /* now */
 void px__cl_close_flush(px_client_t *c); /* once what was written is out */
-void px__cl_timer(px_client_t *c, uint64_t ms);
+void px__cl_timer(px_client_t *c, uint64_t ms); /* armed again unless the socket closed */
+void px__cl_timer_stop(px_client_t *c);
 void px__cl_read(px_sock_t *s, const char *data, size_t len);
 int px__cl_sb_left(px_client_t *c); /* 1: its sandbox went or its source left it: no request */
 

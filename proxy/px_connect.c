@@ -100,7 +100,7 @@ void px__cl_tunnel_mode(px_client_t *c, px_tunnel_t *t, px__in_t *in)
     }
     c->mode = PX__TUNNEL;
     tn->tun = t;
-    uv_timer_stop(&c->timer);
+    px__cl_timer_stop(c);
     px_tunnel_attach(t, 0, &e);
     /* what the client sent after its request belongs to the new protocol: it goes once the
      * other end is attached too */

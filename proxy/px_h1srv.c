@@ -164,7 +164,7 @@ void px__cl_bad_request(px_client_t *c, int status, const char *reason)
 static int on_req_head(void *owner, px_msg_t *m)
 {
     px_client_t *c = owner;
-    uv_timer_stop(&c->timer);
+    px__cl_timer_stop(c);
     if (px__cl_sb_left(c)) { /* its sandbox went or no longer holds its source: not one more */
         px_msg_free(m);
         px__cl_close(c);

@@ -273,7 +273,7 @@ static void on_h2_request(void *owner, int32_t sid, px_msg_t *m, const px_h2_req
                            .snap = px__cl_snap(c),
                            .up = px__cl_up(c),
                            .budgets = px__cl_budgets(c)};
-    uv_timer_stop(&c->timer);
+    px__cl_timer_stop(c);
     s->x = px_xchg_start(c->ctx, &from, m, pre);
     free(pre);
     if (s->x == NULL) {
@@ -408,7 +408,7 @@ void px__cl_h2_pump(px_client_t *c)
         px__cl_close_flush(c);
         return;
     }
-    if (c->h2->h2n == 0 && !uv_is_active((uv_handle_t *)&c->timer))
+    if (c->h2->h2n == 0 && !px_tmo_armed(&c->tmo))
         px__cl_timer(c, c->ctx->cfg->client_idle_ms); /* an idle connection has a deadline */
     px_quiet_touch(&c->ctx->loop, &c->h2->quiet, on_h2_quiet);
 }
