@@ -57,6 +57,18 @@ void addon_req_reset(addon_req_t *req)
     req->state_owner = NULL;
 }
 
+addon_req_t *addon_req_new(void)
+{
+    addon_req_t *req = malloc(sizeof(*req));
+    if (req == NULL)
+        return NULL;
+    req->arena = NULL;
+    addon_req_reset(req);
+    req->log_cb = NULL;
+    req->log_data = NULL;
+    return req;
+}
+
 char *addon_req_dup(addon_req_t *req, const char *s, size_t len)
 {
     if (req->arena == NULL) {

@@ -71,7 +71,7 @@ void px__x_waits(px_xchg_t *x)
 int px__x_view(px_xchg_t *x)
 {
     px_msg_t *m = x->req;
-    addon_req_t *r = calloc(1, sizeof(*r));
+    addon_req_t *r = addon_req_new();
     if (r == NULL)
         return PX_ENOMEM;
     x->view = r;
@@ -95,6 +95,7 @@ int px__x_view(px_xchg_t *x)
         h->name.len = m->names[i].len;
         h->value.base = m->values[i].len ? m->buf + m->values[i].off : "";
         h->value.len = m->values[i].len;
+        h->removed = 0; /* the view is not cleared past nheaders (addon_req_new) */
     }
     x->snap = px_snapshot_ref(x->snap_from);
     r->config = &x->snap->cfg;
