@@ -15,6 +15,8 @@
 #define PX_POOL_IDLE_MAX 256                   /* idle upstream connections kept in all */
 #define PX_POOL_PER_KEY_MAX 128                /* idle upstream connections per host:port:scheme */
 #define PX_POOL_IDLE_MS (60 * 1000)    /* an idle upstream connection is closed after this */
+#define PX_POOL_CORE_PER_KEY 16        /* ... those idle beyond this many per key (a burst's */
+#define PX_POOL_SURPLUS_MS 1000        /* surplus) after this: each holds tens of KB */
 #define PX_REJECT_EVERY_MS (60 * 1000) /* one TLS REJECTED line per host this often */
 #define PX_REJECT_HOSTS 64             /* hosts remembered for that */
 #define PX_CLIENT_IDLE_MS (600 * 1000) /* idle client connection */

@@ -53,7 +53,10 @@ px_upconn_t *px__up_pool_take(px_upmgr_t *m, const char *key)
     return NULL;
 }
 
-/* The exchange on u ended cleanly: keep u for the same host, port and scheme, or close it. */
+/* The exchange on u ended cleanly: keep u for the same host, port and scheme, or close it.
+ * Up to PX_POOL_CORE_PER_KEY idle ones per key wait PX_POOL_IDLE_MS; more (a burst's surplus,
+ * up to PX_POOL_PER_KEY_MAX) only PX_POOL_SURPLUS_MS. The pool is taken from its newest end,
+ * so under steady load the same connections come back within moments and none expires. */
 void px__up_pool_put(px_upconn_t *u)
 {
     px_upmgr_t *m = u->m;
@@ -73,7 +76,8 @@ void px__up_pool_put(px_upconn_t *u)
     m->buckets[u->bucket] = u;
     m->idle++;
     px_sock_read_start(&u->sock); /* any byte or EOF now means the connection is done */
-    uv_timer_start(&u->timer, on_conn_timer, PX_POOL_IDLE_MS, 0);
+    uv_timer_start(&u->timer, on_conn_timer,
+                   same < PX_POOL_CORE_PER_KEY ? PX_POOL_IDLE_MS : PX_POOL_SURPLUS_MS, 0);
 }
 
 void px__up_key(char *out, size_t cap, const char *host, uint16_t port, int tls, int raw)

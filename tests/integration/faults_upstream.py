@@ -5,6 +5,7 @@ usage: faults_upstream.py ADDR LOG [--http PORT]... [--https PORT CERT KEY]... [
                            [--backlog-full PORT]...
   --http PORT          HTTP/1.1 with the paths below; idle keep-alive connections are closed
                        after 1 s (so pooled connections in airlock end by themselves)
+  --idle SECONDS       ... or after this long instead (before the ports it applies to)
   --https PORT C K     the same over TLS (certificate and key files)
   --hold PORT          accepts, reads and drops everything, never answers (a TLS upstream
                        whose handshake stalls, when airlock speaks TLS to it)
@@ -26,6 +27,7 @@ from urllib.parse import parse_qs, urlparse
 
 ADDR, LOG = sys.argv[1], sys.argv[2]
 _lock = threading.Lock()
+IDLE = 1.0  # seconds an idle keep-alive connection is kept (--idle)
 
 
 def log(line):
@@ -50,7 +52,7 @@ def reset(s):
 
 def read_head(s, buf):
     while b"\r\n\r\n" not in buf:
-        s.settimeout(1.0 if buf == b"" else 30)
+        s.settimeout(IDLE if buf == b"" else 30)
         try:
             d = s.recv(65536)
         except socket.timeout:
@@ -189,7 +191,12 @@ if __name__ == "__main__":
     a = sys.argv[3:]
     i = 0
     while i < len(a):
-        kind, port = a[i], int(a[i + 1])
+        kind = a[i]
+        if kind == "--idle":
+            IDLE = float(a[i + 1])
+            i += 2
+            continue
+        port = int(a[i + 1])
         i += 2
         if kind == "--http":
             listen(port, serve_http)

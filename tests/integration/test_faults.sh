@@ -11,7 +11,8 @@
 # (ok.test, :80 and :443), nothing on 127.0.0.5 (refused.test), a full accept queue on
 # 127.0.0.6 (blackhole.test), a TLS port that never speaks on 127.0.0.8 (tlsstall.test), a
 # resolver that never answers or says SERVFAIL on 127.0.0.9 (slow.test, servfail.test,
-# through dnsmasq on 127.0.0.53).
+# through dnsmasq on 127.0.0.53), faults_upstream.py again on 127.0.0.10 (keep.test, :80), keeping
+# idle connections for 120 s.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,16 +26,16 @@ RSS_MARGIN=2048
 [ -n "$ASAN" ] && RSS_MARGIN=8192
 RSS_AFTER_BURST=1 # cleared after a burst under ASan, whose allocator keeps what it freed
 
-for a in 3 5 6 8 9; do ip addr add "127.0.0.$a/8" dev lo 2>/dev/null || true; done
+for a in 3 5 6 8 9 10; do ip addr add "127.0.0.$a/8" dev lo 2>/dev/null || true; done
 cat > "$T_DIR/allow.yaml" <<'YAML'
 domains: ["ok.test", "refused.test", "blackhole.test", "tlsstall.test", "slow.test",
-          "servfail.test", "gone.test", "hup.test"]
+          "servfail.test", "gone.test", "hup.test", "keep.test"]
 YAML
 "$PY" "$HERE/faults_dns.py" 127.0.0.9 > /dev/null 2>&1 &
 T_PIDS+=($!)
 t_start_resolver --address=/ok.test/127.0.0.3 --address=/hup.test/127.0.0.3 \
     --address=/refused.test/127.0.0.5 --address=/blackhole.test/127.0.0.6 \
-    --address=/tlsstall.test/127.0.0.8 --address=/gone.test/ \
+    --address=/tlsstall.test/127.0.0.8 --address=/gone.test/ --address=/keep.test/127.0.0.10 \
     --server=/slow.test/127.0.0.9 --server=/servfail.test/127.0.0.9 || exit 1
 t_upstream_ca
 t_upstream_cert "DNS:ok.test,DNS:hup.test,DNS:tlsstall.test" "$T_DIR/up"
@@ -47,12 +48,16 @@ T_PIDS+=($!)
 T_PIDS+=($!)
 "$PY" "$HERE/faults_upstream.py" 127.0.0.8 "$UPLOG" --hold 443 > /dev/null 2>&1 &
 T_PIDS+=($!)
-t_wait_port 127.0.0.3 443 && t_wait_port 127.0.0.8 443 || exit 1
+KEEPLOG="$T_DIR/keep.log"
+"$PY" "$HERE/faults_upstream.py" 127.0.0.10 "$KEEPLOG" --idle 120 --http 80 > /dev/null 2>&1 &
+T_PIDS+=($!)
+t_wait_port 127.0.0.3 443 && t_wait_port 127.0.0.8 443 && t_wait_port 127.0.0.10 80 || exit 1
 # the backlog fillers are connected once it says ready
 until_ok 'grep -q "^ready" "$T_DIR/blackhole.out"' || { t_fail "the blackhole upstream never got ready"; exit 1; }
 AIRLOCK_ARGS=(--upstream-ca "$T_DIR/upca.pem" --upstream-timeout 2 --connect-timeout 2
     --client-idle-timeout 2 --allow-upstream-cidr 127.0.0.3/32 --allow-upstream-cidr 127.0.0.5/32
-    --allow-upstream-cidr 127.0.0.6/32 --allow-upstream-cidr 127.0.0.8/32)
+    --allow-upstream-cidr 127.0.0.6/32 --allow-upstream-cidr 127.0.0.8/32
+    --allow-upstream-cidr 127.0.0.10/32)
 t_start_airlock "$T_DIR/allow.yaml" "${AIRLOCK_ARGS[@]}" || exit 1
 CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 CLIENT="$HERE/faults_client.py"
@@ -254,7 +259,7 @@ t_eq "slowloris: one 408 line per dropped connection" "200" \
 settle_check "slowloris and idle"
 
 # ---- SIGHUP under load: valid and invalid allowlists, 20 times ----
-printf 'domains: ["ok.test", "hup.test"]\n' > "$T_DIR/allow-good.yaml"
+printf 'domains: ["ok.test", "hup.test", "keep.test"]\n' > "$T_DIR/allow-good.yaml"
 printf 'domains: ["ok.test", "hup.test"\nbogus: [\n' > "$T_DIR/allow-bad.yaml"
 errs_before=$(wc -l < "$T_DIR/airlock.err")
 "$PY" "$CLIENT" load 127.0.0.1 80 hup.test /ok 5 "$CA" > "$T_DIR/load.out" &
@@ -303,6 +308,33 @@ else
         test $(((rss1 - rss0) * 4)) -le $((${peak:-0} - rss0))
 fi
 settle_check "burst"
+
+# ---- the upstream pool after a burst to one host: 100 keep-alive requests at once, most on an
+# upstream connection of its own (the upstream takes 3 s to answer). Each of airlock's loops
+# keeps 16 of its own idle (PX_POOL_CORE_PER_KEY, for PX_POOL_IDLE_MS) and closes the burst's
+# surplus after PX_POOL_SURPLUS_MS (1 s) idle: each costs tens of KB of TLS and heap ----
+loops=${AIRLOCK_WORKERS:-auto} # AIRLOCK_WORKERS, else airlock's default: one loop per CPU
+[ "$loops" = auto ] && loops=$(nproc)
+keep_open() { awk '/^open/ {o++} /^close/ {c++} END {print o - c}' "$KEEPLOG"; }
+KEEP_PIDS=()
+for i in $(seq 1 100); do
+    curl -s -o /dev/null -m 30 -w '%{http_code}\n' "http://keep.test/slow?s=3" > "$T_DIR/keep.$i" &
+    KEEP_PIDS+=($!)
+done
+wait "${KEEP_PIDS[@]}"
+t_eq "pool burst: 100 requests answered 200" "100" "$(cat "$T_DIR"/keep.* | grep -c '^200$')"
+n0=$(keep_open)
+echo "# figures: pool burst: $n0 upstream connections open right after the answers ($loops loops)"
+t_check "pool burst: more than 16 per loop were open ($n0)" test "$n0" -gt $((16 * loops))
+until_ok '[ "$(keep_open)" -le $((16 * loops)) ]' 10
+sleep 1.5
+kept=$(keep_open)
+echo "# figures: pool burst: $kept kept"
+t_check "pool burst: 16 to 16 per loop kept, the surplus closed ($kept)" \
+    test "$kept" -ge 16 -a "$kept" -le $((16 * loops))
+t_eq "pool burst: the kept ones serve the next request" "200" \
+    "$(fetch http://keep.test/ok | cut -d' ' -f1)"
+t_eq "pool burst: ... without a new upstream connection" "$kept" "$(keep_open)"
 
 t_stop_airlock; t_eq "SIGTERM: exit 0" "0" "$?"
 cp "$T_DIR/allow-good.yaml" "$T_DIR/allow.yaml"
