@@ -15,11 +15,11 @@
 typedef struct owner {
     px_tmo_t t;
     int calls;
-    uint64_t at;       /* loop time of the last call, ms */
-    int order;         /* its place among all calls, from 1 */
-    int rearm;         /* its call arms it again, once, for rearm_ms */
+    uint64_t at; /* loop time of the last call, ms */
+    int order;   /* its place among all calls, from 1 */
+    int rearm;   /* its call arms it again, once, for rearm_ms */
     uint64_t rearm_ms;
-    int stop_other;    /* 1 + the owner its call stops, or 0 */
+    int stop_other; /* 1 + the owner its call stops, or 0 */
 } owner_t;
 
 typedef struct fixture {
@@ -147,7 +147,7 @@ static void test_tmo_calls_rearm_and_stop(void **state)
 {
     (void)state;
     setup();
-    fx.o[0].rearm = 1; /* for 0 ms */
+    fx.o[0].rearm = 1;      /* for 0 ms */
     fx.o[1].stop_other = 3; /* stops owner 2, due at the same time */
     fx.o[3].rearm = 1;
     fx.o[3].rearm_ms = 15;
