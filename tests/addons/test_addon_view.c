@@ -213,7 +213,7 @@ static void test_view_new(void **state)
         assert_null(r->state);
         assert_null(r->state_owner);
         assert_non_null(addon_req_dup(r, "secret", 6)); /* an arena, freed below */
-        memset(r->headers, 0xa5, sizeof(r->headers)); /* the next one may get this memory */
+        memset(r->headers, 0xa5, sizeof(r->headers));   /* the next one may get this memory */
         r->nheaders = 3;
         addon_req_reset(r);
         free(r);
@@ -223,10 +223,8 @@ static void test_view_new(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_view_readings),
-        cmocka_unit_test(test_view_under),
-        cmocka_unit_test(test_view_host),
-        cmocka_unit_test(test_view_decision),
+        cmocka_unit_test(test_view_readings), cmocka_unit_test(test_view_under),
+        cmocka_unit_test(test_view_host),     cmocka_unit_test(test_view_decision),
         cmocka_unit_test(test_view_new),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
