@@ -265,6 +265,31 @@ def burst(host, name, path, n, n_tls, cafile, pid):
         s.close()
 
 
+def together(host, name, path, n):
+    """N plain keep-alive connections opened first, then one request on each at once, so that
+    all are in flight together; prints how many were answered 200."""
+    req = ("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path, name)).encode()
+    socks = [socket.create_connection((host, 80), timeout=30) for _ in range(int(n))]
+    for s in socks:
+        s.sendall(req)
+    ok = 0
+    for s in socks:
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                d = s.recv(65536)
+                if not d:
+                    break
+                data += d
+            ok += data.startswith(b"HTTP/1.1 200 ")
+        except OSError:
+            pass
+    print("ok=%d" % ok, flush=True)
+    for s in socks:
+        s.close()
+
+
 if __name__ == "__main__":
     {"slowloris": slowloris, "idle": idle, "halfclose": halfclose, "abort": abort,
-     "load": load, "trickle": trickle, "slowread": slowread, "burst": burst}[sys.argv[1]](*sys.argv[2:])
+     "load": load, "trickle": trickle, "slowread": slowread, "burst": burst,
+     "together": together}[sys.argv[1]](*sys.argv[2:])
