@@ -5,7 +5,7 @@ usage: faults_upstream.py ADDR LOG [--http PORT]... [--https PORT CERT KEY]... [
                            [--backlog-full PORT]...
   --http PORT          HTTP/1.1 with the paths below; idle keep-alive connections are closed
                        after 1 s (so pooled connections in airlock end by themselves)
-  --idle SECONDS       ... or after this long instead (before the ports it applies to)
+  --idle SECONDS       ... or after this long instead (every port of this process)
   --https PORT C K     the same over TLS (certificate and key files)
   --hold PORT          accepts, reads and drops everything, never answers (a TLS upstream
                        whose handshake stalls, when airlock speaks TLS to it)
