@@ -235,6 +235,17 @@ def load(host, port, name, path, seconds, cafile=None):
     print("total=%d ok=%d other=%s errors=%d" % (total, ok, other or "-", errors))
 
 
+def response_head(s):
+    """Reads until a response head ended (or EOF): the bytes read, the head's end included."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        d = s.recv(65536)
+        if not d:
+            raise ValueError("closed before the response head ended")
+        data += d
+    return data
+
+
 def burst(host, name, path, n, n_tls, cafile, pid):
     ctx = ssl.create_default_context(cafile=cafile)
     req = ("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (path, name)).encode()
@@ -246,10 +257,7 @@ def burst(host, name, path, n, n_tls, cafile, pid):
                 s = ctx.wrap_socket(s, server_hostname=name)
             held.append(s)
             s.sendall(req)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += s.recv(65536)
-            head, rest = data.split(b"\r\n\r\n", 1)
+            head, rest = response_head(s).split(b"\r\n\r\n", 1)
             want = 0
             for line in head.split(b"\r\n"):
                 if line.lower().startswith(b"content-length:"):
@@ -275,14 +283,8 @@ def together(host, name, path, n):
     ok = 0
     for s in socks:
         try:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                d = s.recv(65536)
-                if not d:
-                    break
-                data += d
-            ok += data.startswith(b"HTTP/1.1 200 ")
-        except OSError:
+            ok += response_head(s).startswith(b"HTTP/1.1 200 ")
+        except (OSError, ValueError):
             pass
     print("ok=%d" % ok, flush=True)
     for s in socks:

@@ -63,7 +63,8 @@ CA="$T_DIR/confdir/mitmproxy-ca-cert.pem"
 CLIENT="$HERE/faults_client.py"
 
 logged() { t_logged "$1" "$2" -E; } # logged "description" 'ERE a log line must match'
-up_open() { awk '/^open/ {o++} /^close/ {c++} END {print o - c}' "$UPLOG"; }
+# up_open [LOG]: sockets an upstream (faults_upstream.py) still has open, by its log (default UPLOG)
+up_open() { awk '/^open/ {o++} /^close/ {c++} END {print o - c}' "${1:-$UPLOG}"; }
 # curl through airlock: prints "CODE SIZE TIME" and the exit status as "rc=N". curl's own
 # limit (-m 60, exit 28) is only a guard: every fault here ends long before it.
 fetch() {
@@ -316,21 +317,20 @@ settle_check "burst"
 # costs tens of KB of TLS and heap ----
 loops=${AIRLOCK_WORKERS:-auto} # AIRLOCK_WORKERS, else airlock's default: one loop per CPU
 [ "$loops" = auto ] && loops=$(nproc)
-keep_open() { awk '/^open/ {o++} /^close/ {c++} END {print o - c}' "$KEEPLOG"; }
 out=$("$PY" "$CLIENT" together 127.0.0.1 keep.test "/slow?s=1.5" 100)
 t_eq "pool burst: 100 requests answered 200" "ok=100" "$out"
-n0=$(keep_open)
+n0=$(up_open "$KEEPLOG")
 echo "# figures: pool burst: $n0 upstream connections open right after the answers ($loops loops)"
 t_check "pool burst: more than 16 per loop were open ($n0)" test "$n0" -gt $((16 * loops))
-until_ok '[ "$(keep_open)" -le $((16 * loops)) ]' 10
+until_ok '[ "$(up_open "$KEEPLOG")" -le $((16 * loops)) ]' 10
 sleep 1.5
-kept=$(keep_open)
+kept=$(up_open "$KEEPLOG")
 echo "# figures: pool burst: $kept kept"
 t_check "pool burst: 16 to 16 per loop kept, the surplus closed ($kept)" \
     test "$kept" -ge 16 -a "$kept" -le $((16 * loops))
 t_eq "pool burst: the kept ones serve the next request" "200" \
     "$(fetch http://keep.test/ok | cut -d' ' -f1)"
-t_eq "pool burst: ... without a new upstream connection" "$kept" "$(keep_open)"
+t_eq "pool burst: ... without a new upstream connection" "$kept" "$(up_open "$KEEPLOG")"
 
 t_stop_airlock; t_eq "SIGTERM: exit 0" "0" "$?"
 cp "$T_DIR/allow-good.yaml" "$T_DIR/allow.yaml"

@@ -322,9 +322,6 @@ static void test_px_tls_lent_ciphertext_in_any_split(void **state)
     free(got);
 }
 
-/* The heap an idle server-side connection keeps once its request and response went through and
- * the connection went quiet (px_tls_trim): OpenSSL's SSL object, its session and cipher states;
- * no record buffer, no BIO buffer. mallinfo2() counts glibc's heap, which ASan replaces. */
 /* One BIO per connection serves both directions (issue 34's idle memory: a BIO and its lock,
  * ~190 bytes, fewer per TLS connection), and the handshake and data go through it both ways. */
 static void test_px_tls_one_bio(void **state)
@@ -351,6 +348,9 @@ static void test_px_tls_one_bio(void **state)
     SSL_CTX_free(srv);
 }
 
+/* The heap an idle server-side connection keeps once its request and response went through and
+ * the connection went quiet (px_tls_trim): OpenSSL's SSL object, its session and cipher states;
+ * no record buffer, no BIO buffer. mallinfo2() counts glibc's heap, which ASan replaces. */
 static void test_px_tls_idle_server_heap(void **state)
 {
 #if defined(__SANITIZE_ADDRESS__)
