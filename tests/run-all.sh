@@ -259,18 +259,8 @@ if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/
     for t in build-ci/tests/test_*; do
         [ -x "$t" ] && case $t in *.log|*.rc) ;; *) vtests+=("$t") ;; esac
     done
-    # the longest first (10-32 s each under valgrind, 2026-11-29), then the rest in name order
-    vslow=" test_ca_leaf test_replacements test_px_h2 test_ca test_provider_fetch test_ghapp "
-    vslow+="test_px_stage_ghapp test_px_tls test_audit_report test_dns_resolve "
-    vorder=()
-    for t in $vslow; do
-        [ -x "build-ci/tests/$t" ] && vorder+=("build-ci/tests/$t")
-    done
-    for t in "${vtests[@]}"; do
-        case $vslow in *" $(basename "$t") "*) ;; *) vorder+=("$t") ;; esac
-    done
     n=0
-    for t in "${vorder[@]}"; do
+    for t in "${vtests[@]}"; do
         if [ "$n" -ge "$JOBS" ]; then wait -n; n=$((n - 1)); fi
         vrun "$t" &
         n=$((n + 1))
