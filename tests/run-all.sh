@@ -2,12 +2,12 @@
 # Builds airlock twice (normal and ASan+UBSan) and runs every test with CTest: the unit tests
 # in both builds, the integration tests in the sanitizer build (but those labelled
 # static-image, which test the static Release binary in its container image), and in the
-# normal build those labelled release or shared-state (tests/CMakeLists.txt says which and
-# why: the RSS and heap checks, the README's commands, the container image, the state the
-# loops share). Then the unit tests once more under valgrind, and each libFuzzer target for a
-# bounded time. Exit 0 only when all of it passed. This is the README's test command; .ci/run
-# runs exactly this. (Every integration test ran in both builds until 2026-11-29: a run took
-# 29 minutes, over the 25 the project allows itself on 2 cores.)
+# normal build those labelled release (tests/CMakeLists.txt says which and why: the RSS and
+# heap checks, the README's commands, the container image). Then the unit tests once more
+# under valgrind, and each libFuzzer target for a bounded time. Exit 0 only when all of it
+# passed. This is the README's test command; .ci/run runs exactly this. (Every integration
+# test ran in both builds until 2026-11-29: a run took 29 minutes, over the 25 the project
+# allows itself on 2 cores.)
 #
 # A skipped test is never a pass: before testing, this script finds out itself what the
 # machine can do (root, network namespaces, Podman starting a container). A test may skip
@@ -18,11 +18,12 @@
 # failed test (with the cmocka cases that failed in it).
 #
 # Stages: the two builds and their CTest runs (airlock's default: one event loop per CPU), the
-# shared-state suites again with the other count (AIRLOCK_WORKERS=1 on a machine of more than
-# one CPU, else 2; ASan build), a clean copy of the tracked files built and
-# unit-tested with nothing beside it (tests/clean_checkout.sh), valgrind, fuzzing. Around
-# all of it: the run must leave nothing behind outside the checkout; new paths under /, /etc
-# and /var (two levels deep) or in /tmp after the run fail it, by name.
+# shared-state suites (the state the event loops share) again with the other count
+# (AIRLOCK_WORKERS=1 on a machine of more than one CPU, else 2; ASan build), a clean copy of
+# the tracked files built and unit-tested with nothing beside it (tests/clean_checkout.sh),
+# valgrind, fuzzing. Around all of it: the run must leave nothing behind outside the
+# checkout; new paths under /, /etc and /var (two levels deep) or in /tmp after the run fail
+# it, by name.
 #   FUZZ_SECONDS   seconds per fuzz target (default 8, a net for regressions: tests/fuzz/run.sh
 #                  BUILD SECONDS fuzzes longer; 0 skips fuzzing)
 #   VALGRIND       0 skips the valgrind pass over the unit tests
@@ -189,7 +190,7 @@ if build build-ci Release; then
     rm -f build-ci/ctest-junit.xml
     r=ok
     (cd build-ci && ctest --output-on-failure -j"$JOBS" --timeout 900 \
-        -L '^(unit|release|shared-state)$' "${CTEST_OUT[@]}" --output-junit ctest-junit.xml) ||
+        -L '^(unit|release)$' "${CTEST_OUT[@]}" --output-junit ctest-junit.xml) ||
         { r=FAILED; status=1; }
     judge build-ci
     stage_end "tests: normal build" "$t0" "$r"
