@@ -15,7 +15,8 @@
 # bytes received / time, so a capped mitmdump download still gives its rate), FRESH=20 (fresh
 # names for the minting latency), IDLE_CONNS=1000, PROFILE=1 (perf record on airlock during
 # one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump),
-# NO_HAPROXY=1 (skip HAProxy), AIRLOCK=binary
+# NO_HAPROXY=1 (skip HAProxy), LOAD_DETAIL=1 (the context switches and system calls wrk and
+# the upstream make per request; 2: the calls by name too), AIRLOCK=binary
 # (default build-bench/airlock), KEEP_TEST_DIR=1 (keep the scratch dir).
 #
 # Addresses inside the namespace: airlock 127.0.0.1 (:53 DNS, :80, :443), upstream nginx
@@ -413,9 +414,26 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         sleep 0.5
     fi
     read -r r0 w0 < <(sched_ns $pids); t0=$(now_ns)
-    out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
+    # wrk's own CPU (perf stat's task-clock, ms), when perf is there
+    local wrkcpu="$T_DIR/wrkcpu-$metric-$subj" wrkrun=()
+    rm -f "$wrkcpu"
+    local lev=task-clock upsys="$T_DIR/upsys-$metric-$subj" uppid=
+    # LOAD_DETAIL=1: the context switches and system calls of wrk and the upstream nginx, per
+    # request; LOAD_DETAIL=2 also the calls by name (every syscall tracepoint on: slower)
+    if [ "${LOAD_DETAIL:-0}" != 0 ]; then
+        lev='context-switches,raw_syscalls:sys_enter'
+        [ "$LOAD_DETAIL" = 2 ] && lev="$lev,syscalls:sys_enter_*"
+        rm -f "$upsys"
+        perf stat -x, -e "$lev" -p "$(echo $ups | tr ' ' ',')" \
+            -o "$upsys" -- sleep "$DURATION" > /dev/null 2>&1 &
+        uppid=$!
+        lev="task-clock,$lev"
+    fi
+    command -v perf > /dev/null && wrkrun=(perf stat -x, -e "$lev" -o "$wrkcpu" --)
+    out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
     [ -n "$perfpid" ] && wait "$perfpid"
+    [ -n "$uppid" ] && wait "$uppid"
     read -r ur1 uw1 < <(sched_ns $ups)
     rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
@@ -424,8 +442,14 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         echo "  $metric $subj: wrk failed: $(echo "$out" | tail -3 | tr '\n' ' ')"
         return 1
     fi
-    local cpu_us util wait upwait
+    local cpu_us util wait upwait wrk_us= up_us
     cpu_us=$(awk -v c=$((r1 - r0)) -v n="$reqs" 'BEGIN {printf "%.2f", c / 1e3 / n}')
+    # the load side's CPU per request (in pinned runs both share the load CPU): wrk's, and the
+    # upstream nginx's over the window (its counters span the perf window too, ~1 s more)
+    [ -s "$wrkcpu" ] && wrk_us=$(awk -F, -v n="$reqs" '$3 ~ /task-clock/ {printf "%.2f", $1 * 1e3 / n; exit}' "$wrkcpu")
+    up_us=$(awk -v c=$((ur1 - ur0)) -v n="$reqs" 'BEGIN {printf "%.2f", c / 1e3 / n}')
+    [ -n "$wrk_us" ] && record "$metric.wrk_us" "$subj" "$wrk_us"
+    record "$metric.up_us" "$subj" "$up_us"
     util=$(awk -v c=$((r1 - r0)) -v ns=$((t1 - t0)) 'BEGIN {printf "%.0f", c / ns * 100}')
     wait=$(awk -v c=$((w1 - w0)) -v ns=$((t1 - t0)) 'BEGIN {printf "%.0f", c / ns * 100}')
     upwait=$(awk -v c=$((uw1 - uw0)) -v ns=$((t1 - t0)) 'BEGIN {printf "%.0f", c / ns * 100}')
@@ -447,8 +471,21 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
                 sed "s/^/    $metric $subj per request: /"
         fi
     fi
-    printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%% %s\n' \
-        "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${errs}"
+    printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%%; load us/req: wrk %s, upstream %s %s\n' \
+        "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${wrk_us:--}" "$up_us" "${errs}"
+    if [ "${LOAD_DETAIL:-0}" != 0 ]; then # the upstream's window is DURATION long, wrk's too
+        local f who
+        for f in "$wrkcpu" "$upsys"; do
+            who=wrk; [ "$f" = "$upsys" ] && who=upstream
+            [ -s "$f" ] || continue
+            awk -F, -v n="$reqs" '$3 == "raw_syscalls:sys_enter" { printf "%.2f all\n", $1 / n }
+                $3 == "context-switches" { printf "%.3f context-switches\n", $1 / n }
+                $3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+                    sub("syscalls:sys_enter_", "", $3); printf "%.2f %s\n", $1 / n, $3 }' "$f" |
+                sort -rn | head -9 | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' |
+                sed "s/^/    $metric $subj $who per request: /"
+        done
+    fi
 }
 
 # One download of the big file with curl over PROTO (http1.1 or http2: the protocol is forced
