@@ -16,7 +16,8 @@
 # names for the minting latency), IDLE_CONNS=1000, PROFILE=1 (perf record on airlock during
 # one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump),
 # NO_HAPROXY=1 (skip HAProxy), LOAD_DETAIL=1 (the context switches and system calls wrk and
-# the upstream make per request; 2: the calls by name too), AIRLOCK=binary
+# the upstream make per request; 2: the calls by name too), PROFILE_LOAD=1 (perf record of the
+# load CPU during each wrk run, pinned runs only), AIRLOCK=binary
 # (default build-bench/airlock), KEEP_TEST_DIR=1 (keep the scratch dir).
 #
 # Addresses inside the namespace: airlock 127.0.0.1 (:53 DNS, :80, :443), upstream nginx
@@ -417,7 +418,7 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     # wrk's own CPU (perf stat's task-clock, ms), when perf is there
     local wrkcpu="$T_DIR/wrkcpu-$metric-$subj" wrkrun=()
     rm -f "$wrkcpu"
-    local lev=task-clock upsys="$T_DIR/upsys-$metric-$subj" uppid=
+    local lev=task-clock upsys="$T_DIR/upsys-$metric-$subj" uppid= sspid=
     # LOAD_DETAIL=1: the context switches and system calls of wrk and the upstream nginx, per
     # request; LOAD_DETAIL=2 also the calls by name (every syscall tracepoint on: slower)
     if [ "${LOAD_DETAIL:-0}" != 0 ]; then
@@ -428,12 +429,31 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
             -o "$upsys" -- sleep "$DURATION" > /dev/null 2>&1 &
         uppid=$!
         lev="task-clock,$lev"
+        # the proxy's connections to the upstream, halfway through
+        (sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')"
+            ss -Htn state established '( dport = :443 or dport = :80 )' dst 127.0.0.2 | wc -l \
+                > "$T_DIR/upconns-$metric-$subj") &
+        sspid=$!
     fi
     command -v perf > /dev/null && wrkrun=(perf stat -x, -e "$lev" -o "$wrkcpu" --)
+    # PROFILE_LOAD=1: perf record of the whole load CPU over the run (pinned runs), by process
+    # and symbol, to see what the load side does per request behind each proxy
+    local loadprof=
+    if [ "${PROFILE_LOAD:-0}" = 1 ] && [ "${UNPINNED:-0}" != 1 ] && command -v perf > /dev/null; then
+        perf record -q -F 1999 -C "$LOAD_CPU" -o "$T_DIR/perf-load-$metric-$subj.data" \
+            -- sleep "$DURATION" > /dev/null 2>&1 &
+        loadprof=$!
+    fi
     out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
     [ -n "$perfpid" ] && wait "$perfpid"
     [ -n "$uppid" ] && wait "$uppid"
+    if [ -n "$loadprof" ]; then
+        wait "$loadprof"
+        echo "  --- load CPU $LOAD_CPU during $metric through $subj: samples by process and symbol (>= 0.7 %)"
+        perf report -i "$T_DIR/perf-load-$metric-$subj.data" --sort comm,dso,symbol --stdio \
+            --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40 | cut -c1-110
+    fi
     read -r ur1 uw1 < <(sched_ns $ups)
     rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
@@ -475,6 +495,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${wrk_us:--}" "$up_us" "${errs}"
     if [ "${LOAD_DETAIL:-0}" != 0 ]; then # the upstream's window is DURATION long, wrk's too
         local f who
+        wait "$sspid"
+        echo "    $metric $subj: $(cat "$T_DIR/upconns-$metric-$subj" 2>/dev/null) connections to the upstream halfway through"
         for f in "$wrkcpu" "$upsys"; do
             who=wrk; [ "$f" = "$upsys" ] && who=upstream
             [ -s "$f" ] || continue
