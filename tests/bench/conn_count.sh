@@ -29,10 +29,7 @@ fi
 # conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
-load_cpu_ticks() { # LOAD_CPU's /proc/stat ticks "user nice system idle iowait irq softirq", pinned runs only
-    case $LOAD_CPU in *[!0-9]*) return 0 ;; esac
-    awk -v c="cpu$LOAD_CPU" '$1 == c { print $2, $3, $4, $5, $6, $7, $8 }' /proc/stat
-}
+# load_cpu_ticks: http_bench.sh's
 io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write-like calls)
     local p
     for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |

@@ -358,6 +358,16 @@ fds() {
     echo "$t"
 }
 now_ns() { date +%s%N; }
+load_cpu_ticks() { # LOAD_CPU's /proc/stat ticks "user nice system idle iowait irq softirq", pinned runs only
+    case $LOAD_CPU in *[!0-9]*) return 0 ;; esac
+    awk -v c="cpu$LOAD_CPU" '$1 == c { print $2, $3, $4, $5, $6, $7, $8 }' /proc/stat
+}
+load_idle_pct() { # load_idle_pct TICKS_BEFORE TICKS_AFTER: the load CPU's idle share, or "-"
+    [ -n "$1" ] && [ -n "$2" ] || { echo -; return; }
+    awk -v t0="$1" -v t1="$2" 'BEGIN { split(t0, a, " "); split(t1, z, " "); b = 0
+        for (i = 1; i <= 7; i++) if (i != 4 && i != 5) b += z[i] - a[i]
+        i = (z[4] - a[4]) + (z[5] - a[5]); printf "%.0f", 100 * i / (b + i + 1e-9) }'
+}
 
 # Front ends: subject -> URL base per protocol.
 base_url() { # base_url http|https subject
@@ -414,6 +424,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         perfpid=$!
         sleep 0.5
     fi
+    local lt0 lt1
+    lt0=$(load_cpu_ticks)
     read -r r0 w0 < <(sched_ns $pids); t0=$(now_ns)
     # wrk's own CPU (perf stat's task-clock, ms), when perf is there
     local wrkcpu="$T_DIR/wrkcpu-$metric-$subj" wrkrun=()
@@ -446,6 +458,7 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     fi
     out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
+    lt1=$(load_cpu_ticks)
     [ -n "$perfpid" ] && wait "$perfpid"
     [ -n "$uppid" ] && wait "$uppid"
     if [ -n "$loadprof" ]; then
@@ -491,8 +504,11 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
                 sed "s/^/    $metric $subj per request: /"
         fi
     fi
-    printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%%; load us/req: wrk %s, upstream %s %s\n' \
-        "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${wrk_us:--}" "$up_us" "${errs}"
+    local lidle
+    lidle=$(load_idle_pct "$lt0" "$lt1")
+    [ "$lidle" != - ] && record "$metric.load_idle" "$subj" "$lidle"
+    printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%%; load us/req: wrk %s, upstream %s; load CPU idle %s%% %s\n' \
+        "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${wrk_us:--}" "$up_us" "$lidle" "${errs}"
     if [ "${LOAD_DETAIL:-0}" != 0 ]; then # the upstream's window is DURATION long, wrk's too
         local f who
         wait "$sspid"
