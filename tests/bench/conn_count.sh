@@ -30,11 +30,7 @@ fi
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
 # load_cpu_ticks: http_bench.sh's
-io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write-like calls)
-    local p
-    for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
-        awk '/^rchar/ { r += $2 } /^wchar/ { w += $2 } END { printf "%.0f %.0f\n", r, w }'
-}
+# io_bytes: http_bench.sh's
 # One download of the big file, counted: system calls by name per MiB, epoll_wait returns
 # per MiB, bytes per read-like call (rchar / calls), proxy CPU per GiB, and the socket
 # buffers (ss -tm) of the proxy's two sockets one second in.

@@ -362,6 +362,11 @@ load_cpu_ticks() { # LOAD_CPU's /proc/stat ticks "user nice system idle iowait i
     case $LOAD_CPU in *[!0-9]*) return 0 ;; esac
     awk -v c="cpu$LOAD_CPU" '$1 == c { print $2, $3, $4, $5, $6, $7, $8 }' /proc/stat
 }
+io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write-like calls)
+    local p
+    for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
+        awk '/^rchar/ { r += $2 } /^wchar/ { w += $2 } END { printf "%.0f %.0f\n", r, w }'
+}
 load_idle_pct() { # load_idle_pct TICKS_BEFORE TICKS_AFTER: the load CPU's idle share, or "-"
     [ -n "$1" ] && [ -n "$2" ] || { echo -; return; }
     awk -v t0="$1" -v t1="$2" 'BEGIN { split(t0, a, " "); split(t1, z, " "); b = 0
@@ -424,8 +429,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         perfpid=$!
         sleep 0.5
     fi
-    local lt0 lt1
-    lt0=$(load_cpu_ticks)
+    local lt0 lt1 uio0 uio1
+    lt0=$(load_cpu_ticks); uio0=$(io_bytes $ups)
     read -r r0 w0 < <(sched_ns $pids); t0=$(now_ns)
     # wrk's own CPU (perf stat's task-clock, ms), when perf is there
     local wrkcpu="$T_DIR/wrkcpu-$metric-$subj" wrkrun=()
@@ -443,8 +448,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         lev="task-clock,$lev"
         # the proxy's connections to the upstream, halfway through
         (sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')"
-            ss -Htn state established '( dport = :443 or dport = :80 )' dst 127.0.0.2 | wc -l \
-                > "$T_DIR/upconns-$metric-$subj") &
+            ss -Htnp state established '( dport = :443 or dport = :80 )' dst 127.0.0.2 |
+                grep -cE "pid=($(echo $pids | tr ' ' '|'))," > "$T_DIR/upconns-$metric-$subj") &
         sspid=$!
     fi
     command -v perf > /dev/null && wrkrun=(perf stat -x, -e "$lev" -o "$wrkcpu" --)
@@ -458,7 +463,7 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     fi
     out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
-    lt1=$(load_cpu_ticks)
+    lt1=$(load_cpu_ticks); uio1=$(io_bytes $ups)
     [ -n "$perfpid" ] && wait "$perfpid"
     [ -n "$uppid" ] && wait "$uppid"
     if [ -n "$loadprof" ]; then
@@ -512,7 +517,9 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     if [ "${LOAD_DETAIL:-0}" != 0 ]; then # the upstream's window is DURATION long, wrk's too
         local f who
         wait "$sspid"
-        echo "    $metric $subj: $(cat "$T_DIR/upconns-$metric-$subj" 2>/dev/null) connections to the upstream halfway through"
+        echo "    $metric $subj: $(cat "$T_DIR/upconns-$metric-$subj" 2>/dev/null) connections to the upstream halfway through;" \
+            "the upstream read/wrote $(awk -v a="$uio0" -v b="$uio1" -v n="$reqs" 'BEGIN { split(a, x, " "); split(b, y, " ")
+                printf "%.0f / %.0f", (y[1] - x[1]) / n, (y[2] - x[2]) / n }') bytes per request"
         for f in "$wrkcpu" "$upsys"; do
             who=wrk; [ "$f" = "$upsys" ] && who=upstream
             [ -s "$f" ] || continue
