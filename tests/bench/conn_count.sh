@@ -29,8 +29,7 @@ fi
 # conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
-# load_cpu_ticks: http_bench.sh's
-# io_bytes: http_bench.sh's
+# load_cpu_ticks, io_bytes, perf_counts and load_profile_start/stop: http_bench.sh's.
 # One download of the big file, counted: system calls by name per MiB, epoll_wait returns
 # per MiB, bytes per read-like call (rchar / calls), proxy CPU per GiB, and the socket
 # buffers (ss -tm) of the proxy's two sockets one second in.
@@ -52,11 +51,8 @@ count_big() { # count_big METRIC SUBJECT URL
     local ups u0 u1 c0 c1
     ups=$(upstream_pids); read -r u0 _ < <(sched_ns $ups); c0=$(load_cpu_ticks)
     perf stat -x, -e "$ev" -p "$(echo $ups | tr ' ' ',')" -o "$T_DIR/cnt-up-$metric-$subj" > /dev/null 2>&1 &
-    local upperf=$! loadprof=
-    if [ "${PROFILE_LOAD:-0}" = 1 ] && [ -n "$(load_cpu_ticks)" ]; then
-        perf record -q -F 1999 ${PROFILE_LOAD_G:+--call-graph dwarf,8192} -C "$LOAD_CPU" -o "$T_DIR/perf-load-$metric-$subj.data" > /dev/null 2>&1 &
-        loadprof=$!
-    fi
+    local upperf=$!
+    load_profile_start "$T_DIR/perf-load-$metric-$subj.data"
     perf stat -x, -e task-clock -o "$T_DIR/cnt-curl-cpu" curl -s "--${BIG_HTTP:-http1.1}" -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
         -w '%{http_code} %{size_download} %{time_total} %{http_version}\n' "$url" > "$T_DIR/cnt-curl" &
     local curlpid=$!
@@ -69,13 +65,7 @@ count_big() { # count_big METRIC SUBJECT URL
     read -r r1 w1 < <(sched_ns $pids); io1=$(io_bytes $pids)
     read -r u1 _ < <(sched_ns $ups); c1=$(load_cpu_ticks)
     kill -INT "$upperf" 2>/dev/null; wait "$upperf" 2>/dev/null
-    if [ -n "$loadprof" ]; then
-        kill -INT "$loadprof" 2>/dev/null; wait "$loadprof" 2>/dev/null
-        echo "  --- load CPU $LOAD_CPU during $metric through $subj: time by process and symbol (>= 0.7 %)"
-        perf report -i "$T_DIR/perf-load-$metric-$subj.data" --sort comm,symbol --stdio \
-            --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -45 | cut -c1-100
-        if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$T_DIR/perf-load-$metric-$subj.data" "$OUT/"; fi
-    fi
+    load_profile_stop "$T_DIR/perf-load-$metric-$subj.data" "$metric through $subj"
     kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null
     if [ -n "$profpid" ]; then
         kill -INT "$profpid" 2>/dev/null; wait "$profpid" 2>/dev/null
@@ -118,13 +108,8 @@ count_big() { # count_big METRIC SUBJECT URL
                 line = line sprintf("; load CPU busy %.0f ms (softirq %.0f ms), idle %.0f %%", busy * 10 / g, (z[7] - a[7]) * 10 / g, 100 * idle / (busy + idle + 1e-9));
             }
             print line }'
-    calls_per_mib "$T_DIR/cnt-$metric-$subj" "$mib" "$metric $subj per MiB"
-    calls_per_mib "$T_DIR/cnt-up-$metric-$subj" "$mib" "$metric $subj upstream per MiB"
-}
-calls_per_mib() { # calls_per_mib PERF_STAT_FILE MIB LABEL: its system calls by name per MiB, most first
-    awk -F, -v m="$2" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
-            sub("syscalls:sys_enter_", "", $3); printf "%.1f %s\n", $1 / m, $3 }' "$1" |
-        sort -rn | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' | sed "s/^/    $3: /"
+    perf_counts "$T_DIR/cnt-$metric-$subj" "$mib" "$metric $subj per MiB" %.1f
+    perf_counts "$T_DIR/cnt-up-$metric-$subj" "$mib" "$metric $subj upstream per MiB" %.1f
 }
 # RSS per idle HTTP/2 connection (one GET each, then idle past airlock's quiet-time trim).
 count_idle_h2() { # count_idle_h2 SUBJECT HOST SNI

@@ -373,6 +373,37 @@ load_idle_pct() { # load_idle_pct TICKS_BEFORE TICKS_AFTER: the load CPU's idle 
         for (i = 1; i <= 7; i++) if (i != 4 && i != 5) b += z[i] - a[i]
         i = (z[4] - a[4]) + (z[5] - a[5]); printf "%.0f", 100 * i / (b + i + 1e-9) }'
 }
+# perf_counts PERF_STAT_FILE PER LABEL FORMAT [TOP]: a `perf stat -x,` file's system calls by
+# name (and, when counted, "all" of them and context switches) divided by PER, most first, on
+# one line after LABEL (TOP: the first TOP only)
+perf_counts() {
+    awk -F, -v n="$2" -v f="$4" '$3 == "raw_syscalls:sys_enter" { printf f " all\n", $1 / n }
+        $3 == "context-switches" { printf "%.3f context-switches\n", $1 / n }
+        $3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+            sub("syscalls:sys_enter_", "", $3); printf f " %s\n", $1 / n, $3 }' "$1" |
+        sort -rn | head -n "${5:-1000}" | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' |
+        sed "s/^/    $3: /"
+}
+# PROFILE_LOAD=1 (pinned runs): perf record of the whole load CPU, started and stopped around a
+# measurement, then its samples by process and symbol (PROFILE_LOAD_G=1: with call graphs).
+LOADPROF=
+load_profile_start() { # load_profile_start DATAFILE
+    LOADPROF=
+    [ "${PROFILE_LOAD:-0}" = 1 ] && [ -n "$(load_cpu_ticks)" ] && command -v perf > /dev/null ||
+        return 0
+    perf record -q -F 1999 ${PROFILE_LOAD_G:+--call-graph dwarf,8192} -C "$LOAD_CPU" -o "$1" \
+        > /dev/null 2>&1 &
+    LOADPROF=$!
+}
+load_profile_stop() { # load_profile_stop DATAFILE TITLE
+    [ -n "$LOADPROF" ] || return 0
+    kill -INT "$LOADPROF" 2>/dev/null; wait "$LOADPROF" 2>/dev/null
+    LOADPROF=
+    echo "  --- load CPU $LOAD_CPU during $2: samples by process and symbol (>= 0.7 %)"
+    perf report -i "$1" --sort comm,dso,symbol --stdio --percent-limit 0.7 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -45 | cut -c1-110
+    if [ -n "${OUT:-}" ]; then mkdir -p "$OUT" && cp "$1" "$OUT/"; fi
+}
 
 # Front ends: subject -> URL base per protocol.
 base_url() { # base_url http|https subject
@@ -453,25 +484,13 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         sspid=$!
     fi
     command -v perf > /dev/null && wrkrun=(perf stat -x, -e "$lev" -o "$wrkcpu" --)
-    # PROFILE_LOAD=1: perf record of the whole load CPU over the run (pinned runs), by process
-    # and symbol, to see what the load side does per request behind each proxy
-    local loadprof=
-    if [ "${PROFILE_LOAD:-0}" = 1 ] && [ "${UNPINNED:-0}" != 1 ] && command -v perf > /dev/null; then
-        perf record -q -F 1999 -C "$LOAD_CPU" -o "$T_DIR/perf-load-$metric-$subj.data" \
-            -- sleep "$DURATION" > /dev/null 2>&1 &
-        loadprof=$!
-    fi
+    load_profile_start "$T_DIR/perf-load-$metric-$subj.data"
     out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
     lt1=$(load_cpu_ticks); uio1=$(io_bytes $ups)
+    load_profile_stop "$T_DIR/perf-load-$metric-$subj.data" "$metric through $subj"
     [ -n "$perfpid" ] && wait "$perfpid"
     [ -n "$uppid" ] && wait "$uppid"
-    if [ -n "$loadprof" ]; then
-        wait "$loadprof"
-        echo "  --- load CPU $LOAD_CPU during $metric through $subj: samples by process and symbol (>= 0.7 %)"
-        perf report -i "$T_DIR/perf-load-$metric-$subj.data" --sort comm,dso,symbol --stdio \
-            --percent-limit 0.7 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40 | cut -c1-110
-    fi
     read -r ur1 uw1 < <(sched_ns $ups)
     rps=$(echo "$out" | awk '/^Requests\/sec:/ {print $2}')
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
@@ -502,12 +521,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         # idle then (a timer a second at most), so the count is the window's
         sys=$(awk -F, -v n="$reqs" '/raw_syscalls:sys_enter/ {printf "%.2f", $1 / n}' "$sysout")
         [ -n "$sys" ] && record "$metric.sys" "$subj" "$sys"
-        if [ "${SYSCALL_DETAIL:-0}" = 1 ]; then # SYSCALL_DETAIL=1: which calls, per request
-            awk -F, -v n="$reqs" '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
-                    sub("syscalls:sys_enter_", "", $3); printf "%.2f %s\n", $1 / n, $3 }' "$sysout" |
-                sort -rn | head -8 | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' |
-                sed "s/^/    $metric $subj per request: /"
-        fi
+        # SYSCALL_DETAIL=1: which calls, per request
+        [ "${SYSCALL_DETAIL:-0}" = 1 ] && perf_counts "$sysout" "$reqs" "$metric $subj per request" %.2f 9
     fi
     local lidle
     lidle=$(load_idle_pct "$lt0" "$lt1")
@@ -515,21 +530,12 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     printf '  %-12s %-9s %9s req/s %7s us CPU/req %5s syscalls/req; proxy on-CPU %3s%%, waiting %3s%%; upstream waiting %3s%%; load us/req: wrk %s, upstream %s; load CPU idle %s%% %s\n' \
         "$metric" "$subj" "$rps" "$cpu_us" "${sys:--}" "$util" "$wait" "$upwait" "${wrk_us:--}" "$up_us" "$lidle" "${errs}"
     if [ "${LOAD_DETAIL:-0}" != 0 ]; then # the upstream's window is DURATION long, wrk's too
-        local f who
         wait "$sspid"
         echo "    $metric $subj: $(cat "$T_DIR/upconns-$metric-$subj" 2>/dev/null) connections to the upstream halfway through;" \
             "the upstream read/wrote $(awk -v a="$uio0" -v b="$uio1" -v n="$reqs" 'BEGIN { split(a, x, " "); split(b, y, " ")
                 printf "%.0f / %.0f", (y[1] - x[1]) / n, (y[2] - x[2]) / n }') bytes per request"
-        for f in "$wrkcpu" "$upsys"; do
-            who=wrk; [ "$f" = "$upsys" ] && who=upstream
-            [ -s "$f" ] || continue
-            awk -F, -v n="$reqs" '$3 == "raw_syscalls:sys_enter" { printf "%.2f all\n", $1 / n }
-                $3 == "context-switches" { printf "%.3f context-switches\n", $1 / n }
-                $3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
-                    sub("syscalls:sys_enter_", "", $3); printf "%.2f %s\n", $1 / n, $3 }' "$f" |
-                sort -rn | head -9 | awk '{ printf "%s %s  ", $2, $1 } END { print "" }' |
-                sed "s/^/    $metric $subj $who per request: /"
-        done
+        [ -s "$wrkcpu" ] && perf_counts "$wrkcpu" "$reqs" "$metric $subj wrk per request" %.2f 9
+        [ -s "$upsys" ] && perf_counts "$upsys" "$reqs" "$metric $subj upstream per request" %.2f 9
     fi
 }
 
