@@ -32,6 +32,9 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-8}
+# the sanitizers' settings for both of the sanitizer build's CTest runs
+SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 status=0
 T_RUN=$(date +%s)
 STAGES=()
@@ -217,9 +220,8 @@ if build build-ci-asan Asan; then
     rm -f build-ci-asan/ctest-junit.xml
     r=ok
     (cd build-ci-asan &&
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --output-on-failure -j"$JOBS" --timeout 1200 -LE '^static-image$' \
+        env "${SAN_ENV[@]}" \
+            ctest --output-on-failure -j"$JOBS" --timeout 1200 -LE '^static-image$' \
             "${CTEST_OUT[@]}" --output-junit ctest-junit.xml) ||
         { r=FAILED; status=1; }
     judge build-ci-asan
@@ -234,9 +236,8 @@ if build build-ci-asan Asan; then
     rm -f build-ci-asan/workers-junit.xml
     r=ok
     (cd build-ci-asan &&
-        AIRLOCK_WORKERS=$ALT_WORKERS ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --output-on-failure -j"$JOBS" --timeout 1200 -L '^shared-state$' \
+        env AIRLOCK_WORKERS=$ALT_WORKERS "${SAN_ENV[@]}" \
+            ctest --output-on-failure -j"$JOBS" --timeout 1200 -L '^shared-state$' \
             "${CTEST_OUT[@]}" --output-junit workers-junit.xml) ||
         { r=FAILED; status=1; }
     judge "workers-$ALT_WORKERS" build-ci-asan/workers-junit.xml
