@@ -26,6 +26,7 @@ struct addon_ghapp {
     char installation_id[GHAPP_ID_MAX + 1];
     char host[ADDON_GHAPP_HOST_MAX + 1];
     uint16_t port;
+    unsigned timeout; /* s */
     char *token_path; /* {base path}/app/installations/{id}/access_tokens */
     EVP_PKEY *key;
     json_t *permissions;  /* an object, or NULL */
@@ -272,6 +273,15 @@ int addon_ghapp_parse(const addon_yaml_node_t *n, const char *what, addon_ghapp_
         rc = ghapp_base(n, what, g, err, errlen);
     if (rc == 0)
         rc = ghapp_scoping(n, what, g, err, errlen);
+    g->timeout = ADDON_GHAPP_TIMEOUT_DEFAULT;
+    const addon_yaml_node_t *t = addon_yaml_get(n, "timeout");
+    if (rc == 0 && t != NULL) {
+        char sub[GHAPP_WHAT_MAX];
+        int64_t secs;
+        snprintf(sub, sizeof(sub), "%s.timeout", what);
+        rc = addon_yaml_get_int(t, sub, 1, ADDON_GHAPP_TIMEOUT_MAX, &secs, err, errlen);
+        g->timeout = (unsigned)secs;
+    }
     if (rc != 0) {
         if (rc == PX_ENOMEM)
             snprintf(err, errlen, "out of memory");
@@ -318,6 +328,11 @@ const char *addon_ghapp_app_id(const addon_ghapp_t *g)
 const char *addon_ghapp_installation_id(const addon_ghapp_t *g)
 {
     return g->installation_id;
+}
+
+unsigned addon_ghapp_timeout(const addon_ghapp_t *g)
+{
+    return g->timeout;
 }
 
 /* ---- the JWT and the token exchange -------------------------------------------------------- */

@@ -6,7 +6,8 @@
  *
  * An entry: {"type": "github-app", "app_id": str|int, "private_key": PEM RSA,
  * "installation_id": int|digits, "base_url"?: "https://api.github.com", "scopes": [...],
- * "permissions"?: {name: level}, "repositories"?: [name, ...], "allow_foreign_credentials"?}.
+ * "permissions"?: {name: level}, "repositories"?: [name, ...], "allow_foreign_credentials"?,
+ * "timeout"?: seconds}.
  * The private key is parsed at load (an OpenSSL key object); its PEM text, the JWT and the
  * installation token are never written to the log, stderr or an error message. */
 #ifndef ADDON_GHAPP_H
@@ -30,6 +31,8 @@ struct addon_ghrepos;
 #define ADDON_GHAPP_TOKEN_MAX 255        /* bytes of an installation token */
 #define ADDON_GHAPP_BODY_MAX (64 * 1024) /* bytes of the token endpoint's answer */
 #define ADDON_GHAPP_HOST_MAX 253
+#define ADDON_GHAPP_TIMEOUT_DEFAULT 30 /* s: each request to the API (the reference's) */
+#define ADDON_GHAPP_TIMEOUT_MAX 600    /* s: the largest "timeout" an entry may set */
 
 typedef struct addon_ghapp addon_ghapp_t;
 
@@ -51,6 +54,9 @@ const char *addon_ghapp_token_path(const addon_ghapp_t *g);
 /* The app id and installation id as written (borrowed), for `airlock check`. */
 const char *addon_ghapp_app_id(const addon_ghapp_t *g);
 const char *addon_ghapp_installation_id(const addon_ghapp_t *g);
+/* The entry's "timeout": seconds each request to the API (the token request, each page of
+ * the repositories) may take, ADDON_GHAPP_TIMEOUT_DEFAULT unless set. */
+unsigned addon_ghapp_timeout(const addon_ghapp_t *g);
 
 /* Makes the app JWT for time now (Unix seconds): header {"alg":"RS256","typ":"JWT"}, claims
  * {"iat": now-60, "exp": now+540, "iss": app_id}, RS256 over the private key. Writes it

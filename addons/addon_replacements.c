@@ -32,7 +32,8 @@ static const char *const repl_aws_keys[] = {"type",
                                             NULL};
 static const char *const repl_ghapp_keys[] = {
     "type",   "app_id",      "private_key",  "installation_id",           "base_url",
-    "scopes", "permissions", "repositories", "allow_foreign_credentials", NULL};
+    "scopes", "permissions", "repositories", "allow_foreign_credentials", "timeout",
+    NULL};
 
 /* ---- memory ----------------------------------------------------------------------------- */
 

@@ -25,8 +25,6 @@
 #include "proxy/px_log.h"
 #include "proxy/px_xchg_int.h"
 
-#define PX__GH_TIMEOUT_MS 30000 /* the whole token request (the reference's HTTP timeout) */
-
 /* An entry's cached token and repositories are read and set by every loop (--workers): under
  * this lock, never held across I/O. A job runs on the loop that started it, and only that
  * loop's requests wait for it (px__pending: the loop's jobs), so each loop asks at most once
@@ -297,15 +295,20 @@ static const px_up_cbs_t px__mint_cbs = {
     .on_drain = on_mint_drain,
 };
 
+/* A request of the job took longer than the entry's "timeout" (addon_ghapp_timeout). */
 static void on_mint_timer(uv_timer_t *t)
 {
     px__ghmint_t *mt = t->data;
+    char why[80];
+    snprintf(why, sizeof(why), "%s timed out after %u s",
+             mt->phase == PX__GH_REPOS ? "a repositories request" : "the token request",
+             addon_ghapp_timeout(mt->g));
     if (mt->phase == PX__GH_REPOS) {
-        px__repos_failed(mt, "a repositories request timed out after 30 s");
+        px__repos_failed(mt, why);
         px__mint_done(mt, NULL);
         return;
     }
-    px__mint_done(mt, "the token request timed out after 30 s");
+    px__mint_done(mt, why);
 }
 
 static void px__hdr(addon_req_t *h, const char *name, const char *value, size_t vlen)
@@ -318,7 +321,7 @@ static void px__hdr(addon_req_t *h, const char *name, const char *value, size_t 
 }
 
 /* Sends one request of the job to the GitHub API: method path with auth (borrowed) and, for a
- * POST, body. The response is gathered anew; the 30 s timer restarts. 0, or a negative code
+ * POST, body. The response is gathered anew; the entry's timeout restarts. 0, or a negative code
  * (nothing was sent; no callback comes). */
 static int px__send(px__ghmint_t *mt, px_upmgr_t *upmgr, const char *method, const char *path,
                     const char *auth, size_t alen, const char *body, size_t blen)
@@ -359,7 +362,7 @@ static int px__send(px__ghmint_t *mt, px_upmgr_t *upmgr, const char *method, con
     if (body != NULL)
         px_up_data(mt->up, body, blen);
     px_up_end(mt->up, NULL);
-    uv_timer_start(&mt->timer, on_mint_timer, PX__GH_TIMEOUT_MS, 0);
+    uv_timer_start(&mt->timer, on_mint_timer, (uint64_t)addon_ghapp_timeout(mt->g) * 1000, 0);
     return 0;
 }
 

@@ -109,6 +109,7 @@ static void test_ghapp_parse_defaults(void **state)
     assert_string_equal(addon_ghapp_host(g), "api.github.com");
     assert_int_equal(addon_ghapp_port(g), 443);
     assert_string_equal(addon_ghapp_token_path(g), "/app/installations/678/access_tokens");
+    assert_int_equal(addon_ghapp_timeout(g), 30);
     assert_int_equal(addon_replacements_allow_foreign(r, 0), 0);
     assert_int_equal(addon_replacements_scope_count(r, 0), 2);
     char *body;
@@ -134,8 +135,9 @@ static void test_ghapp_parse_all_fields(void **state)
     addon_ghapp_t *g = load_ok(", \"base_url\": \"https://GHE.example.com:8443/api/v3/\", "
                                "\"permissions\": {\"contents\": \"write\", \"issues\": \"read\"}, "
                                "\"repositories\": [\"my-repo\", \"other\"], "
-                               "\"allow_foreign_credentials\": true",
+                               "\"allow_foreign_credentials\": true, \"timeout\": 5",
                                &r);
+    assert_int_equal(addon_ghapp_timeout(g), 5);
     assert_string_equal(addon_ghapp_host(g), "ghe.example.com");
     assert_int_equal(addon_ghapp_port(g), 8443);
     assert_string_equal(addon_ghapp_token_path(g), "/api/v3/app/installations/678/access_tokens");
@@ -171,6 +173,9 @@ static const struct {
     {"repositories a string", ", \"repositories\": \"r\"", NULL,
      "entry[0].repositories: expected a sequence"},
     {"unknown key", ", \"value\": \"x\"", NULL, "entry[0]: unknown key"},
+    {"timeout 0", ", \"timeout\": 0", NULL, "entry[0].timeout: "},
+    {"timeout over the bound", ", \"timeout\": 601", NULL, "entry[0].timeout: "},
+    {"timeout a string", ", \"timeout\": \"5s\"", NULL, "entry[0].timeout: "},
     {"allow_foreign not a boolean", ", \"allow_foreign_credentials\": 1", NULL,
      "entry[0].allow_foreign_credentials: expected a boolean"},
     {"missing app_id", NULL,

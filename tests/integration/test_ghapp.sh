@@ -350,13 +350,20 @@ t_contains "... the mint still filled the cache: the next request goes through" 
 t_logged "... cached" '^allowed GET https://api\.github\.com/after -> 200 \[github-app: cached\]'
 t_eq "... one mint" $((m0 + 1)) "$(mints)"
 t_eq "... the request that was given up never reached the API" "<none>" "$(auth_at /gone)"
+# (the entry's "timeout": 2 s instead of the default 30, by a reload of the replacements)
+cp "$T_DIR/repl.json" "$T_DIR/repl.keep"
+sed -i 's/"permissions": {"contents": "write"}, /&"timeout": 2, /' "$T_DIR/repl.json"
 t_reload
-echo 32 > "$ST/delay"
+echo 4 > "$ST/delay"
+start=$SECONDS
 out=$(get https://api.github.com/slow -H "Authorization: Bearer $SURR")
+took=$((SECONDS - start))
 rm -f "$ST/delay"
-t_contains "a token request unanswered for 30 s: 502" "$out" " 502"
+t_contains "a token request unanswered for the entry's timeout (2 s): 502" "$out" " 502"
+t_check "... after 2 s, not the default 30 (took $took s)" test "$took" -lt 4
 t_logged "... logged as a timeout" \
-    '^GitHub App token refresh failed for GET https://api\.github\.com/slow: the token request timed out after 30 s$'
+    '^GitHub App token refresh failed for GET https://api\.github\.com/slow: the token request timed out after 2 s$'
+cp "$T_DIR/repl.keep" "$T_DIR/repl.json"
 
 # ---- G3: an expired token is minted anew -----------------------------------------------------
 t_reload

@@ -9,8 +9,8 @@
  *
  * Driven through the exchange with the fakes (fake_*.c): the token endpoint and the
  * repositories endpoint are answered through fake_upstream, which records each request opened
- * (opens). The App's key is made once by main(). Not here: the 30 s timeout of a token request
- * (PX__GH_TIMEOUT_MS, not configurable from a test), several exchanges waiting on one job (the
+ * (opens). The App's key is made once by main(). Not here: the timeout of a token request (the
+ * entry's "timeout"; tests/integration/test_ghapp.sh), several exchanges waiting on one job (the
  * script runs one exchange at a time). */
 #include <setjmp.h>
 #include <stdarg.h>
