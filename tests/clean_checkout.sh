@@ -8,6 +8,10 @@
 #   JOBS          parallel build/test jobs (default 2)
 #   CLEAN_JUNIT   copy CTest's JUnit report to this path (tests/run-all.sh reads it)
 #   CLEAN_KEEP    1 keeps the temporary directory (its path is printed)
+#   CLEAN_DIR     an empty directory to work in instead of a new temporary one; it is kept (the
+#                 copy in CLEAN_DIR/airlock, the build in CLEAN_DIR/build): tests/run-all.sh
+#                 makes this its Release build, runs valgrind over its unit tests, then removes it
+#   CLEAN_LABELS  the CTest label regex to run (default '^unit$'; run-all.sh: unit and release)
 set -u
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 JOBS=${JOBS:-2}
@@ -20,7 +24,14 @@ die() { echo "clean-checkout: FAILED: $*" >&2; exit 1; }
 # but the build directories this suite makes (build*/) and Python's caches.
 in_git=1
 git -C "$SRC" rev-parse --is-inside-work-tree > /dev/null 2>&1 || in_git=0
-TMP=$(mktemp -d /tmp/airlock-clean.XXXXXX) || die "mktemp"
+if [ -n "${CLEAN_DIR:-}" ]; then
+    TMP=$(cd "$CLEAN_DIR" && pwd) || die "no directory $CLEAN_DIR"
+    [ -z "$(ls -A "$TMP")" ] || die "$TMP is not empty"
+    CLEAN_KEEP=1
+else
+    TMP=$(mktemp -d /tmp/airlock-clean.XXXXXX) || die "mktemp"
+fi
+LABELS=${CLEAN_LABELS:-^unit\$}
 cleanup() {
     if [ "${CLEAN_KEEP:-0}" = 1 ]; then echo "clean-checkout: kept $TMP"; else rm -rf "$TMP"; fi
 }
@@ -61,8 +72,11 @@ if leaks=$(grep -rlF -- "$SRC" "$TMP/build" --include=CMakeCache.txt --include='
 fi
 
 rc=0
-(cd "$TMP/build" && ctest -L unit -j"$JOBS" --output-on-failure --timeout 300 \
+# (CTest keeps 1 KiB of a passing test's output unless told: run-all.sh reads the skip reasons
+# and the checks not made from the JUnit report)
+(cd "$TMP/build" && ctest -L "$LABELS" -j"$JOBS" --output-on-failure --timeout 900 \
+    --test-output-size-passed 16777216 --test-output-size-failed 16777216 \
     --output-junit ctest-junit.xml) || rc=1
 [ -z "${CLEAN_JUNIT:-}" ] || cp "$TMP/build/ctest-junit.xml" "$CLEAN_JUNIT" 2>/dev/null || true
-[ "$rc" -eq 0 ] || die "unit tests failed in the clean copy (above)"
-say "unit tests passed in a clean copy of the tracked files"
+[ "$rc" -eq 0 ] || die "tests (label $LABELS) failed in the clean copy (above)"
+say "tests (label $LABELS) passed in a clean copy of the tracked files"

@@ -3,7 +3,9 @@
 # in both builds, the integration tests in the sanitizer build (but those labelled
 # static-image, which test the static Release binary in its container image), and in the
 # normal build those labelled release (tests/CMakeLists.txt says which and why: the RSS and
-# heap checks, the README's commands, the container image). Then the unit tests once more
+# heap checks, the README's commands, the container image). The normal build is made from a
+# clean copy of the tracked files (tests/clean_checkout.sh), outside the checkout, and removed
+# at the end; the sanitizer build is build-ci-asan/ here. Then the unit tests once more
 # under valgrind, and each libFuzzer target for a bounded time. Exit 0 only when all of it
 # passed. This is the README's test command; .ci/run runs exactly this. (Every integration
 # test ran in both builds until 2026-11-29: a run took 29 minutes, over the 25 the project
@@ -17,11 +19,10 @@
 # the run. The summary names every skipped test and why, every check not made and every
 # failed test (with the cmocka cases that failed in it).
 #
-# Stages: the two builds and their CTest runs (airlock's default: one event loop per CPU), the
-# shared-state suites (the state the event loops share) again with the other count
-# (AIRLOCK_WORKERS=1 on a machine of more than one CPU, else 2; ASan build), a clean copy of
-# the tracked files built and unit-tested with nothing beside it (tests/clean_checkout.sh),
-# valgrind, fuzzing. Around all of it: the run must leave nothing behind outside the
+# Stages: the two builds and their CTest runs (airlock's default: one event loop per CPU; the
+# normal one in a copy of the tracked files with nothing beside it), the shared-state suites
+# (the state the event loops share) again with the other count (AIRLOCK_WORKERS=1 on a machine
+# of more than one CPU, else 2; ASan build), valgrind, fuzzing. Around all of it: the run must leave nothing behind outside the
 # checkout; new paths under /, /etc and /var (two levels deep) or in /tmp after the run fail
 # it, by name.
 #   FUZZ_SECONDS   seconds per fuzz target (default 8, a net for regressions: tests/fuzz/run.sh
@@ -184,32 +185,21 @@ PY
     )
 }
 
+# The Release build is a clean copy of the tracked files, built and tested with nothing beside
+# it (tests/clean_checkout.sh; the copy and its build are removed at the end of the run): what
+# a clone has must build and pass, wherever this checkout holds more. (Until 2026-11-29 the
+# Release build was made here in build-ci and the clean copy built a second time for its unit
+# tests: a cold Release build more per run.)
+CLEAN=$(mktemp -d /tmp/airlock-clean.XXXXXX) || exit 1
+trap 'rm -rf "$CLEAN"' EXIT
+REL=$CLEAN/build
 t0=$(date +%s)
-step "normal build (Release, as the README builds it; -Wall -Wextra -Werror)"
-if build build-ci Release; then
-    stage_end "normal build" "$t0" ok
-    t0=$(date +%s)
-    step "tests: normal build"
-    rm -f build-ci/ctest-junit.xml
-    r=ok
-    (cd build-ci && ctest --output-on-failure -j"$JOBS" --timeout 900 \
-        -L '^(unit|release)$' "${CTEST_OUT[@]}" --output-junit ctest-junit.xml) ||
-        { r=FAILED; status=1; }
-    judge build-ci
-    stage_end "tests: normal build" "$t0" "$r"
-else
-    echo "normal build FAILED"; status=1
-    stage_end "normal build" "$t0" FAILED
-fi
-
-t0=$(date +%s)
-step "clean checkout: the tracked files alone, Release build, unit tests (tests/clean_checkout.sh)"
-mkdir -p build-ci
-rm -f build-ci/clean-junit.xml
+step "normal build (Release, as the README builds it; -Wall -Wextra -Werror) and tests, in a clean copy of the tracked files (tests/clean_checkout.sh)"
 r=ok
-JOBS=$JOBS CLEAN_JUNIT=build-ci/clean-junit.xml bash tests/clean_checkout.sh || { r=FAILED; status=1; }
-[ -f build-ci/clean-junit.xml ] && judge clean-checkout build-ci/clean-junit.xml
-stage_end "clean checkout (unit tests)" "$t0" "$r"
+JOBS=$JOBS CLEAN_DIR=$CLEAN CLEAN_LABELS='^(unit|release)$' bash tests/clean_checkout.sh ||
+    { r=FAILED; status=1; }
+judge release "$REL/ctest-junit.xml"
+stage_end "normal build + tests (clean copy)" "$t0" "$r"
 
 t0=$(date +%s)
 step "sanitizer build (ASan + UBSan)"
@@ -247,7 +237,7 @@ else
     stage_end "sanitizer build" "$t0" FAILED
 fi
 
-if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/tests ]; then
+if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d "$REL/tests" ]; then
     t0=$(date +%s)
     step "unit tests under valgrind (memcheck, normal build)"
     vfail=0
@@ -258,7 +248,7 @@ if [ "${VALGRIND:-1}" != 0 ] && command -v valgrind >/dev/null && [ -d build-ci/
         echo $? > "$1.valgrind.rc"
     }
     vtests=()
-    for t in build-ci/tests/test_*; do
+    for t in "$REL"/tests/test_*; do
         [ -x "$t" ] && case $t in *.log|*.rc) ;; *) vtests+=("$t") ;; esac
     done
     n=0
@@ -295,6 +285,8 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
 else
     STAGES+=("$(printf '%-34s %7s  %s' "fuzzing" "-" "not run (FUZZ_SECONDS=0)")")
 fi
+
+rm -rf "$CLEAN" # the clean copy and its Release build (valgrind's logs in it were printed)
 
 # Nothing may be left outside the checkout (a test that forgot --confdir wrote a CA key to
 # /mitmproxy-confdir): every new path is named.
