@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit/audit_annot.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -13,7 +15,6 @@
  * shape. */
 #define AUDIT__JSON_RESERVE 2048
 #define AUDIT__JSON_MIN_CAP 4096
-#define AUDIT__JSON_ANNOT_MAX 16               /* annotations a record carries at most */
 #define AUDIT__JSON_TIME_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
 typedef struct audit__json {
@@ -439,161 +440,42 @@ static void aj_time(audit__json_t *o, int64_t ms)
     aj_kv_wordn(o, AJ_K("time"), ts, 24);
 }
 
-static int aj_starts(audit_str_t s, const char *p)
-{
-    size_t n = strlen(p);
-    return s.len >= n && memcmp(s.base, p, n) == 0;
-}
-
-static audit_str_t aj_skip(audit_str_t s, size_t n)
-{
-    return (audit_str_t){s.base + n, s.len - n};
-}
-
-/* The position of needle in s, or s.len. */
-static size_t aj_find(audit_str_t s, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= s.len; i++)
-        if (memcmp(s.base + i, needle, n) == 0)
-            return i;
-    return s.len;
-}
-
-/* Splits s at the first sep: *head before it, s after it. Returns 0 when sep was found. */
-static int aj_cut(audit_str_t *s, const char *sep, audit_str_t *head)
-{
-    size_t at = aj_find(*s, sep);
-    if (at == s->len)
-        return -1;
-    *head = (audit_str_t){s->base, at};
-    *s = aj_skip(*s, at + strlen(sep));
-    return 0;
-}
-
-/* The text up to "; " (what the tail adds after a leak or budget) or the end. */
-static audit_str_t aj_upto_semi(audit_str_t s)
-{
-    return (audit_str_t){s.base, aj_find(s, "; ")};
-}
-
-/* "leak: KIND NAME, ENCODING, in WHERE[; ...]" and "budget: KIND for SCOPE, COUNT[; ...]"
- * (docs/network-log.md), split into objects; anything else is left to "detail". */
+/* The leak and budget details of a tail (audit_tail_parse) as objects; anything else is left
+ * to "detail". */
 static void aj_tail_parts(audit__json_t *o, audit_str_t t)
 {
-    audit_str_t a, b, c;
-    if (aj_starts(t, "leak: ")) {
-        audit_str_t r = aj_skip(t, 6);
-        if (aj_cut(&r, " ", &a) != 0 || aj_cut(&r, ", ", &b) != 0 || aj_cut(&r, ", in ", &c) != 0)
-            return;
+    audit_tail_t tp;
+    audit_tail_parse(t, &tp);
+    if (tp.kind == AUDIT_TAIL_OTHER)
+        return;
+    if (tp.kind == AUDIT_TAIL_LEAK)
         aj_key(o, AJ_K("leak"));
-        aj_raw(o, "{", 1);
-        o->first = 1;
-        aj_kv(o, AJ_K("kind"), a);
-        aj_kv(o, AJ_K("entry"), b);
-        aj_kv(o, AJ_K("encoding"), c);
-        aj_kv(o, AJ_K("where"), aj_upto_semi(r));
-        aj_raw(o, "}", 1);
-        o->first = 0;
-    } else if (aj_starts(t, "budget: ")) {
-        audit_str_t r = aj_skip(t, 8);
-        if (aj_cut(&r, " for ", &a) != 0 || aj_cut(&r, ", ", &b) != 0)
-            return;
+    else
         aj_key(o, AJ_K("budget"));
-        aj_raw(o, "{", 1);
-        o->first = 1;
-        aj_kv(o, AJ_K("kind"), a);
-        aj_kv(o, AJ_K("for"), b);
-        aj_kv(o, AJ_K("count"), aj_upto_semi(r));
-        aj_raw(o, "}", 1);
-        o->first = 0;
+    aj_raw(o, "{", 1);
+    o->first = 1;
+    aj_kv(o, AJ_K("kind"), tp.part[0]);
+    if (tp.kind == AUDIT_TAIL_LEAK) {
+        aj_kv(o, AJ_K("entry"), tp.part[1]);
+        aj_kv(o, AJ_K("encoding"), tp.part[2]);
+        aj_kv(o, AJ_K("where"), tp.part[3]);
+    } else {
+        aj_kv(o, AJ_K("for"), tp.part[1]);
+        aj_kv(o, AJ_K("count"), tp.part[2]);
     }
+    aj_raw(o, "}", 1);
+    o->first = 0;
 }
 
-typedef struct aj_annot {
-    audit_str_t key, value;
-} aj_annot_t;
-
-static int aj_key_ok(audit_str_t k)
-{
-    if (k.len == 0 || k.len > 32)
-        return 0;
-    for (size_t i = 0; i < k.len; i++) {
-        char c = k.base[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
-            return 0;
-    }
-    return 1;
-}
-
-/* A count as the addons write it (%u): digits, no leading zero, at most 9. */
-static int aj_count(audit_str_t v, long long *n)
-{
-    if (v.len == 0 || v.len > 9 || (v.len > 1 && v.base[0] == '0'))
-        return 0;
-    *n = 0;
-    for (size_t i = 0; i < v.len; i++) {
-        if (v.base[i] < '0' || v.base[i] > '9')
-            return 0;
-        *n = *n * 10 + (v.base[i] - '0');
-    }
-    return 1;
-}
-
-/* Splits " [k: v] [k: v]..." (values may hold nested brackets) into a[]. Returns how many;
- * *exact is 1 when the object {k: v...} gives the text back exactly (each key once, nothing
- * else in the text, counts in their integer form). */
-static size_t aj_annot_split(audit_str_t s, aj_annot_t *a, int *exact)
-{
-    size_t n = 0;
-    *exact = 1;
-    while (s.len > 0) {
-        if (!aj_starts(s, " [")) {
-            *exact = 0;
-            break;
-        }
-        size_t depth = 0, close = 0;
-        for (size_t i = 1; i < s.len && close == 0; i++) {
-            if (s.base[i] == '[')
-                depth++;
-            else if (s.base[i] == ']' && --depth == 0)
-                close = i;
-        }
-        if (close == 0) {
-            *exact = 0;
-            break;
-        }
-        audit_str_t in = {s.base + 2, close - 2};
-        s = aj_skip(s, close + 1);
-        aj_annot_t x;
-        if (aj_cut(&in, ": ", &x.key) != 0 || !aj_key_ok(x.key)) {
-            *exact = 0;
-            continue;
-        }
-        x.value = in;
-        long long v;
-        int is_count = audit_str_eq(x.key, "masked") || audit_str_eq(x.key, "dropped");
-        int dup = 0;
-        for (size_t k = 0; k < n; k++)
-            dup |= a[k].key.len == x.key.len && memcmp(a[k].key.base, x.key.base, x.key.len) == 0;
-        if (dup || n == AUDIT__JSON_ANNOT_MAX || (is_count && !aj_count(x.value, &v))) {
-            *exact = 0;
-            continue;
-        }
-        a[n++] = x;
-    }
-    return n;
-}
-
-/* "annotations": {...}, and "annot_text" (the text as written) when the object alone would
- * not give it back. */
+/* "annotations": {...} (audit_annot_split), and "annot_text" (the text as written) when the
+ * object alone would not give it back. */
 static void aj_annotations(audit__json_t *o, audit_str_t annot)
 {
     if (annot.base == NULL || annot.len == 0)
         return;
-    aj_annot_t a[AUDIT__JSON_ANNOT_MAX];
+    audit_annot_t a[AUDIT_ANNOT_MAX];
     int exact;
-    size_t n = aj_annot_split(annot, a, &exact);
+    size_t n = audit_annot_split(annot, a, &exact);
     if (n > 0) {
         aj_key(o, AJ_K("annotations"));
         aj_raw(o, "{", 1);
@@ -603,8 +485,7 @@ static void aj_annotations(audit__json_t *o, audit_str_t annot)
             memcpy(key, a[i].key.base, a[i].key.len);
             key[a[i].key.len] = '\0';
             long long v;
-            if (aj_count(a[i].value, &v) &&
-                (audit_str_eq(a[i].key, "masked") || audit_str_eq(a[i].key, "dropped"))) {
+            if (audit_annot_is_count(a[i].key) && audit_annot_count(a[i].value, &v)) {
                 aj_kv_int(o, key, a[i].key.len, v);
             } else {
                 aj_key(o, key, a[i].key.len);
