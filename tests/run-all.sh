@@ -25,14 +25,19 @@
 # of more than one CPU, else 2; ASan build), valgrind, fuzzing. Around all of it: the run must leave nothing behind outside the
 # checkout; new paths under /, /etc and /var (two levels deep) or in /tmp after the run fail
 # it, by name.
-#   FUZZ_SECONDS   seconds per fuzz target (default 8, a net for regressions: tests/fuzz/run.sh
-#                  BUILD SECONDS fuzzes longer; 0 skips fuzzing)
+#   FUZZ_SECONDS   seconds per fuzz target (default 5, a net for regressions: each target first
+#                  replays its seed corpus; tests/fuzz/run.sh BUILD SECONDS fuzzes longer; 0 skips
+#                  fuzzing)
 #   VALGRIND       0 skips the valgrind pass over the unit tests
 #   JOBS           parallel build/test jobs (default 2)
+#   SAN_JOBS       tests at a time in the sanitizer build's CTest runs (default JOBS + 1: many
+#                  integration tests mostly wait, on the timeouts they provoke and on peers that
+#                  answer slowly, and at JOBS at a time the cores were idle 9 % of that stage)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 JOBS=${JOBS:-2}
-FUZZ_SECONDS=${FUZZ_SECONDS:-8}
+SAN_JOBS=${SAN_JOBS:-$((JOBS + 1))}
+FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 # the sanitizers' settings for both of the sanitizer build's CTest runs
 SAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
@@ -211,7 +216,7 @@ if build build-ci-asan Asan; then
     r=ok
     (cd build-ci-asan &&
         env "${SAN_ENV[@]}" \
-            ctest --output-on-failure -j"$JOBS" --timeout 1200 -LE '^static-image$' \
+            ctest --output-on-failure -j"$SAN_JOBS" --timeout 1200 -LE '^static-image$' \
             "${CTEST_OUT[@]}" --output-junit ctest-junit.xml) ||
         { r=FAILED; status=1; }
     judge build-ci-asan
@@ -227,7 +232,7 @@ if build build-ci-asan Asan; then
     r=ok
     (cd build-ci-asan &&
         env AIRLOCK_WORKERS=$ALT_WORKERS "${SAN_ENV[@]}" \
-            ctest --output-on-failure -j"$JOBS" --timeout 1200 -L '^shared-state$' \
+            ctest --output-on-failure -j"$SAN_JOBS" --timeout 1200 -L '^shared-state$' \
             "${CTEST_OUT[@]}" --output-junit workers-junit.xml) ||
         { r=FAILED; status=1; }
     judge "workers-$ALT_WORKERS" build-ci-asan/workers-junit.xml
