@@ -221,6 +221,8 @@ size_t addon_replacements_describe(const addon_replacements_t *r, char *buf, siz
             out_list(&o, "scopes", e->scopes, e->nscopes);
             if (e->allow_foreign)
                 addon_out_fmt(&o, " allow_foreign_credentials");
+            if (addon_ghapp_timeout(e->ghapp) != ADDON_GHAPP_TIMEOUT_DEFAULT)
+                addon_out_fmt(&o, " timeout %us", addon_ghapp_timeout(e->ghapp));
         } else {
             addon_out_fmt(&o, " aws-sigv4");
             out_list(&o, "scopes", e->scopes, e->nscopes);

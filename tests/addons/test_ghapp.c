@@ -124,6 +124,7 @@ static void test_ghapp_parse_defaults(void **state)
                                  "https://api.github.com:443/app/installations/678/"
                                  "access_tokens scopes [api.github.com, github.com]"));
     assert_null(strstr(desc, "PRIVATE"));
+    assert_null(strstr(desc, "timeout")); /* the default is not shown */
     assert_null(addon_replacements_ghapp(r, 1));
     addon_replacements_unref(r);
 }
@@ -138,6 +139,9 @@ static void test_ghapp_parse_all_fields(void **state)
                                "\"allow_foreign_credentials\": true, \"timeout\": 5",
                                &r);
     assert_int_equal(addon_ghapp_timeout(g), 5);
+    char desc[2048];
+    addon_replacements_describe(r, desc, sizeof(desc));
+    assert_non_null(strstr(desc, " allow_foreign_credentials timeout 5s\n"));
     assert_string_equal(addon_ghapp_host(g), "ghe.example.com");
     assert_int_equal(addon_ghapp_port(g), 8443);
     assert_string_equal(addon_ghapp_token_path(g), "/api/v3/app/installations/678/access_tokens");
