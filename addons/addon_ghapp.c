@@ -280,7 +280,8 @@ int addon_ghapp_parse(const addon_yaml_node_t *n, const char *what, addon_ghapp_
         int64_t secs;
         snprintf(sub, sizeof(sub), "%s.timeout", what);
         rc = addon_yaml_get_int(t, sub, 1, ADDON_GHAPP_TIMEOUT_MAX, &secs, err, errlen);
-        g->timeout = (unsigned)secs;
+        if (rc == 0)
+            g->timeout = (unsigned)secs;
     }
     if (rc != 0) {
         if (rc == PX_ENOMEM)

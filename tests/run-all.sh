@@ -22,9 +22,9 @@
 # Stages: the two builds and their CTest runs (airlock's default: one event loop per CPU; the
 # normal one in a copy of the tracked files with nothing beside it), the shared-state suites
 # (the state the event loops share) again with the other count (AIRLOCK_WORKERS=1 on a machine
-# of more than one CPU, else 2; ASan build), valgrind, fuzzing. Around all of it: the run must leave nothing behind outside the
-# checkout; new paths under /, /etc and /var (two levels deep) or in /tmp after the run fail
-# it, by name.
+# of more than one CPU, else 2; ASan build), valgrind, fuzzing. Around all of it: the run must
+# leave nothing behind outside the checkout; new paths under /, /etc and /var (two levels
+# deep) or in /tmp after the run fail it, by name.
 #   FUZZ_SECONDS   seconds per fuzz target (default 5, a net for regressions: each target first
 #                  replays its seed corpus; tests/fuzz/run.sh BUILD SECONDS fuzzes longer; 0 skips
 #                  fuzzing)
