@@ -200,7 +200,7 @@ CLEAN=$(mktemp -d /tmp/airlock-clean.XXXXXX) || exit 1
 trap 'rm -rf "$CLEAN"' EXIT
 REL=$CLEAN/build
 t0=$(date +%s)
-step "normal build (Release, as the README builds it; -Wall -Wextra -Werror) and tests, in a clean copy of the tracked files (tests/clean_checkout.sh)"
+step "normal build (Release, -Wall -Wextra -Werror) and tests in a clean copy (clean_checkout.sh)"
 r=ok
 JOBS=$JOBS CLEAN_DIR=$CLEAN CLEAN_LABELS='^(unit|release)$' bash tests/clean_checkout.sh ||
     { r=FAILED; status=1; }
