@@ -2,57 +2,37 @@
 
 #include <string.h>
 
-static int an_starts(audit_str_t s, const char *p)
-{
-    size_t n = strlen(p);
-    return s.len >= n && memcmp(s.base, p, n) == 0;
-}
-
-static audit_str_t an_skip(audit_str_t s, size_t n)
-{
-    return (audit_str_t){s.base + n, s.len - n};
-}
-
-/* The position of needle in s, or s.len. */
-static size_t an_find(audit_str_t s, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= s.len; i++)
-        if (memcmp(s.base + i, needle, n) == 0)
-            return i;
-    return s.len;
-}
-
 /* Splits s at the first sep: *head before it, s after it. Returns 0 when sep was found. */
 static int an_cut(audit_str_t *s, const char *sep, audit_str_t *head)
 {
-    size_t at = an_find(*s, sep);
-    if (at == s->len)
+    long at = audit_str_find(*s, sep);
+    if (at < 0)
         return -1;
-    *head = (audit_str_t){s->base, at};
-    *s = an_skip(*s, at + strlen(sep));
+    *head = (audit_str_t){s->base, (size_t)at};
+    *s = audit_str_skip(*s, (size_t)at + strlen(sep));
     return 0;
 }
 
 /* The text up to "; " (what the tail adds after a leak or budget) or the end. */
 static audit_str_t an_upto_semi(audit_str_t s)
 {
-    return (audit_str_t){s.base, an_find(s, "; ")};
+    long at = audit_str_find(s, "; ");
+    return (audit_str_t){s.base, at < 0 ? s.len : (size_t)at};
 }
 
 void audit_tail_parse(audit_str_t t, audit_tail_t *out)
 {
     memset(out, 0, sizeof(*out));
     audit_str_t *p = out->part;
-    if (an_starts(t, "leak: ")) {
-        audit_str_t r = an_skip(t, 6);
+    if (audit_str_starts(t, "leak: ")) {
+        audit_str_t r = audit_str_skip(t, 6);
         if (an_cut(&r, " ", &p[0]) != 0 || an_cut(&r, ", ", &p[1]) != 0 ||
             an_cut(&r, ", in ", &p[2]) != 0)
             return;
         p[3] = an_upto_semi(r);
         out->kind = AUDIT_TAIL_LEAK;
-    } else if (an_starts(t, "budget: ")) {
-        audit_str_t r = an_skip(t, 8);
+    } else if (audit_str_starts(t, "budget: ")) {
+        audit_str_t r = audit_str_skip(t, 8);
         if (an_cut(&r, " for ", &p[0]) != 0 || an_cut(&r, ", ", &p[1]) != 0)
             return;
         p[2] = an_upto_semi(r);
@@ -95,7 +75,7 @@ size_t audit_annot_split(audit_str_t s, audit_annot_t *a, int *exact)
     size_t n = 0;
     *exact = 1;
     while (s.len > 0) {
-        if (!an_starts(s, " [")) {
+        if (!audit_str_starts(s, " [")) {
             *exact = 0;
             break;
         }
@@ -111,7 +91,7 @@ size_t audit_annot_split(audit_str_t s, audit_annot_t *a, int *exact)
             break;
         }
         audit_str_t in = {s.base + 2, close - 2};
-        s = an_skip(s, close + 1);
+        s = audit_str_skip(s, close + 1);
         audit_annot_t x;
         if (an_cut(&in, ": ", &x.key) != 0 || !an_key_ok(x.key)) {
             *exact = 0;

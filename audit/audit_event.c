@@ -29,38 +29,12 @@ int audit_str_eq(audit_str_t a, const char *b)
     return a.len == n && (n == 0 || memcmp(a.base, b, n) == 0);
 }
 
-static int audit__starts(audit_str_t s, const char *p)
-{
-    size_t n = strlen(p);
-    return s.len >= n && memcmp(s.base, p, n) == 0;
-}
-
-static audit_str_t audit__skip(audit_str_t s, size_t n)
-{
-    s.base += n;
-    s.len -= n;
-    return s;
-}
-
 /* The bytes up to the first space (or the end). */
 static audit_str_t audit__word(audit_str_t s)
 {
     const char *sp = memchr(s.base, ' ', s.len);
     audit_str_t w = {s.base, sp != NULL ? (size_t)(sp - s.base) : s.len};
     return w;
-}
-
-/* The position of needle in s, or -1. */
-static long audit__find(audit_str_t s, const char *needle)
-{
-    size_t n = strlen(needle);
-    if (n == 0 || s.len < n)
-        return -1;
-    for (size_t i = 0; i + n <= s.len; i++) {
-        if (s.base[i] == needle[0] && memcmp(s.base + i, needle, n) == 0)
-            return (long)i;
-    }
-    return -1;
 }
 
 static int audit__fail(audit_event_t *out, const char *why)
@@ -192,11 +166,11 @@ int audit_url_parse(audit_str_t url, int authority, audit_url_t *out)
         return 0;
     }
     audit_str_t rest;
-    if (audit__starts(url, "https://")) {
+    if (audit_str_starts(url, "https://")) {
         u.tls = 1;
-        rest = audit__skip(url, 8);
-    } else if (audit__starts(url, "http://")) {
-        rest = audit__skip(url, 7);
+        rest = audit_str_skip(url, 8);
+    } else if (audit_str_starts(url, "http://")) {
+        rest = audit_str_skip(url, 7);
     } else {
         return PX_EPARSE;
     }
@@ -230,7 +204,7 @@ int audit_url_parse(audit_str_t url, int authority, audit_url_t *out)
 static int audit__access_rest(audit_str_t r, audit_event_t *out)
 {
     out->annot.base = r.base;
-    while (audit__starts(r, " [")) {
+    while (audit_str_starts(r, " [")) {
         /* brackets nest: "[tool-domains: web_fetch_1: forced allowed_domains: []]" */
         const char *close = NULL;
         size_t depth = 0;
@@ -244,22 +218,24 @@ static int audit__access_rest(audit_str_t r, audit_event_t *out)
             return PX_EPARSE;
         audit_str_t in = {r.base + 2, (size_t)(close - r.base - 2)};
         unsigned long v;
-        if (audit__starts(in, "masked: ") && audit__digits(audit__skip(in, 8), 1000000, &v) == 0)
+        if (audit_str_starts(in, "masked: ") &&
+            audit__digits(audit_str_skip(in, 8), 1000000, &v) == 0)
             out->masked = (unsigned)v;
-        else if (audit__starts(in, "dropped: ") &&
-                 audit__digits(audit__skip(in, 9), 1000000, &v) == 0)
+        else if (audit_str_starts(in, "dropped: ") &&
+                 audit__digits(audit_str_skip(in, 9), 1000000, &v) == 0)
             out->dropped = (unsigned)v;
-        r = audit__skip(r, (size_t)(close - r.base) + 1);
+        r = audit_str_skip(r, (size_t)(close - r.base) + 1);
     }
     out->annot.len = (size_t)(r.base - out->annot.base);
-    if (audit__starts(r, " tunnel") && (r.len == 7 || audit__starts(audit__skip(r, 7), " ("))) {
+    if (audit_str_starts(r, " tunnel") &&
+        (r.len == 7 || audit_str_starts(audit_str_skip(r, 7), " ("))) {
         out->kind = AUDIT_EV_TUNNEL;
-        r = audit__skip(r, 7);
+        r = audit_str_skip(r, 7);
     }
     if (r.len == 0)
         return 0;
     /* an empty " ()" is not written: a record without a tail has no parentheses */
-    if (r.len > 3 && audit__starts(r, " (") && r.base[r.len - 1] == ')') {
+    if (r.len > 3 && audit_str_starts(r, " (") && r.base[r.len - 1] == ')') {
         out->tail.base = r.base + 2;
         out->tail.len = r.len - 3;
         return 0;
@@ -274,7 +250,7 @@ static int audit__access_reason(audit_str_t s, audit_event_t *out)
     out->reason = s;
     if (out->verdict == AUDIT_EV_ERROR)
         return 0;
-    long paren = audit__find(s, " (");
+    long paren = audit_str_find(s, " (");
     if (paren == 0)
         return PX_EPARSE;
     if (paren > 0) {
@@ -300,10 +276,10 @@ static int audit__access(audit_str_t s, audit_event_t *out)
     else
         out->verdict = AUDIT_EV_ERROR;
     out->kind = AUDIT_EV_REQUEST;
-    s = audit__skip(s, w.len);
-    if (!audit__starts(s, " "))
+    s = audit_str_skip(s, w.len);
+    if (!audit_str_starts(s, " "))
         return audit__fail(out, "no method");
-    s = audit__skip(s, 1);
+    s = audit_str_skip(s, 1);
     out->method = audit__word(s);
     if (!audit__method_ok(out->method))
         return audit__fail(out, "bad method");
@@ -311,18 +287,18 @@ static int audit__access(audit_str_t s, audit_event_t *out)
     int authority = audit_str_eq(out->method, "CONNECT") || audit_str_eq(out->method, "SOCKS");
     if (authority)
         out->kind = AUDIT_EV_CONNECT;
-    s = audit__skip(s, out->method.len);
-    if (!audit__starts(s, " "))
+    s = audit_str_skip(s, out->method.len);
+    if (!audit_str_starts(s, " "))
         return audit__fail(out, "no URL");
-    s = audit__skip(s, 1);
-    long arrow = audit__find(s, " -> ");
+    s = audit_str_skip(s, 1);
+    long arrow = audit_str_find(s, " -> ");
     if (arrow <= 0)
         return audit__fail(out, "no ' -> '");
     out->url.base = s.base;
     out->url.len = (size_t)arrow;
     if (memchr(out->url.base, ' ', out->url.len) != NULL)
         return audit__fail(out, "space in the URL");
-    s = audit__skip(s, (size_t)arrow + 4);
+    s = audit_str_skip(s, (size_t)arrow + 4);
     if (s.len == 0)
         return audit__fail(out, "nothing after ' -> '");
     int is_status = s.len >= 3 && s.base[0] >= '1' && s.base[0] <= '9' && s.base[1] >= '0' &&
@@ -330,7 +306,7 @@ static int audit__access(audit_str_t s, audit_event_t *out)
                     (s.len == 3 || s.base[3] == ' ');
     if (is_status) {
         out->status = (s.base[0] - '0') * 100 + (s.base[1] - '0') * 10 + (s.base[2] - '0');
-        if (audit__access_rest(audit__skip(s, 3), out) != 0)
+        if (audit__access_rest(audit_str_skip(s, 3), out) != 0)
             return audit__fail(out, "unexpected text after the status");
     } else if (audit__access_reason(s, out) != 0) {
         return audit__fail(out, "no status");
@@ -346,13 +322,13 @@ static int audit__method_url_paren(audit_str_t s, audit_event_t *out)
     out->method = audit__word(s);
     if (!audit__method_ok(out->method))
         return PX_EPARSE;
-    s = audit__skip(s, out->method.len);
-    if (!audit__starts(s, " "))
+    s = audit_str_skip(s, out->method.len);
+    if (!audit_str_starts(s, " "))
         return PX_EPARSE;
-    s = audit__skip(s, 1);
+    s = audit_str_skip(s, 1);
     out->url = audit__word(s);
-    s = audit__skip(s, out->url.len);
-    if (out->url.len == 0 || s.len < 3 || !audit__starts(s, " (") || s.base[s.len - 1] != ')')
+    s = audit_str_skip(s, out->url.len);
+    if (out->url.len == 0 || s.len < 3 || !audit_str_starts(s, " (") || s.base[s.len - 1] != ')')
         return PX_EPARSE;
     out->tail.base = s.base + 2;
     out->tail.len = s.len - 3;
@@ -364,37 +340,37 @@ static int audit__method_url_paren(audit_str_t s, audit_event_t *out)
 /* "'name'" then sep. */
 static int audit__quoted(audit_str_t *s, audit_str_t *name, const char *sep)
 {
-    if (!audit__starts(*s, "'"))
+    if (!audit_str_starts(*s, "'"))
         return PX_EPARSE;
     const char *q = memchr(s->base + 1, '\'', s->len - 1);
     if (q == NULL || q == s->base + 1)
         return PX_EPARSE;
     name->base = s->base + 1;
     name->len = (size_t)(q - s->base - 1);
-    *s = audit__skip(*s, name->len + 2);
-    if (!audit__starts(*s, sep))
+    *s = audit_str_skip(*s, name->len + 2);
+    if (!audit_str_starts(*s, sep))
         return PX_EPARSE;
-    *s = audit__skip(*s, strlen(sep));
+    *s = audit_str_skip(*s, strlen(sep));
     return 0;
 }
 
 static int audit__dns(audit_str_t s, audit_event_t *out)
 {
-    s = audit__skip(s, 4);
+    s = audit_str_skip(s, 4);
     out->dns_type = audit__word(s);
     if (out->dns_type.len == 0 || out->dns_type.len > 16)
         return audit__fail(out, "bad DNS type");
-    s = audit__skip(s, out->dns_type.len);
-    if (!audit__starts(s, " "))
+    s = audit_str_skip(s, out->dns_type.len);
+    if (!audit_str_starts(s, " "))
         return audit__fail(out, "no DNS name");
-    s = audit__skip(s, 1);
+    s = audit_str_skip(s, 1);
     out->host = audit__word(s);
     if (out->host.len == 0)
         return audit__fail(out, "no DNS name");
-    s = audit__skip(s, out->host.len);
-    if (!audit__starts(s, " -> ") || s.len == 4)
+    s = audit_str_skip(s, out->host.len);
+    if (!audit_str_starts(s, " -> ") || s.len == 4)
         return audit__fail(out, "no DNS answer");
-    out->reason = audit__skip(s, 4);
+    out->reason = audit_str_skip(s, 4);
     if (memchr(out->reason.base, ' ', out->reason.len) != NULL)
         return audit__fail(out, "bad DNS answer");
     out->kind = AUDIT_EV_DNS;
@@ -403,7 +379,7 @@ static int audit__dns(audit_str_t s, audit_event_t *out)
 
 static int audit__stripped(audit_str_t s, audit_event_t *out)
 {
-    audit_str_t r = audit__skip(s, 16);
+    audit_str_t r = audit_str_skip(s, 16);
     if (audit__quoted(&r, &out->header, " from ") != 0 || audit__method_url_paren(r, out) != 0)
         return audit__fail(out, "bad STRIPPED line");
     out->kind = AUDIT_EV_STRIPPED;
@@ -412,16 +388,16 @@ static int audit__stripped(audit_str_t s, audit_event_t *out)
 
 static int audit__collapsed(audit_str_t s, audit_event_t *out)
 {
-    audit_str_t r = audit__skip(s, 10);
+    audit_str_t r = audit_str_skip(s, 10);
     audit_str_t n = audit__word(r);
     unsigned long v;
     if (audit__digits(n, 1000000, &v) != 0 || (n.len > 1 && n.base[0] == '0'))
         return audit__fail(out, "bad COLLAPSED line"); /* written %zu: no leading zero */
     out->count = (unsigned)v;
-    r = audit__skip(r, n.len);
-    if (!audit__starts(r, " duplicate "))
+    r = audit_str_skip(r, n.len);
+    if (!audit_str_starts(r, " duplicate "))
         return audit__fail(out, "bad COLLAPSED line");
-    r = audit__skip(r, 11);
+    r = audit_str_skip(r, 11);
     if (audit__quoted(&r, &out->header, " headers in ") != 0 ||
         audit__method_url_paren(r, out) != 0)
         return audit__fail(out, "bad COLLAPSED line");
@@ -435,26 +411,27 @@ static int audit__github(audit_str_t s, audit_event_t *out)
     static const char token[] = "GitHub App token refresh failed for ";
     static const char repos[] = "GitHub App repo node ID resolution failed: ";
     static const char scope[] = "GraphQL repo-scope check failed: ";
-    if (audit__starts(s, repos) || audit__starts(s, scope)) {
-        int is_repos = audit__starts(s, repos);
-        out->tail = audit__skip(s, is_repos ? sizeof(repos) - 1 : sizeof(scope) - 1);
+    if (audit_str_starts(s, repos) || audit_str_starts(s, scope)) {
+        int is_repos = audit_str_starts(s, repos);
+        out->tail = audit_str_skip(s, is_repos ? sizeof(repos) - 1 : sizeof(scope) - 1);
         out->kind = is_repos ? AUDIT_EV_GHAPP_REPOS : AUDIT_EV_GRAPHQL_SCOPE;
         out->verdict = is_repos ? AUDIT_EV_ERROR : AUDIT_EV_BLOCKED;
         return 0;
     }
-    if (!audit__starts(s, token))
+    if (!audit_str_starts(s, token))
         return audit__fail(out, "not a network-log line");
-    audit_str_t r = audit__skip(s, sizeof(token) - 1);
+    audit_str_t r = audit_str_skip(s, sizeof(token) - 1);
     out->method = audit__word(r);
-    if (!audit__method_ok(out->method) || !audit__starts(audit__skip(r, out->method.len), " "))
+    if (!audit__method_ok(out->method) ||
+        !audit_str_starts(audit_str_skip(r, out->method.len), " "))
         return audit__fail(out, "bad GitHub App line");
-    r = audit__skip(r, out->method.len + 1);
-    long colon = audit__find(r, ": ");
+    r = audit_str_skip(r, out->method.len + 1);
+    long colon = audit_str_find(r, ": ");
     if (colon <= 0)
         return audit__fail(out, "bad GitHub App line");
     out->url.base = r.base;
     out->url.len = (size_t)colon;
-    out->tail = audit__skip(r, (size_t)colon + 2);
+    out->tail = audit_str_skip(r, (size_t)colon + 2);
     if (!audit_str_eq(out->url, "-"))
         audit_url_parse(out->url, 0, &out->url_parts);
     out->kind = AUDIT_EV_GHAPP_TOKEN;
@@ -491,22 +468,22 @@ static int audit__u64(audit_str_t s, uint64_t *v)
 /* "[scope S, ]N request[s]" inside a DECISION's parentheses: the plural as render writes it. */
 static int audit__decision_tail(audit_str_t t, audit_event_t *out)
 {
-    if (audit__starts(t, "scope ")) {
-        long comma = audit__find(t, ", ");
+    if (audit_str_starts(t, "scope ")) {
+        long comma = audit_str_find(t, ", ");
         if (comma <= 6)
             return PX_EPARSE;
         out->scope.base = t.base + 6;
         out->scope.len = (size_t)comma - 6;
         if (memchr(out->scope.base, ' ', out->scope.len) != NULL)
             return PX_EPARSE;
-        t = audit__skip(t, (size_t)comma + 2);
+        t = audit_str_skip(t, (size_t)comma + 2);
     }
     audit_str_t n = audit__word(t);
     uint64_t v;
     if (audit__u64(n, &v) != 0 || v > 1000000)
         return PX_EPARSE;
     out->count = (unsigned)v;
-    t = audit__skip(t, n.len);
+    t = audit_str_skip(t, n.len);
     return audit_str_eq(t, v == 1 ? " request" : " requests") ? 0 : PX_EPARSE;
 }
 
@@ -514,25 +491,26 @@ static int audit__decision_tail(audit_str_t t, audit_event_t *out)
  * " by " (airlock's own words: "uid N", "webhook"), so a path holding " by " still reads. */
 static int audit__decision(audit_str_t s, audit_event_t *out)
 {
-    audit_str_t r = audit__skip(s, 9), w = audit__word(r);
-    if (w.len < 2 || w.base[0] != 'h' || audit__u64(audit__skip(w, 1), &out->hold) != 0)
+    audit_str_t r = audit_str_skip(s, 9), w = audit__word(r);
+    if (w.len < 2 || w.base[0] != 'h' || audit__u64(audit_str_skip(w, 1), &out->hold) != 0)
         return audit__fail(out, "bad DECISION hold ID");
-    r = audit__skip(r, w.len);
-    if (audit__starts(r, " approved "))
+    r = audit_str_skip(r, w.len);
+    if (audit_str_starts(r, " approved "))
         out->verdict = AUDIT_EV_ALLOWED;
-    else if (audit__starts(r, " denied "))
+    else if (audit_str_starts(r, " denied "))
         out->verdict = AUDIT_EV_BLOCKED;
     else
         return audit__fail(out, "bad DECISION outcome");
-    r = audit__skip(r, out->verdict == AUDIT_EV_ALLOWED ? 10 : 8);
+    r = audit_str_skip(r, out->verdict == AUDIT_EV_ALLOWED ? 10 : 8);
     out->method = audit__word(r);
-    if (!audit__method_ok(out->method) || !audit__starts(audit__skip(r, out->method.len), " "))
+    if (!audit__method_ok(out->method) ||
+        !audit_str_starts(audit_str_skip(r, out->method.len), " "))
         return audit__fail(out, "bad DECISION method");
-    r = audit__skip(r, out->method.len + 1);
+    r = audit_str_skip(r, out->method.len + 1);
     out->host = audit__word(r);
-    r = audit__skip(r, out->host.len);
+    r = audit_str_skip(r, out->host.len);
     long paren = audit__rfind(r, " (");
-    if (out->host.len == 0 || !audit__starts(r, " ") || paren <= 0 || r.base[r.len - 1] != ')')
+    if (out->host.len == 0 || !audit_str_starts(r, " ") || paren <= 0 || r.base[r.len - 1] != ')')
         return audit__fail(out, "bad DECISION line");
     audit_str_t tail = {r.base + paren + 2, r.len - (size_t)paren - 3};
     audit_str_t head = {r.base + 1, (size_t)paren - 1};
@@ -541,7 +519,7 @@ static int audit__decision(audit_str_t s, audit_event_t *out)
         return audit__fail(out, "bad DECISION line");
     out->path.base = head.base;
     out->path.len = (size_t)by;
-    out->who = audit__skip(head, (size_t)by + 4);
+    out->who = audit_str_skip(head, (size_t)by + 4);
     if (audit__decision_tail(tail, out) != 0)
         return audit__fail(out, "bad DECISION requests");
     out->kind = AUDIT_EV_DECISION;
@@ -554,8 +532,8 @@ static int audit__dispatch(audit_str_t s, audit_event_t *out)
         out->kind = AUDIT_EV_BLANK;
         return 0;
     }
-    if (audit__starts(s, "=== TASK START ")) {
-        audit_str_t t = audit__skip(s, 15);
+    if (audit_str_starts(s, "=== TASK START ")) {
+        audit_str_t t = audit_str_skip(s, 15);
         if (t.len <= 4 || memcmp(t.base + t.len - 4, " ===", 4) != 0)
             return audit__fail(out, "bad TASK START line");
         out->text.base = t.base;
@@ -565,28 +543,29 @@ static int audit__dispatch(audit_str_t s, audit_event_t *out)
         out->kind = AUDIT_EV_TASK_START;
         return 0;
     }
-    if (audit__starts(s, "allowed ") || audit__starts(s, "BLOCKED ") ||
-        audit__starts(s, "ERROR ") || audit__starts(s, "WARN "))
+    if (audit_str_starts(s, "allowed ") || audit_str_starts(s, "BLOCKED ") ||
+        audit_str_starts(s, "ERROR ") || audit_str_starts(s, "WARN "))
         return audit__access(s, out);
-    if (audit__starts(s, "DNS "))
+    if (audit_str_starts(s, "DNS "))
         return audit__dns(s, out);
-    if (audit__starts(s, "STRIPPED header "))
+    if (audit_str_starts(s, "STRIPPED header "))
         return audit__stripped(s, out);
-    if (audit__starts(s, "COLLAPSED "))
+    if (audit_str_starts(s, "COLLAPSED "))
         return audit__collapsed(s, out);
-    if (audit__starts(s, "WARNING: ")) {
-        out->tail = audit__skip(s, 9);
+    if (audit_str_starts(s, "WARNING: ")) {
+        out->tail = audit_str_skip(s, 9);
         out->kind = AUDIT_EV_WARNING;
         out->verdict = AUDIT_EV_WARN;
         return 0;
     }
-    if (audit__starts(s, "DECISION "))
+    if (audit_str_starts(s, "DECISION "))
         return audit__decision(s, out);
-    if (audit__starts(s, "TLS REJECTED ")) {
-        audit_str_t r = audit__skip(s, 13);
+    if (audit_str_starts(s, "TLS REJECTED ")) {
+        audit_str_t r = audit_str_skip(s, 13);
         out->host = audit__word(r);
-        r = audit__skip(r, out->host.len);
-        if (out->host.len == 0 || r.len < 3 || !audit__starts(r, " (") || r.base[r.len - 1] != ')')
+        r = audit_str_skip(r, out->host.len);
+        if (out->host.len == 0 || r.len < 3 || !audit_str_starts(r, " (") ||
+            r.base[r.len - 1] != ')')
             return audit__fail(out, "bad TLS REJECTED line");
         out->tail.base = r.base + 2;
         out->tail.len = r.len - 3;

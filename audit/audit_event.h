@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/px_str.h"
 
@@ -163,5 +164,33 @@ size_t audit_unescape(audit_str_t s, char *out, size_t cap);
 
 /* 1 when a and b hold the same bytes; b is a NUL-terminated literal. */
 int audit_str_eq(audit_str_t a, const char *b);
+
+/* The readers' small steps over a view (static inline: the parsers of a million-line log call
+ * them per field). starts: 1 when s begins with the literal p. skip: s without its first n
+ * bytes (n <= s.len). find: the position of the literal needle in s, or -1 (also for ""). */
+static inline int audit_str_starts(audit_str_t s, const char *p)
+{
+    size_t n = strlen(p);
+    return s.len >= n && memcmp(s.base, p, n) == 0;
+}
+
+static inline audit_str_t audit_str_skip(audit_str_t s, size_t n)
+{
+    s.base += n;
+    s.len -= n;
+    return s;
+}
+
+static inline long audit_str_find(audit_str_t s, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0 || s.len < n)
+        return -1;
+    for (size_t i = 0; i + n <= s.len; i++) {
+        if (s.base[i] == needle[0] && memcmp(s.base + i, needle, n) == 0)
+            return (long)i;
+    }
+    return -1;
+}
 
 #endif

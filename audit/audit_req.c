@@ -13,12 +13,6 @@ static const char *const audit__after_policy[] = {
     NULL,
 };
 
-static int audit__starts(audit_str_t s, const char *p)
-{
-    size_t n = strlen(p);
-    return s.len >= n && memcmp(s.base, p, n) == 0;
-}
-
 static int audit__not(audit_req_t *r, const char *why)
 {
     r->redecidable = 0;
@@ -59,11 +53,11 @@ int audit_req_from_line(const audit_line_t *l, audit_req_t *r)
                              "allowlist)");
     if (l->status == 408)
         return audit__not(r, "request head not received in time: 408 (before the allowlist)");
-    if (audit__starts(l->tail, "host mismatch"))
+    if (audit_str_starts(l->tail, "host mismatch"))
         return audit__not(r, "host mismatch (decided before the allowlist)");
     if (audit_str_eq(l->tail, "tunneling not allowed"))
         return audit__not(r, "CONNECT on port 80/443, refused before the allowlist");
-    if (audit__starts(l->tail, "tunnel:"))
+    if (audit_str_starts(l->tail, "tunnel:"))
         return audit__not(r, "passthrough tunnel closed before a TLS ClientHello (the CONNECT "
                              "has its own line)");
     if (audit_str_eq(l->tail, "internal error in an addon"))
