@@ -30,9 +30,23 @@ fi
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
 # load_cpu_ticks, io_bytes, perf_counts and load_profile_start/stop: http_bench.sh's.
+# ctx_switches PID...: "voluntary nonvoluntary" context switches summed over every thread.
+ctx_switches() {
+    local p
+    for p in "$@"; do cat /proc/"$p"/task/*/status 2>/dev/null; done |
+        awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 }
+            END { printf "%.0f %.0f\n", v, n }'
+}
+# ipis CPU: rescheduling + function-call interrupts that CPU has taken (/proc/interrupts): on
+# this virtual machine each is an exit to the host, the cost of waking a task on another core.
+ipis() {
+    awk -v c="$1" '$1 == "RES:" || $1 == "CAL:" { n += $(c + 2) } END { printf "%.0f\n", n }' /proc/interrupts
+}
 # One download of the big file, counted: system calls by name per MiB, epoll_wait returns
 # per MiB, bytes per read-like call (rchar / calls), proxy CPU per GiB, and the socket
-# buffers (ss -tm) of the proxy's two sockets one second in.
+# buffers (ss -tm) of the proxy's two sockets one second in; then the queues in those sockets
+# and in curl's, sampled, and per MiB the wake-ups of each side, the wake-up interrupts (IPIs)
+# each CPU took, and curl's system calls.
 count_big() { # count_big METRIC SUBJECT URL
     local metric=$1 subj=$2 url=$3 pids ev c r0 w0 r1 w1 io0 io1 out size secs
     pids=$(proxy_pids "$subj")
@@ -50,10 +64,15 @@ count_big() { # count_big METRIC SUBJECT URL
     read -r r0 w0 < <(sched_ns $pids); io0=$(io_bytes $pids)
     local ups u0 u1 c0 c1
     ups=$(upstream_pids); read -r u0 _ < <(sched_ns $ups); c0=$(load_cpu_ticks)
+    local pcs0 ucs0 ipi0 lipi0
+    pcs0=$(ctx_switches $pids); ucs0=$(ctx_switches $ups)
+    case $PROXY_CPU$LOAD_CPU in *[!0-9]*) ;; *) ipi0=$(ipis "$PROXY_CPU"); lipi0=$(ipis "$LOAD_CPU") ;; esac
     perf stat -x, -e "$ev" -p "$(echo $ups | tr ' ' ',')" -o "$T_DIR/cnt-up-$metric-$subj" > /dev/null 2>&1 &
     local upperf=$!
     load_profile_start "$T_DIR/perf-load-$metric-$subj.data"
-    perf stat -x, -e task-clock -o "$T_DIR/cnt-curl-cpu" curl -s "--${BIG_HTTP:-http1.1}" -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
+    local curl_ev=task-clock,context-switches,raw_syscalls:sys_enter c
+    for c in recvfrom read poll write; do curl_ev="$curl_ev,syscalls:sys_enter_$c"; done
+    perf stat -x, -e "$curl_ev" -o "$T_DIR/cnt-curl-cpu" curl -s "--${BIG_HTTP:-http1.1}" -o /dev/null --max-time "$BIG_MAX_TIME" "${CURL_TLS[@]}" \
         -w '%{http_code} %{size_download} %{time_total} %{http_version}\n' "$url" > "$T_DIR/cnt-curl" &
     local curlpid=$!
     sleep 1
@@ -61,9 +80,21 @@ count_big() { # count_big METRIC SUBJECT URL
     skm=$(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
         grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r[0-9]+,rb([0-9]+),t[0-9]+,tb([0-9]+).*/rb \1 tb \2/' |
         sort -u | tr '\n' ';')
+    # queue depths during the transfer, five samples 0.2 s apart: bytes waiting in the proxy's
+    # sockets (received, not yet read: r; written, not yet acknowledged: w) and in curl's
+    local qs= q
+    for q in 1 2 3 4 5; do
+        qs="$qs $(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
+            grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r([0-9]+),rb[0-9]+,t[0-9]+,tb[0-9]+,f[0-9]+,w([0-9]+).*/\1\/\2/' |
+            tr '\n' ',')curl:$(ss -tnp 2>/dev/null | awk '/"curl"/ && $2 > 0 { printf "%s", $2 }')"
+        sleep 0.2
+    done
     wait "$curlpid"
     read -r r1 w1 < <(sched_ns $pids); io1=$(io_bytes $pids)
     read -r u1 _ < <(sched_ns $ups); c1=$(load_cpu_ticks)
+    local pcs1 ucs1 ipi1= lipi1=
+    pcs1=$(ctx_switches $pids); ucs1=$(ctx_switches $ups)
+    [ -n "${ipi0:-}" ] && { ipi1=$(ipis "$PROXY_CPU"); lipi1=$(ipis "$LOAD_CPU"); }
     kill -INT "$upperf" 2>/dev/null; wait "$upperf" 2>/dev/null
     load_profile_stop "$T_DIR/perf-load-$metric-$subj.data" "$metric through $subj"
     kill -INT "$perfpid" 2>/dev/null; wait "$perfpid" 2>/dev/null
@@ -94,6 +125,7 @@ count_big() { # count_big METRIC SUBJECT URL
     record "$metric.read_bytes" "$subj" "$rsize"
     printf '  %-10s %-8s HTTP/%s %6.2f s; CPU %5s ms/GiB; per MiB: %6s syscalls, %5s epoll_wait; %6s bytes per read; socket buffers (bytes) %s\n' \
         "$metric" "$subj" "$hv" "$secs" "$cpu_gib" "$calls" "$wakes" "$rsize" "$skm"
+    echo "    $metric $subj queues (proxy sockets r/w, curl's receive queue):$qs"
     # the other side of the transfer: curl and the upstream nginx, and the load CPU as a whole
     # (pinned runs: the rate is the slower of the proxy's CPU and this one)
     local curl_ms
@@ -108,6 +140,20 @@ count_big() { # count_big METRIC SUBJECT URL
                 line = line sprintf("; load CPU busy %.0f ms (softirq %.0f ms), idle %.0f %%", busy * 10 / g, (z[7] - a[7]) * 10 / g, 100 * idle / (busy + idle + 1e-9));
             }
             print line }'
+    # wake-ups per MiB: how often each side went to sleep and had to be woken (voluntary context
+    # switches), and the wake-up interrupts each CPU took (pinned runs)
+    local curl_cs
+    curl_cs=$(awk -F, '$3 ~ /context-switches/ {print $1; exit}' "$T_DIR/cnt-curl-cpu")
+    awk -v m="$mib" -v c="${curl_cs:-0}" -v p0="$pcs0" -v p1="$pcs1" -v u0="$ucs0" -v u1="$ucs1" \
+        -v i0="${ipi0:-}" -v i1="$ipi1" -v l0="${lipi0:-}" -v l1="$lipi1" -v subj="$subj" -v t="$metric" '
+        BEGIN { split(p0, a, " "); split(p1, b, " "); split(u0, x, " "); split(u1, y, " ")
+            line = sprintf("    %s %s wake-ups per MiB: proxy %.1f (+%.1f preempted), curl %.1f, upstream %.1f (+%.1f)",
+                t, subj, (b[1] - a[1]) / m, (b[2] - a[2]) / m, c / m, (y[1] - x[1]) / m, (y[2] - x[2]) / m)
+            if (i0 != "") line = line sprintf("; IPIs taken: proxy CPU %.1f, load CPU %.1f", (i1 - i0) / m, (l1 - l0) / m)
+            print line }'
+    record "$metric.curl_cs_mib" "$subj" "$(awk -v m="$mib" -v c="${curl_cs:-0}" 'BEGIN {printf "%.1f", c / m}')"
+    [ -n "$lipi1" ] && record "$metric.load_ipi_mib" "$subj" "$(awk -v m="$mib" -v a="$lipi0" -v b="$lipi1" 'BEGIN {printf "%.1f", (b - a) / m}')"
+    perf_counts "$T_DIR/cnt-curl-cpu" "$mib" "$metric $subj curl per MiB" %.1f
     perf_counts "$T_DIR/cnt-$metric-$subj" "$mib" "$metric $subj per MiB" %.1f
     perf_counts "$T_DIR/cnt-up-$metric-$subj" "$mib" "$metric $subj upstream per MiB" %.1f
 }
