@@ -15,7 +15,8 @@
 #
 # Environment: RUNS=3 (medians are reported), CONNS=4 STREAMS=32 (h2load -c/-m), N=100000
 # (requests per airlock/nginx run), MITM_N=5000 (per mitmdump run: it is ~30x slower),
-# WARM_N=2000, UPSTREAM_H2=0 (the upstream speaks HTTP/1.1 only), PROXY_CPU=0 LOAD_CPU=1, IDLE_CONNS=300 (RSS per idle h2 connection),
+# WARM_N=2000, UPSTREAM_H2=0 (the upstream speaks HTTP/1.1 only), PROXY_CPU=0 LOAD_CPU=1
+# (UNPINNED=1: both on every core), IDLE_CONNS=300 (RSS per idle h2 connection),
 # SYSCALLS=1 (perf stat: the proxy's system calls per request, when perf is installed),
 # NO_MITM=1, NO_HAPROXY=1, OUT=dir (the raw results go to dir/results.txt), AIRLOCK=binary (default build-bench/airlock), KEEP_TEST_DIR=1.
 # Prints figures and ratios; never fails on a timing.
@@ -33,6 +34,8 @@ MITM_N=${MITM_N:-5000}
 WARM_N=${WARM_N:-2000}
 PROXY_CPU=${PROXY_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+# UNPINNED=1: proxies and load share every core (as in http_bench.sh)
+if [ "${UNPINNED:-0}" = 1 ]; then PROXY_CPU="0-$(($(nproc) - 1))"; LOAD_CPU=$PROXY_CPU; fi
 IDLE_CONNS=${IDLE_CONNS:-300}
 SYSCALLS=${SYSCALLS:-1}; command -v perf > /dev/null || SYSCALLS=0
 NO_MITM=${NO_MITM:-}
