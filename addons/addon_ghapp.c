@@ -36,7 +36,6 @@ struct addon_ghapp {
     size_t token_len;
     int64_t expires;
     addon_ghrepos_t *repos; /* the installation's repositories; NULL: unknown */
-    void *pending;
 };
 
 /* ---- parsing ------------------------------------------------------------------------------ */
@@ -520,14 +519,4 @@ int addon_ghapp_repos_path(const addon_ghapp_t *g, unsigned page, char *out, siz
     int n = snprintf(out, outlen, "%.*s/installation/repositories?per_page=%d&page=%u", (int)base,
                      g->token_path, ADDON_GHREPOS_PER_PAGE, page);
     return n < 0 || (size_t)n >= outlen ? PX_ETOOBIG : 0;
-}
-
-void *addon_ghapp_pending(const addon_ghapp_t *g)
-{
-    return g->pending;
-}
-
-void addon_ghapp_set_pending(addon_ghapp_t *g, void *p)
-{
-    g->pending = p;
 }

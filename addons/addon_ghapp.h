@@ -94,11 +94,6 @@ void addon_ghapp_set_repos(addon_ghapp_t *g, struct addon_ghrepos *repos);
  * out (NUL-terminated). 0 or PX_ETOOBIG. */
 int addon_ghapp_repos_path(const addon_ghapp_t *g, unsigned page, char *out, size_t outlen);
 
-/* A slot for the proxy's token request in flight (one per entry: concurrent requests share
- * it). Not owned by g: the proxy sets and clears it. */
-void *addon_ghapp_pending(const addon_ghapp_t *g);
-void addon_ghapp_set_pending(addon_ghapp_t *g, void *p);
-
 /* The github-app entry a request names (§4.5 of the reference): the first entry, in file
  * order, whose surrogate is inside one of the request's Authorization values (directly, or in
  * the password of "Basic base64(user:password)") and whose scopes match the request host.
