@@ -146,9 +146,12 @@ static int px__post(const char *body, size_t len, uint64_t deadline, unsigned *r
                              whylen);
 }
 
+/* A failed connection is retried, a certificate that failed verification is not: the same
+ * certificate comes back within the export timeout (the next batch tries again). */
 static int px__retryable(int status)
 {
-    return status < 0 || status == 429 || status == 502 || status == 503 || status == 504;
+    return (status < 0 && status != PX_EFORBIDDEN) || status == 429 || status == 502 ||
+           status == 503 || status == 504;
 }
 
 /* Sleeps ms, in slices, or less when the flush at exit ends sooner. */

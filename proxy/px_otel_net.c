@@ -208,14 +208,16 @@ static int px__handshake(px_otel_link_t *l, uint64_t deadline, char *why, size_t
         return 0;
     long v = SSL_get_verify_result(l->ssl);
     char e[160];
-    if (rc == PX_ETIMEOUT)
+    if (rc == PX_ETIMEOUT) {
         snprintf(why, whylen, "TLS handshake timed out");
-    else if (v != X509_V_OK)
+    } else if (v != X509_V_OK) {
         snprintf(why, whylen, "TLS: certificate verify failed: %s",
                  X509_verify_cert_error_string(v));
-    else
+        return PX_EFORBIDDEN;
+    } else {
         snprintf(why, whylen, "TLS handshake failed: %.60s",
                  rc == 0 ? "connection closed" : px__ssl_err(e, sizeof(e)));
+    }
     return rc == 0 ? PX_ETLS : rc;
 }
 

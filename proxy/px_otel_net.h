@@ -36,8 +36,8 @@ void px_otel_link_free(px_otel_link_t *l);
  * (monotonic ms): on the open connection when it is still usable, else on a new one; a kept
  * connection that turns out closed before any answer byte is replaced once. The connection
  * stays open when the answer allows it. Returns the HTTP status with *retry_ms set from
- * Retry-After (0: none), or a negative code with the reason in why (a failed TLS verification
- * says so). */
+ * Retry-After (0: none), or a negative code with the reason in why: PX_EFORBIDDEN when the
+ * collector's certificate failed verification (why says how), which a retry would not change. */
 int px_otel_link_post(px_otel_link_t *l, const char *head, size_t hlen, const char *body,
                       size_t blen, uint64_t deadline, unsigned *retry_ms, char *why, size_t whylen);
 

@@ -9,7 +9,8 @@
 # 429 then 503 then 200 loses nothing (retried); batches ride one kept-alive connection; an
 # https collector (a test CA made here) gets every record, sees the client certificate when one
 # is configured, and one with a certificate of another CA, or for another name, gets nothing
-# while the failure is counted; unusable TLS files and malformed headers refuse the start.
+# while the failure is counted and not retried; unusable TLS files and malformed headers refuse
+# the start.
 . "$(dirname "$0")/lib.sh"
 t_enter_netns "$@"
 
@@ -281,6 +282,8 @@ for bad in self name; do
         test "$(metric 'airlock_otel_log_records_total{result="dropped_export_failed"}')" -gt 0
     t_eq "https, $bad: nothing exported" 0 \
         "$(metric 'airlock_otel_log_records_total{result="exported"}')"
+    t_eq "https, $bad: no export retried (the same certificate would come back)" 0 \
+        "$(metric airlock_otel_export_retries_total)"
     t_stop_airlock
     stop_collector
     t_check "https, $bad: the collector got no request" test ! -s "$COL/requests.jsonl"
