@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "audit/audit_annot.h"
+#include "base/px_dec.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -359,18 +360,6 @@ static void aj_kv_word(audit__json_t *o, const char *k, size_t kn, const char *w
     aj_kv_wordn(o, k, kn, w, strlen(w));
 }
 
-/* v in decimal at the end of n[0..24): returns where it starts (one line per event: printf's
- * machinery was a third of an event's cost). */
-static char *aj_dec(char n[24], unsigned long long v)
-{
-    char *p = n + 24;
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    return p;
-}
-
 /* ,"k":v at once: the key and the digits written in place (an event has five or six). */
 static void aj_kv_int(audit__json_t *o, const char *k, size_t kn, long long v)
 {
@@ -378,12 +367,12 @@ static void aj_kv_int(audit__json_t *o, const char *k, size_t kn, long long v)
         o->cut = 1;
         return;
     }
-    char n[24];
-    char *p = aj_dec(n, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
+    char n[PX_DEC_MAX + 1];
+    char *p = px_dec(n + sizeof(n), v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v);
     if (v < 0)
         *--p = '-';
     char *d = aj_put_key(o, o->buf + o->len, k, kn);
-    size_t dn = (size_t)(n + 24 - p);
+    size_t dn = (size_t)(n + sizeof(n) - p);
     aj_copy(d, p, dn);
     o->len = (size_t)(d + dn - o->buf);
 }
@@ -399,11 +388,11 @@ static void aj_xfer(audit__json_t *o, const audit_event_t *ev)
               (long long)(ev->bytes_up > INT64_MAX ? INT64_MAX : ev->bytes_up));
     aj_kv_int(o, AJ_K("bytes_down"),
               (long long)(ev->bytes_down > INT64_MAX ? INT64_MAX : ev->bytes_down));
-    char n[24];
+    char n[PX_DEC_MAX];
     unsigned frac = (unsigned)(ev->duration_us % 1000);
-    char *p = aj_dec(n, (unsigned long long)(ev->duration_us / 1000));
+    char *p = px_dec(n + sizeof(n), (unsigned long long)(ev->duration_us / 1000));
     aj_key(o, AJ_K("duration_ms"));
-    aj_raw(o, p, (size_t)(n + 24 - p));
+    aj_raw(o, p, (size_t)(n + sizeof(n) - p));
     char f[4] = {'.', (char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
                  (char)('0' + frac % 10)};
     aj_raw(o, f, sizeof(f));

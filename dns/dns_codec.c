@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/px_dec.h"
 #include "base/px_err.h"
 
 #define DNS__FLAG_QR 0x8000u
@@ -316,16 +317,10 @@ int dns_codec_answer(const uint8_t *query, size_t len, const uint8_t proxy_ip[4]
 
 static size_t dns__put_u(char *out, unsigned v)
 {
-    char tmp[10];
-    size_t n = 0;
-    size_t i;
-
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (i = 0; i < n; i++)
-        out[i] = tmp[n - 1 - i];
+    char tmp[PX_DEC_MAX];
+    const char *p = px_dec(tmp + sizeof(tmp), v);
+    size_t n = (size_t)(tmp + sizeof(tmp) - p);
+    memcpy(out, p, n);
     return n;
 }
 

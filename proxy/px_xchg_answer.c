@@ -5,6 +5,7 @@
 
 #include "addons/addon_policy.h"
 #include "audit/audit_event.h"
+#include "base/px_dec.h"
 #include "proxy/px_answer.h"
 #include "proxy/px_ctx.h"
 #include "proxy/px_log.h"
@@ -58,13 +59,9 @@ static void px__x_relay(const px_xchg_t *x, audit_event_t *ev, char *entry, size
         px_log_wants_json(x->log)) {
         addon_policy_kind_t k = (addon_policy_kind_t)v->entry_kind;
         const char *src = addon_policy_entry_src(v->config->policy, k, v->entry_index);
-        char head[48], *p = head + sizeof(head);
-        size_t i = v->entry_index;
+        char head[PX_DEC_MAX + 2], *p = head + sizeof(head);
         *--p = ']';
-        do {
-            *--p = (char)('0' + i % 10);
-            i /= 10;
-        } while (i != 0);
+        p = px_dec(p, v->entry_index);
         *--p = '[';
         static const char kinds[][16] = {"domains", "block", "url_prefixes"};
         const char *kn = kinds[k == ADDON_POLICY_DOMAINS ? 0 : k == ADDON_POLICY_BLOCKS ? 1 : 2];
