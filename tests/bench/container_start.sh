@@ -19,37 +19,11 @@ P=albench
 export AIRLOCK_PREFIX=$P AIRLOCK_STATE_DIR=$T_DIR/state AIRLOCK_CONFDIR=$T_DIR/confdir
 export AIRLOCK_IMAGE=localhost/albench-proxy:latest AIRLOCK_IMAGE_NAME=localhost/albench-proxy
 
-for d in /run/netns /run/runc /run/containers; do
-    mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"
-done
-mkdir -p "$T_DIR/podman/networks" "$T_DIR/podman/tmp"
-cat > "$T_DIR/podman/containers.conf" <<EOF
-[containers]
-default_ulimits = []
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$T_DIR/podman/events.log"
-tmp_dir = "$T_DIR/podman/tmp"
-[network]
-network_config_dir = "$T_DIR/podman/networks"
-EOF
-cat > "$T_DIR/podman/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-graphroot = "$T_DIR/podman/root"
-runroot = "$T_DIR/podman/runroot"
-EOF
-export CONTAINERS_CONF=$T_DIR/podman/containers.conf
-export CONTAINERS_STORAGE_CONF=$T_DIR/podman/storage.conf
+t_private_podman "$T_DIR" || exit 1
 
 b_cleanup() {
     "$SANDBOX" teardown >/dev/null 2>&1
-    podman rm -af -t 0 >/dev/null 2>&1
-    podman network ls --format '{{.Name}}' 2>/dev/null | grep -v '^podman$' |
-        xargs -r podman network rm -f >/dev/null 2>&1
-    podman rmi -af >/dev/null 2>&1
+    t_podman_clear
     grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
     t_cleanup
 }

@@ -246,6 +246,49 @@ t_overlay_var() {
     done
 }
 
+# A private podman inside the test's namespaces: tmpfs over /run/netns, /run/runc and
+# /run/containers, and a containers.conf and storage.conf under DIR/podman (runc, cgroupfs, no
+# default ulimits: what podman needs on this kind of machine; images, containers, networks
+# and events kept in DIR), exported as CONTAINERS_CONF and CONTAINERS_STORAGE_CONF. Says
+# which mount failed and returns 1.
+t_private_podman() { # t_private_podman DIR
+    local d p=$1/podman
+    for d in /run/netns /run/runc /run/containers; do
+        if ! { mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"; }; then
+            echo "cannot mount a private $d"
+            return 1
+        fi
+    done
+    mkdir -p "$p/networks" "$p/tmp" || return 1
+    cat > "$p/containers.conf" <<EOF
+[containers]
+default_ulimits = []
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+events_logfile_path = "$p/events.log"
+tmp_dir = "$p/tmp"
+[network]
+network_config_dir = "$p/networks"
+EOF
+    cat > "$p/storage.conf" <<EOF
+[storage]
+driver = "overlay"
+graphroot = "$p/root"
+runroot = "$p/runroot"
+EOF
+    export CONTAINERS_CONF=$p/containers.conf CONTAINERS_STORAGE_CONF=$p/storage.conf
+}
+
+# Removes every container, network (but podman's default) and image of the private podman.
+t_podman_clear() {
+    podman rm -af -t 0 >/dev/null 2>&1
+    podman network ls --format '{{.Name}}' 2>/dev/null | grep -v '^podman$' |
+        xargs -r podman network rm -f >/dev/null 2>&1
+    podman rmi -af >/dev/null 2>&1
+}
+
 t_stop_airlock() {
     kill -TERM "$AIRLOCK_PID" 2>/dev/null
     wait "$AIRLOCK_PID" 2>/dev/null

@@ -31,40 +31,12 @@ export AIRLOCK_PREFIX=$P AIRLOCK_STATE_DIR=$T_DIR/state AIRLOCK_CONFDIR=$T_DIR/c
 export AIRLOCK_IMAGE=localhost/alt-proxy:latest AIRLOCK_IMAGE_NAME=localhost/alt-proxy
 
 # ---- a private podman -------------------------------------------------------------------
-for d in /run/netns /run/runc /run/containers; do
-    if ! { mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"; }; then
-        echo "FAIL: cannot mount a private $d"; exit 1
-    fi
-done
+t_private_podman "$T_DIR" || { echo "FAIL: a private podman"; exit 1; }
 t_overlay_var || { echo "FAIL: cannot overlay /var/lib and /var/cache"; exit 1; }
-mkdir -p "$T_DIR/podman/networks" "$T_DIR/podman/tmp"
-cat > "$T_DIR/podman/containers.conf" <<EOF
-[containers]
-default_ulimits = []
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$T_DIR/podman/events.log"
-tmp_dir = "$T_DIR/podman/tmp"
-[network]
-network_config_dir = "$T_DIR/podman/networks"
-EOF
-cat > "$T_DIR/podman/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-graphroot = "$T_DIR/podman/root"
-runroot = "$T_DIR/podman/runroot"
-EOF
-export CONTAINERS_CONF=$T_DIR/podman/containers.conf
-export CONTAINERS_STORAGE_CONF=$T_DIR/podman/storage.conf
 
 c_cleanup() {
     "$SANDBOX" teardown >/dev/null 2>&1
-    podman rm -af -t 0 >/dev/null 2>&1
-    podman network ls --format '{{.Name}}' 2>/dev/null | grep -v '^podman$' |
-        xargs -r podman network rm -f >/dev/null 2>&1
-    podman rmi -af >/dev/null 2>&1
+    t_podman_clear
     # the overlay mounts live in this mount namespace; drop them before removing the files
     umount -l /var/lib /var/cache 2>/dev/null
     grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null

@@ -27,40 +27,12 @@ SRC=$AIRLOCK_SRC
 
 # ---- a private podman (as test_container.sh), all of /run on a tmpfs (airlock-sandbox's state) ----
 mount -t tmpfs -o mode=0755 tmpfs /run
-for d in /run/netns /run/runc /run/containers; do
-    if ! { mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"; }; then
-        echo "FAIL: cannot mount a private $d"; exit 1
-    fi
-done
 mkdir -p "$T_DIR/ovl"
 mount -t tmpfs tmpfs "$T_DIR/ovl"
-mkdir -p "$T_DIR/ovl/podman/networks" "$T_DIR/ovl/podman/tmp"
-cat > "$T_DIR/ovl/podman/containers.conf" <<EOF
-[containers]
-default_ulimits = []
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$T_DIR/ovl/podman/events.log"
-tmp_dir = "$T_DIR/ovl/podman/tmp"
-[network]
-network_config_dir = "$T_DIR/ovl/podman/networks"
-EOF
-cat > "$T_DIR/ovl/podman/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-graphroot = "$T_DIR/ovl/podman/root"
-runroot = "$T_DIR/ovl/podman/runroot"
-EOF
-export CONTAINERS_CONF=$T_DIR/ovl/podman/containers.conf
-export CONTAINERS_STORAGE_CONF=$T_DIR/ovl/podman/storage.conf
+t_private_podman "$T_DIR/ovl" || { echo "FAIL: a private podman"; exit 1; }
 
 c_cleanup() {
-    podman rm -af -t 0 >/dev/null 2>&1
-    podman network ls --format '{{.Name}}' 2>/dev/null | grep -v '^podman$' |
-        xargs -r podman network rm -f >/dev/null 2>&1
-    podman rmi -af >/dev/null 2>&1
+    t_podman_clear
     umount -l "$AIRLOCK_BUILD" "$SRC" /etc /run /var/lib /var/cache 2>/dev/null
     grep -o " $T_DIR/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null
     t_cleanup

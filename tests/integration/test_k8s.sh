@@ -33,33 +33,8 @@ MANIFESTS=("$K8S/agent-pod.yaml" "$K8S/airlock-config.yaml")
 NET=alk-net
 
 # ---- a private podman (as test_container.sh) ------------------------------------------------
-for d in /run/netns /run/runc /run/containers; do
-    if ! { mkdir -p "$d" && mount -t tmpfs -o mode=0755 tmpfs "$d"; }; then
-        echo "FAIL: cannot mount a private $d"; exit 1
-    fi
-done
+t_private_podman "$T_DIR" || { echo "FAIL: a private podman"; exit 1; }
 t_overlay_var || { echo "FAIL: cannot overlay /var/lib and /var/cache"; exit 1; }
-mkdir -p "$T_DIR/podman/networks" "$T_DIR/podman/tmp"
-cat > "$T_DIR/podman/containers.conf" <<EOF
-[containers]
-default_ulimits = []
-[engine]
-runtime = "runc"
-cgroup_manager = "cgroupfs"
-events_logger = "file"
-events_logfile_path = "$T_DIR/podman/events.log"
-tmp_dir = "$T_DIR/podman/tmp"
-[network]
-network_config_dir = "$T_DIR/podman/networks"
-EOF
-cat > "$T_DIR/podman/storage.conf" <<EOF
-[storage]
-driver = "overlay"
-graphroot = "$T_DIR/podman/root"
-runroot = "$T_DIR/podman/runroot"
-EOF
-export CONTAINERS_CONF=$T_DIR/podman/containers.conf
-export CONTAINERS_STORAGE_CONF=$T_DIR/podman/storage.conf
 
 k_cleanup() {
     [ -f "$T_DIR/overrides.json" ] &&
