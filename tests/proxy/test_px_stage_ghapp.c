@@ -9,9 +9,9 @@
  *
  * Driven through the exchange with the fakes (fake_*.c): the token endpoint and the
  * repositories endpoint are answered through fake_upstream, which records each request opened
- * (opens). The App's key is made once by main(). Not here: the timeout of a token request (the
- * entry's "timeout"; tests/integration/test_ghapp.sh), several exchanges waiting on one job (the
- * script runs one exchange at a time). */
+ * (opens). The App's key is made once by main(). The entry's "timeout" is run out once (1 s, the
+ * token request; tests/integration/test_ghapp.sh runs it end to end). Not here: several
+ * exchanges waiting on one job (the script runs one exchange at a time). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,7 +72,8 @@
 #define GQL_OUT "{\"query\": \"{ repository(owner: \\\"x\\\", name: \\\"y\\\") { id } }\"}"
 
 static EVP_PKEY *app_key;
-static char repl[8192]; /* made by main() with the key */
+static char repl[8192];    /* made by main() with the key */
+static char repl_t1[8192]; /* the same entry with "timeout": 1 */
 
 /* ---- what the token and repositories requests carry ------------------------------------------ */
 
@@ -246,6 +247,23 @@ static const scase_t cases[] = {
      .fin = FIN_REUSE,
      .log = "GitHub App token refresh failed for GET https://api.github.com/user: Connection "
             "failed: connection refused\n"
+            "allowed GET https://api.github.com/user -> 502 [github-app: refresh-failed]\n"},
+    {.name = "the token endpoint never answers: 502 once the entry's timeout (1 s) is out",
+     .repl = repl_t1,
+     .tls = 1,
+     .req = GET_USER,
+     .head = WAITING,
+     .steps = {{WAIT, .n = 200}, {CHECK_HEAD, WAITING}, {WAIT, .n = 1000}},
+     .opens = MINT_PATH,
+     .up_body_mode = PX_UP_BODY_LENGTH,
+     .up_body = MINT_BODY,
+     .up_ended = 1,
+     .up_aborted = 1,
+     .status = 502,
+     .down_json = "github_app_token_refresh_failed",
+     .fin = FIN_REUSE,
+     .log = "GitHub App token refresh failed for GET https://api.github.com/user: the token "
+            "request timed out after 1 s\n"
             "allowed GET https://api.github.com/user -> 502 [github-app: refresh-failed]\n"},
     {.name = "an answer without a token: 502, the parse error in the line",
      .repl = repl,
@@ -438,11 +456,13 @@ static void make_repl(void)
     }
     esc[e] = '\0';
     BIO_free(b);
-    snprintf(repl, sizeof(repl),
-             "{\"" SURR "\": {\"type\": \"github-app\", \"app_id\": \"12345\", \"private_key\": "
-             "\"%s\", \"installation_id\": 678, \"base_url\": \"https://api.github.com\", "
-             "\"scopes\": [\"api.github.com\"], \"permissions\": {\"contents\": \"read\"}}}",
-             esc);
+    for (int t = 0; t < 2; t++)
+        snprintf(t == 0 ? repl : repl_t1, sizeof(repl),
+                 "{\"" SURR "\": {\"type\": \"github-app\", \"app_id\": \"12345\", "
+                 "\"private_key\": \"%s\", \"installation_id\": 678, \"base_url\": "
+                 "\"https://api.github.com\", \"scopes\": [\"api.github.com\"], "
+                 "\"permissions\": {\"contents\": \"read\"}%s}}",
+                 esc, t == 0 ? "" : ", \"timeout\": 1");
 }
 
 int main(void)
