@@ -16,7 +16,8 @@
 # (perf record of the whole load CPU during each download, pinned runs only, by process and
 # symbol; PROFILE_LOAD_G=1 with call graphs), BIG_HTTP=http1.1
 # (curl's protocol option for the downloads: http1.1 or http2; the one used is printed),
-# COUNTS="new big idle" (the parts to run), AIRLOCK=binary, OUT=dir.
+# COUNTS="new big idle" (the parts to run), QUEUES=1 (sample the sockets' queues during each
+# download), AIRLOCK=binary, OUT=dir.
 # Prints figures; never fails on one.
 # Run, it starts http_bench.sh in its "counts" mode, which sets everything up and then sources
 # this file for the part below the exec.
@@ -44,9 +45,9 @@ ipis() {
 }
 # One download of the big file, counted: system calls by name per MiB, epoll_wait returns
 # per MiB, bytes per read-like call (rchar / calls), proxy CPU per GiB, and the socket
-# buffers (ss -tm) of the proxy's two sockets one second in; then the queues in those sockets
-# and in curl's, sampled, and per MiB the wake-ups of each side, the wake-up interrupts (IPIs)
-# each CPU took, and curl's system calls.
+# buffers (ss -tm) of the proxy's two sockets one second in; with QUEUES=1 the queues in those
+# sockets and in curl's, sampled; per MiB the wake-ups of each side, the wake-up interrupts
+# (IPIs) each CPU took, and curl's system calls.
 count_big() { # count_big METRIC SUBJECT URL
     local metric=$1 subj=$2 url=$3 pids ev c r0 w0 r1 w1 io0 io1 out size secs
     pids=$(proxy_pids "$subj")
@@ -80,10 +81,11 @@ count_big() { # count_big METRIC SUBJECT URL
     skm=$(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
         grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r[0-9]+,rb([0-9]+),t[0-9]+,tb([0-9]+).*/rb \1 tb \2/' |
         sort -u | tr '\n' ';')
-    # queue depths during the transfer, five samples 0.2 s apart: bytes waiting in the proxy's
-    # sockets (received, not yet read: r; written, not yet acknowledged: w) and in curl's
+    # QUEUES=1: queue depths during the transfer, five samples 0.2 s apart: bytes waiting in the
+    # proxy's sockets (received, not yet read: r; written, not yet acknowledged: w) and in
+    # curl's (off by default: its ~30 processes run on the load CPU during the transfer)
     local qs= q
-    for q in 1 2 3 4 5; do
+    [ "${QUEUES:-0}" = 1 ] && for q in 1 2 3 4 5; do
         qs="$qs $(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
             grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r([0-9]+),rb[0-9]+,t[0-9]+,tb[0-9]+,f[0-9]+,w([0-9]+).*/\1\/\2/' |
             tr '\n' ',')curl:$(ss -tnp 2>/dev/null | awk '/"curl"/ && $2 > 0 { printf "%s", $2 }')"
@@ -125,7 +127,7 @@ count_big() { # count_big METRIC SUBJECT URL
     record "$metric.read_bytes" "$subj" "$rsize"
     printf '  %-10s %-8s HTTP/%s %6.2f s; CPU %5s ms/GiB; per MiB: %6s syscalls, %5s epoll_wait; %6s bytes per read; socket buffers (bytes) %s\n' \
         "$metric" "$subj" "$hv" "$secs" "$cpu_gib" "$calls" "$wakes" "$rsize" "$skm"
-    echo "    $metric $subj queues (proxy sockets r/w, curl's receive queue):$qs"
+    [ -n "$qs" ] && echo "    $metric $subj queues (proxy sockets r/w, curl's receive queue):$qs"
     # the other side of the transfer: curl and the upstream nginx, and the load CPU as a whole
     # (pinned runs: the rate is the slower of the proxy's CPU and this one)
     local curl_ms
