@@ -54,14 +54,10 @@ static int an_key_ok(audit_str_t k)
 
 int audit_annot_count(audit_str_t v, long long *n)
 {
-    if (v.len == 0 || v.len > 9 || (v.len > 1 && v.base[0] == '0'))
+    unsigned long u;
+    if (v.len > 9 || (v.len > 1 && v.base[0] == '0') || audit_str_digits(v, 999999999, &u) != 0)
         return 0;
-    *n = 0;
-    for (size_t i = 0; i < v.len; i++) {
-        if (v.base[i] < '0' || v.base[i] > '9')
-            return 0;
-        *n = *n * 10 + (v.base[i] - '0');
-    }
+    *n = (long long)u;
     return 1;
 }
 

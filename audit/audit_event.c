@@ -59,7 +59,7 @@ static int audit__method_ok(audit_str_t m)
     return 1;
 }
 
-static int audit__digits(audit_str_t s, unsigned long max, unsigned long *v)
+int audit_str_digits(audit_str_t s, unsigned long max, unsigned long *v)
 {
     if (s.len == 0 || s.len > 10)
         return PX_EPARSE;
@@ -145,7 +145,7 @@ static int audit__authority(audit_str_t a, int need_port, audit_url_t *u)
         return PX_EPARSE;
     unsigned long p;
     audit_str_t ps = {a.base + i + 1, a.len - i - 1};
-    if (audit__digits(ps, 65535, &p) != 0 || p == 0)
+    if (audit_str_digits(ps, 65535, &p) != 0 || p == 0)
         return PX_EPARSE;
     u->port = (uint16_t)p;
     u->port_given = 1;
@@ -219,10 +219,10 @@ static int audit__access_rest(audit_str_t r, audit_event_t *out)
         audit_str_t in = {r.base + 2, (size_t)(close - r.base - 2)};
         unsigned long v;
         if (audit_str_starts(in, "masked: ") &&
-            audit__digits(audit_str_skip(in, 8), 1000000, &v) == 0)
+            audit_str_digits(audit_str_skip(in, 8), 1000000, &v) == 0)
             out->masked = (unsigned)v;
         else if (audit_str_starts(in, "dropped: ") &&
-                 audit__digits(audit_str_skip(in, 9), 1000000, &v) == 0)
+                 audit_str_digits(audit_str_skip(in, 9), 1000000, &v) == 0)
             out->dropped = (unsigned)v;
         r = audit_str_skip(r, (size_t)(close - r.base) + 1);
     }
@@ -391,7 +391,7 @@ static int audit__collapsed(audit_str_t s, audit_event_t *out)
     audit_str_t r = audit_str_skip(s, 10);
     audit_str_t n = audit__word(r);
     unsigned long v;
-    if (audit__digits(n, 1000000, &v) != 0 || (n.len > 1 && n.base[0] == '0'))
+    if (audit_str_digits(n, 1000000, &v) != 0 || (n.len > 1 && n.base[0] == '0'))
         return audit__fail(out, "bad COLLAPSED line"); /* written %zu: no leading zero */
     out->count = (unsigned)v;
     r = audit_str_skip(r, n.len);

@@ -165,6 +165,10 @@ size_t audit_unescape(audit_str_t s, char *out, size_t cap);
 /* 1 when a and b hold the same bytes; b is a NUL-terminated literal. */
 int audit_str_eq(audit_str_t a, const char *b);
 
+/* s as a decimal number of 1 to 10 digits, nothing else, at most max: 0 and *v, or PX_EPARSE
+ * (*v untouched). */
+int audit_str_digits(audit_str_t s, unsigned long max, unsigned long *v);
+
 /* The readers' small steps over a view (static inline: the parsers of a million-line log call
  * them per field). starts: 1 when s begins with the literal p. skip: s without its first n
  * bytes (n <= s.len). find: the position of the literal needle in s, or -1 (also for ""). */
