@@ -38,6 +38,10 @@ ctx_switches() {
         awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 }
             END { printf "%.0f %.0f\n", v, n }'
 }
+# proxy_skmem PID...: the skmem:(...) field of each TCP socket of those processes (ss -tm).
+proxy_skmem() {
+    ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo "$@" | tr ' ' '|'))," | grep -o 'skmem:([^)]*)'
+}
 # ipis CPU: rescheduling + function-call interrupts that CPU has taken (/proc/interrupts): on
 # this virtual machine each is an exit to the host, the cost of waking a task on another core.
 ipis() {
@@ -78,16 +82,15 @@ count_big() { # count_big METRIC SUBJECT URL
     local curlpid=$!
     sleep 1
     local skm
-    skm=$(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
-        grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r[0-9]+,rb([0-9]+),t[0-9]+,tb([0-9]+).*/rb \1 tb \2/' |
+    skm=$(proxy_skmem $pids | sed -E 's/skmem:\(r[0-9]+,rb([0-9]+),t[0-9]+,tb([0-9]+).*/rb \1 tb \2/' |
         sort -u | tr '\n' ';')
     # QUEUES=1: queue depths during the transfer, five samples 0.2 s apart: bytes waiting in the
     # proxy's sockets (received, not yet read: r; written, not yet acknowledged: w) and in
     # curl's (off by default: its ~30 processes run on the load CPU during the transfer)
     local qs= q
     [ "${QUEUES:-0}" = 1 ] && for q in 1 2 3 4 5; do
-        qs="$qs $(ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo $pids | tr ' ' '|'))," |
-            grep -o 'skmem:([^)]*)' | sed -E 's/skmem:\(r([0-9]+),rb[0-9]+,t[0-9]+,tb[0-9]+,f[0-9]+,w([0-9]+).*/\1\/\2/' |
+        qs="$qs $(proxy_skmem $pids |
+            sed -E 's/skmem:\(r([0-9]+),rb[0-9]+,t[0-9]+,tb[0-9]+,f[0-9]+,w([0-9]+).*/\1\/\2/' |
             tr '\n' ',')curl:$(ss -tnp 2>/dev/null | awk '/"curl"/ && $2 > 0 { printf "%s", $2 }')"
         sleep 0.2
     done
