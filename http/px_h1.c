@@ -249,14 +249,19 @@ static const llhttp_settings_t *px__settings(void)
 
 static void px__restart(px_h1_t *p);
 
+static void px__llh_init(px_h1_t *p)
+{
+    llhttp_init(&p->llh, p->is_request ? HTTP_REQUEST : HTTP_RESPONSE, px__settings());
+    p->llh.data = p;
+}
+
 void px_h1_init(px_h1_t *p, int is_request, const px_h1_cbs_t *cbs, void *owner)
 {
     memset(p, 0, sizeof(*p));
     p->is_request = is_request;
     p->cbs = cbs;
     p->owner = owner;
-    llhttp_init(&p->llh, is_request ? HTTP_REQUEST : HTTP_RESPONSE, px__settings());
-    p->llh.data = p;
+    px__llh_init(p);
 }
 
 void px_h1_free(px_h1_t *p)
@@ -380,11 +385,20 @@ int px_h1_feed(px_h1_t *p, const char *data, size_t len, size_t *used)
         size_t n = len - off;
         p->base = at;
         p->base_off = p->hlen;
+        unsigned starts = p->starts;
         llhttp_errno_t e = llhttp_execute(&p->llh, at, n);
         size_t took = n;
         if (e == HPE_PAUSED || e == HPE_PAUSED_UPGRADE)
             took = (size_t)(llhttp_get_error_pos(&p->llh) - at);
-        else if (e != HPE_OK)
+        if (p->starts != starts) {
+            /* on_end began the next message (px_h1_next): llhttp recorded its pause in the fresh
+             * state after the callback, so that starts over; the next feed reads the next head */
+            px__llh_init(p);
+            p->paused = 0;
+            *used = off + took;
+            return 0;
+        }
+        if (e != HPE_OK && e != HPE_PAUSED && e != HPE_PAUSED_UPGRADE)
             return px__llhttp_failed(p, e);
         if (p->state == PX_H1_HEAD) {
             int rc = px__head_append(p, at, took);
@@ -428,8 +442,8 @@ void px_h1_resume(px_h1_t *p)
  * taken up, or a pause at a message's end, the next message starts from a clean state). */
 static void px__restart(px_h1_t *p)
 {
-    llhttp_init(&p->llh, p->is_request ? HTTP_REQUEST : HTTP_RESPONSE, px__settings());
-    p->llh.data = p;
+    px__llh_init(p);
+    p->starts++;
     p->state = PX_H1_HEAD;
     p->status = 0;
     p->paused = 0;

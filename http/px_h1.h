@@ -38,22 +38,23 @@ typedef struct px_h1 {
     void *owner;
     px_h1_state_t state;
     int is_request;
-    int no_body;          /* the responses answer HEAD: no body whatever they say */
-    int status;           /* the status of the response being read */
-    unsigned interim;     /* interim (1xx) responses read before the final one */
-    int paused;           /* a callback asked to pause */
-    int err;              /* PX_EPARSE / PX_ETOOBIG after a failure */
-    const char *reason;   /* why, static text */
+    int no_body;        /* the responses answer HEAD: no body whatever they say */
+    int status;         /* the status of the response being read */
+    unsigned interim;   /* interim (1xx) responses read before the final one */
+    int paused;         /* a callback asked to pause */
+    int err;            /* PX_EPARSE / PX_ETOOBIG after a failure */
+    const char *reason; /* why, static text */
     /* the head being read */
     char *hbuf;
     size_t hlen, hcap;
-    const char *base;     /* the input llhttp is reading, for span offsets */
-    size_t base_off;      /* head bytes before base */
-    px_msg_t *m;          /* spans recorded so far */
+    const char *base; /* the input llhttp is reading, for span offsets */
+    size_t base_off;  /* head bytes before base */
+    px_msg_t *m;      /* spans recorded so far */
     int last_was_value;
     /* trailer fields */
     px_fields_t *trailers;
     int trailer_last_was_value;
+    unsigned starts; /* messages started (px_h1_next and interims): one begun from a callback */
 } px_h1_t;
 
 /* Sets up a parser for requests (is_request 1) or responses. cbs and owner are kept. */
@@ -76,7 +77,9 @@ int px_h1_feed(px_h1_t *p, const char *data, size_t len, size_t *used);
 void px_h1_resume(px_h1_t *p);
 
 /* After PX_H1_DONE: ready for the next message on the same connection (for responses: the next
- * request's, so the HEAD mark and the interim count start over). */
+ * request's, so the HEAD mark and the interim count start over). May be called from on_end:
+ * px_h1_feed then returns with the ended message's bytes used, and the next feed begins the
+ * next message. */
 void px_h1_next(px_h1_t *p);
 
 /* The connection ended: a response delimited by the close ends here (on_end fires). Returns 0,

@@ -304,11 +304,79 @@ static void test_px_h1_caps(void **state)
     free(big);
 }
 
+/* ---- the next message started from inside a callback ------------------------------------ */
+
+/* The upstream client pools a connection when its response ends, and the owner's end callback
+ * may send the next request at once: that request takes the same connection and starts its
+ * parser (px_h1_next) while px_h1_feed is still inside llhttp for the old response. */
+typedef struct reenter {
+    px_h1_t p;
+    trace_t t;
+    int next_on_end;
+} reenter_t;
+
+static int re_head(void *owner, px_msg_t *m)
+{
+    reenter_t *r = owner;
+    return on_head(&r->t, m);
+}
+
+static int re_data(void *owner, const char *data, size_t len)
+{
+    reenter_t *r = owner;
+    return on_data(&r->t, data, len);
+}
+
+static int re_end(void *owner, const px_fields_t *f)
+{
+    reenter_t *r = owner;
+    on_end(&r->t, f);
+    if (r->next_on_end) {
+        r->next_on_end = 0;
+        px_h1_next(&r->p);
+    }
+    return 1;
+}
+
+static const px_h1_cbs_t re_cbs = {re_head, re_data, re_end};
+
+static void test_px_h1_next_from_end_callback(void **state)
+{
+    (void)state;
+    static const char *const first[] = {
+        "HTTP/1.1 200 OK" CRLF "Content-Length: 2" CRLF CRLF "ok",
+        "HTTP/1.1 200 OK" CRLF "Transfer-Encoding: chunked" CRLF CRLF "2" CRLF "ok" CRLF
+        "0" CRLF CRLF,
+        "HTTP/1.1 204 No Content" CRLF CRLF,
+    };
+    for (size_t i = 0; i < sizeof(first) / sizeof(first[0]); i++) {
+        reenter_t *r = calloc(1, sizeof(*r));
+        assert_non_null(r);
+        px_h1_init(&r->p, 0, &re_cbs, r);
+        r->next_on_end = 1;
+        size_t used = 0, len = strlen(first[i]);
+        assert_int_equal(px_h1_feed(&r->p, first[i], len, &used), 0);
+        assert_int_equal(used, len);
+        assert_int_equal(r->p.state, PX_H1_HEAD); /* the next message, not yet begun */
+        const char *second = "HTTP/1.1 201 Created" CRLF "Content-Length: 3" CRLF CRLF "abc";
+        len = strlen(second);
+        assert_int_equal(px_h1_feed(&r->p, second, len, &used), 0);
+        assert_int_equal(used, len);
+        tr_flush(&r->t);
+        const char *want[] = {"H200 n=1;D2;E;H201 n=1;D3;E;", "H200 n=1;D2;E;H201 n=1;D3;E;",
+                              "H204 n=0 nobody;E;H201 n=1;D3;E;"};
+        assert_string_equal(r->t.s, want[i]);
+        px_h1_free(&r->p);
+        free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_h1_cases_whole_and_split),
         cmocka_unit_test(test_px_h1_caps),
+        cmocka_unit_test(test_px_h1_next_from_end_callback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
