@@ -83,7 +83,9 @@ static void h1_release(px_upreq_t *r, int clean)
     r->conn = NULL;
     r->ops = NULL;
     u->req = NULL;
-    if (clean && u->reusable && !u->closing)
+    if (clean && u->reusable && !u->closing && u->delivering)
+        u->pool_later = 1; /* a request sent from the owner's on_end must not take it yet */
+    else if (clean && u->reusable && !u->closing)
         px__up_pool_put(u);
     else
         px__up_conn_close(u);
@@ -179,7 +181,7 @@ static int on_resp_end(void *owner, const px_fields_t *t)
 const px_h1_cbs_t px__up_h1_resp_cbs = {on_resp_head, on_resp_data, on_resp_end};
 
 /* Response bytes: parsed and handed to the request's owner while it takes them. */
-static void px__deliver(px_upconn_t *u, const char *data, size_t len)
+static void px__deliver_run(px_upconn_t *u, const char *data, size_t len)
 {
     size_t off = 0;
     int once = len == 0; /* a parser paused on a body's last bytes runs once with none */
@@ -219,6 +221,20 @@ static void px__deliver(px_upconn_t *u, const char *data, size_t len)
         off += used;
         if (used == 0 && u->req == r && !r->paused && u->parser.state != PX_H1_DONE)
             break;
+    }
+}
+
+/* The owner may end its exchange from a callback in here and send its next request at once:
+ * the connection waits for the pool until every byte read is accounted for (a byte after the
+ * response closes it instead). */
+static void px__deliver(px_upconn_t *u, const char *data, size_t len)
+{
+    u->delivering++;
+    px__deliver_run(u, data, len);
+    if (--u->delivering == 0 && u->pool_later) {
+        u->pool_later = 0;
+        if (u->req == NULL && !u->closing)
+            px__up_pool_put(u);
     }
 }
 

@@ -103,10 +103,12 @@ struct px_upconn {
     char *in; /* response bytes not delivered yet (a pause, after a 101) */
     size_t in_len;
     px_tunnel_t *tun;
-    int reused;    /* came out of the pool */
-    int got_bytes; /* a response byte since it was (re)used */
-    int reusable;  /* the last exchange left it clean */
-    int keepalive; /* the final response allows another request */
+    int reused;     /* came out of the pool */
+    int got_bytes;  /* a response byte since it was (re)used */
+    int reusable;   /* the last exchange left it clean */
+    int keepalive;  /* the final response allows another request */
+    int delivering; /* inside px__deliver (px_uph1.c): response bytes are being read */
+    int pool_later; /* released clean meanwhile: pooled once the bytes read are all its own */
     int handles;
     int closing;
     /* HTTP/2 (px_uph2.c) */

@@ -239,7 +239,8 @@ static void run_two_requests(void)
         uv_run(&fx->uv, UV_RUN_ONCE);
 }
 
-/* ---- the cases -------------------------------------------------------------------------------- */
+/* ---- the cases --------------------------------------------------------------------------------
+ */
 
 /* The first request's end sends the second; the connection the first used is not handed to it
  * while its bytes are still being read, and both get their whole answer. */
