@@ -1,7 +1,9 @@
 /* Fuzzes the response side of the HTTP/1 codec the proxy runs on upstream connections
  * (px_h1.c in response mode): interim (1xx) heads, the final head, bodies framed by length,
  * chunks or the close, trailer fields, in three reads from buffers of their own, then the
- * connection's end. The first bytes pick the splits and whether the request was a HEAD. */
+ * connection's end. The first bytes pick the splits, whether the request was a HEAD, and
+ * whether the end callback starts the next response at once (px_h1_next from on_end, as the
+ * upstream client does when the owner's next request takes the connection). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +14,8 @@
 typedef struct state {
     size_t heads, finals, ends;
     uint64_t bytes;
+    px_h1_t *p;
+    int next_on_end;
 } state_t;
 
 static int on_head(void *owner, px_msg_t *m)
@@ -26,7 +30,7 @@ static int on_head(void *owner, px_msg_t *m)
         __builtin_trap();
     if (m->status >= 200 || m->status == 101)
         st->finals++;
-    if (st->heads > PX_INTERIM_MAX + 1)
+    if (!st->next_on_end && st->heads > PX_INTERIM_MAX + 1)
         __builtin_trap(); /* the interim cap holds */
     px_msg_free(m);
     return 0;
@@ -49,6 +53,8 @@ static int on_end(void *owner, const px_fields_t *t)
         __builtin_trap(); /* an end only for a final response */
     if (t != NULL && (t->n > PX_TRAILERS_MAX || t->len > PX_TRAILER_MAX))
         __builtin_trap();
+    if (st->next_on_end)
+        px_h1_next(st->p);
     return 1;
 }
 
@@ -67,6 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t cuts[4] = {0, cut1, cut2, len};
     px_h1_t p;
     px_h1_init(&p, 0, &cbs, &st);
+    st.p = &p;
+    st.next_on_end = (data[2] & 2) != 0;
     if (data[2] & 1)
         px_h1_expect_no_body(&p);
     int done = 0;
@@ -77,16 +85,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         if (n > 0)
             memcpy(buf, in + cuts[i], n);
-        size_t used = 0;
-        if (px_h1_feed(&p, buf, n, &used) < 0) {
-            if (p.reason == NULL)
-                __builtin_trap();
-            done = 1;
-        } else if (p.state == PX_H1_DONE || p.state == PX_H1_UPGRADED) {
-            done = 1; /* the proxy drops bytes after a complete response */
-        } else if (used != n) {
-            __builtin_trap(); /* nothing pauses here: every byte is taken */
-        }
+        size_t off = 0, used;
+        do {
+            used = 0;
+            size_t ends = st.ends;
+            if (px_h1_feed(&p, buf + off, n - off, &used) < 0) {
+                if (p.reason == NULL)
+                    __builtin_trap();
+                done = 1;
+            } else if (p.state == PX_H1_DONE || p.state == PX_H1_UPGRADED) {
+                done = 1; /* the proxy drops bytes after a complete response */
+            } else if (used != n - off && (!st.next_on_end || st.ends == ends)) {
+                __builtin_trap(); /* nothing pauses here but the next response's start */
+            } else if (st.next_on_end && st.ends != ends && p.state != PX_H1_HEAD) {
+                __builtin_trap(); /* after the end the next response's head is read */
+            }
+            off += used;
+        } while (!done && off < n && used > 0);
         free(buf);
     }
     if (!done)
