@@ -407,6 +407,20 @@ px_h2c_t *px_h2c_new(const px_h2c_cbs_t *cbs)
     return h;
 }
 
+size_t px_h2c_trim(px_h2c_t *h)
+{
+    /* as px_h2_trim: with nothing to send, nghttp2's frame buffer holds no frame (px__pump has
+     * copied out every frame it packed) */
+    int dead = !h->failed && !h->term && nghttp2_session_want_read(h->ses) &&
+               !nghttp2_session_want_write(h->ses);
+    return px_h2mem_trim(&h->mem, dead);
+}
+
+size_t px_h2c_paged_resident(const px_h2c_t *h)
+{
+    return px_h2mem_resident(&h->mem);
+}
+
 void px_h2c_free(px_h2c_t *h)
 {
     if (h == NULL)

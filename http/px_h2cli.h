@@ -125,6 +125,14 @@ int px_h2c_closing(const px_h2c_t *h);
 /* Streams opened and not yet closed by px_h2c_close(). */
 size_t px_h2c_streams(const px_h2c_t *h);
 
+/* For a session gone quiet with no stream open: gives back the pages of nghttp2's frame buffer
+ * (when it holds no frame) and of its other large blocks that are back to zeros. Returns the
+ * bytes given back; the session goes on as before. */
+size_t px_h2c_trim(px_h2c_t *h);
+
+/* Bytes of those blocks in memory now (a test's view). */
+size_t px_h2c_paged_resident(const px_h2c_t *h);
+
 /* Why the session ended or failed: static text, "" while it runs. */
 const char *px_h2c_reason(const px_h2c_t *h);
 

@@ -411,6 +411,7 @@ static void px__conn_shut(px_upconn_t *u)
     }
     px_defer_cancel(u->m->loop, &u->defer);
     px_defer_cancel(u->m->loop, &u->flush);
+    px_quiet_cancel(u->m->loop, &u->quiet);
     px__up_h2_unshare(u);
     px__up_h2_shut(u, "Connection failed: connection closed");
     uv_timer_stop(&u->timer);

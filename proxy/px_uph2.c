@@ -257,6 +257,15 @@ int px__up_h2_share(px_upreq_t *r, const char *key)
 }
 
 /* The connection is idle when its last stream left: pooled, or closed when it is stale. */
+/* Pooled and still untouched one quiet period later (no stream since): the session's pages of
+ * nghttp2's frame buffer and stream table go back (~8 KiB after one request). */
+static void on_h2_quiet(px_quiet_t *q)
+{
+    px_upconn_t *u = px_container_of(q, px_upconn_t, quiet);
+    if (u->h2reqs == NULL && !u->closing)
+        px_h2c_trim(u->h2);
+}
+
 static void px__idle(px_upconn_t *u)
 {
     if (u->h2reqs != NULL || u->closing || u->in_pool)
@@ -266,6 +275,8 @@ static void px__idle(px_upconn_t *u)
         return;
     }
     px__up_pool_put(u);
+    if (u->in_pool)
+        px_quiet_touch(u->m->loop, &u->quiet, on_h2_quiet);
 }
 
 static void h2_release(px_upreq_t *r, int clean)

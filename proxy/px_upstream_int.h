@@ -120,6 +120,7 @@ struct px_upconn {
     int in_shared;
     int h1only;       /* offered http/1.1 alone (a WebSocket upgrade) */
     px_defer_t flush; /* the codec's output to the socket */
+    px_quiet_t quiet; /* pooled h2: the codec gives its pages back once the session is quiet */
     char peer[48];    /* "ip:port" it is connected to, told once (px_up_peer); "": not yet */
 };
 

@@ -891,10 +891,48 @@ static void test_px_h2cli_ping_flood(void **state)
     px_h2c_free(c);
 }
 
+/* A session with no stream left gives back the pages of nghttp2's large blocks (its frame
+ * buffer, its stream table) when asked (px_h2c_trim, from the pool once the session is quiet),
+ * and goes on as before. */
+static void test_px_h2cli_idle_trim(void **state)
+{
+    (void)state;
+    pair_t *p = pair_new();
+    creq_t c = {0};
+    px_h2c_req_t q = req_of("GET", "/a", basic, sizeof(basic) / sizeof(basic[0]));
+    assert_int_equal(px_h2c_open(p->c, &q, 0, 0, &c, &c.st), 0);
+    pump(p);
+    answer(p, p->s.req[0].sid, 200, "5", "hello", NULL);
+    pump(p);
+    assert_true(c.ended);
+    px_h2c_close(p->c, c.st, 0);
+    pump(p);
+    assert_true(px_h2c_paged_resident(p->c) > 0);
+    assert_true(px_h2c_trim(p->c) > 0);
+    assert_int_equal(px_h2c_paged_resident(p->c), 0);
+    assert_int_equal(px_h2c_trim(p->c), 0); /* nothing left to give */
+    creq_clear(&c);
+    assert_int_equal(px_h2c_open(p->c, &q, 0, 0, &c, &c.st), 0);
+    pump(p);
+    assert_int_equal(p->s.nreq, 2);
+    answer(p, p->s.req[1].sid, 200, "2", "ok", NULL);
+    pump(p);
+    assert_true(c.ended);
+    assert_int_equal(c.head->status, 200);
+    assert_memory_equal(c.body, "ok", 2);
+    px_h2c_close(p->c, c.st, 0);
+    pump(p);
+    assert_int_equal(p->cerr, 0);
+    assert_int_equal(p->serr, 0);
+    creq_clear(&c);
+    pair_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_h2cli_get),
+        cmocka_unit_test(test_px_h2cli_idle_trim),
         cmocka_unit_test(test_px_h2cli_post_trailers_both_ways),
         cmocka_unit_test(test_px_h2cli_no_body_cases),
         cmocka_unit_test(test_px_h2cli_paused_stream_does_not_stall),
