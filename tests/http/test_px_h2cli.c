@@ -102,6 +102,8 @@ typedef struct creq {
     char why[200];
     char trailer[256];
     int close_on_head;
+    struct creq *next_on_end;          /* opened from inside this one's end, after closing it */
+    const struct px_h2c_req *next_req; /* ... with this head */
 } creq_t;
 
 static px_h2c_t *g_cli; /* for callbacks that act on the session */
@@ -140,6 +142,13 @@ static void c_end(void *o, const px_fields_t *t)
         snprintf(c->trailer + strlen(c->trailer), sizeof(c->trailer) - strlen(c->trailer),
                  "%.*s=%.*s;", (int)t->names[i].len, t->buf + t->names[i].off,
                  (int)t->values[i].len, t->buf + t->values[i].off);
+    if (c->next_on_end != NULL) {
+        px_h2c_close(g_cli, c->st, 0);
+        c->st = NULL;
+        creq_t *n = c->next_on_end;
+        c->next_on_end = NULL;
+        assert_int_equal(px_h2c_open(g_cli, c->next_req, 0, 0, n, &n->st), 0);
+    }
 }
 
 static void c_error(void *o, uint32_t code, const char *why)
@@ -928,11 +937,46 @@ static void test_px_h2cli_idle_trim(void **state)
     pair_free(p);
 }
 
+/* The owner's end callback closes its stream and opens the next one at once, inside the
+ * codec's feed (the upstream client's owners do: a secret fetch starting the next). */
+static void test_px_h2cli_open_from_end_callback(void **state)
+{
+    (void)state;
+    pair_t *p = pair_new();
+    creq_t a = {0}, b = {0};
+    px_h2c_req_t q = req_of("GET", "/a", basic, sizeof(basic) / sizeof(basic[0]));
+    px_h2c_req_t qb = req_of("GET", "/b", basic, sizeof(basic) / sizeof(basic[0]));
+    a.next_on_end = &b;
+    a.next_req = &qb;
+    assert_int_equal(px_h2c_open(p->c, &q, 0, 0, &a, &a.st), 0);
+    pump(p);
+    answer(p, p->s.req[0].sid, 200, "5", "hello", NULL);
+    pump(p);
+    assert_true(a.ended);
+    assert_non_null(b.st);
+    assert_int_equal(px_h2c_streams(p->c), 1);
+    assert_int_equal(p->s.nreq, 2);
+    assert_memory_equal(px_msg_at(p->s.req[1].m, p->s.req[1].m->target), "/b", 2);
+    answer(p, p->s.req[1].sid, 200, "2", "ok", NULL);
+    pump(p);
+    assert_true(b.ended);
+    assert_int_equal(b.head->status, 200);
+    assert_memory_equal(b.body, "ok", 2);
+    px_h2c_close(p->c, b.st, 0);
+    pump(p);
+    assert_int_equal(p->cerr, 0);
+    assert_int_equal(p->serr, 0);
+    creq_clear(&a);
+    creq_clear(&b);
+    pair_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_px_h2cli_get),
         cmocka_unit_test(test_px_h2cli_idle_trim),
+        cmocka_unit_test(test_px_h2cli_open_from_end_callback),
         cmocka_unit_test(test_px_h2cli_post_trailers_both_ways),
         cmocka_unit_test(test_px_h2cli_no_body_cases),
         cmocka_unit_test(test_px_h2cli_paused_stream_does_not_stall),
