@@ -256,7 +256,6 @@ int px__up_h2_share(px_upreq_t *r, const char *key)
     return 1;
 }
 
-/* The connection is idle when its last stream left: pooled, or closed when it is stale. */
 /* Pooled and still untouched one quiet period later (no stream since): the session's pages of
  * nghttp2's frame buffer and stream table go back (~8 KiB after one request). */
 static void on_h2_quiet(px_quiet_t *q)
@@ -266,6 +265,7 @@ static void on_h2_quiet(px_quiet_t *q)
         px_h2c_trim(u->h2);
 }
 
+/* The connection is idle when its last stream left: pooled, or closed when it is stale. */
 static void px__idle(px_upconn_t *u)
 {
     if (u->h2reqs != NULL || u->closing || u->in_pool)
