@@ -55,7 +55,7 @@ static int an_key_ok(audit_str_t k)
 int audit_annot_count(audit_str_t v, long long *n)
 {
     unsigned long u;
-    if (v.len > 9 || (v.len > 1 && v.base[0] == '0') || audit_str_digits(v, 999999999, &u) != 0)
+    if ((v.len > 1 && v.base[0] == '0') || audit_str_digits(v, 999999999, &u) != 0)
         return 0;
     *n = (long long)u;
     return 1;

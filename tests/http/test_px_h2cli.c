@@ -900,6 +900,21 @@ static void test_px_h2cli_ping_flood(void **state)
     px_h2c_free(c);
 }
 
+/* The server answers the request it got i-th with 200 "ok": c's stream ends with that answer,
+ * is closed, and neither side saw an error. */
+static void answer_ok_and_close(pair_t *p, int i, creq_t *c)
+{
+    answer(p, p->s.req[i].sid, 200, "2", "ok", NULL);
+    pump(p);
+    assert_true(c->ended);
+    assert_int_equal(c->head->status, 200);
+    assert_memory_equal(c->body, "ok", 2);
+    px_h2c_close(p->c, c->st, 0);
+    pump(p);
+    assert_int_equal(p->cerr, 0);
+    assert_int_equal(p->serr, 0);
+}
+
 /* A session with no stream left gives back the pages of nghttp2's large blocks (its frame
  * buffer, its stream table) when asked (px_h2c_trim, from the pool once the session is quiet),
  * and goes on as before. */
@@ -924,15 +939,7 @@ static void test_px_h2cli_idle_trim(void **state)
     assert_int_equal(px_h2c_open(p->c, &q, 0, 0, &c, &c.st), 0);
     pump(p);
     assert_int_equal(p->s.nreq, 2);
-    answer(p, p->s.req[1].sid, 200, "2", "ok", NULL);
-    pump(p);
-    assert_true(c.ended);
-    assert_int_equal(c.head->status, 200);
-    assert_memory_equal(c.body, "ok", 2);
-    px_h2c_close(p->c, c.st, 0);
-    pump(p);
-    assert_int_equal(p->cerr, 0);
-    assert_int_equal(p->serr, 0);
+    answer_ok_and_close(p, 1, &c);
     creq_clear(&c);
     pair_free(p);
 }
@@ -957,15 +964,7 @@ static void test_px_h2cli_open_from_end_callback(void **state)
     assert_int_equal(px_h2c_streams(p->c), 1);
     assert_int_equal(p->s.nreq, 2);
     assert_memory_equal(px_msg_at(p->s.req[1].m, p->s.req[1].m->target), "/b", 2);
-    answer(p, p->s.req[1].sid, 200, "2", "ok", NULL);
-    pump(p);
-    assert_true(b.ended);
-    assert_int_equal(b.head->status, 200);
-    assert_memory_equal(b.body, "ok", 2);
-    px_h2c_close(p->c, b.st, 0);
-    pump(p);
-    assert_int_equal(p->cerr, 0);
-    assert_int_equal(p->serr, 0);
+    answer_ok_and_close(p, 1, &b);
     creq_clear(&a);
     creq_clear(&b);
     pair_free(p);
