@@ -16,7 +16,7 @@
 # names for the minting latency), IDLE_CONNS=1000, PROFILE=1 (perf record on airlock during
 # one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump),
 # NO_HAPROXY=1 (skip HAProxy), LOAD_DETAIL=1 (the context switches and system calls wrk and
-# the upstream make per request; 2: the calls by name too), PROFILE_LOAD=1 (perf record of the
+# the upstream make per request, and TCP segments per request; 2: the calls by name too), PROFILE_LOAD=1 (perf record of the
 # load CPU during each wrk run, pinned runs only), AIRLOCK=binary
 # (default build-bench/airlock), KEEP_TEST_DIR=1 (keep the scratch dir).
 #
@@ -367,6 +367,14 @@ io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write
     for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
         awk '/^rchar/ { r += $2 } /^wchar/ { w += $2 } END { printf "%.0f %.0f\n", r, w }'
 }
+tcp_counts() { # this namespace's TCP counters: "OutSegs PureAcksIn DelayedACKs AutoCorking"
+    awk '$1 == "Tcp:" && $2 ~ /^[0-9]/ { for (i = 2; i <= NF; i++) if (h[i] == "OutSegs") o = $i }
+        $1 == "Tcp:" { for (i = 2; i <= NF; i++) h[i] = $i }
+        $1 == "TcpExt:" && $2 ~ /^[0-9]/ { for (i = 2; i <= NF; i++) x[e[i]] = $i }
+        $1 == "TcpExt:" { for (i = 2; i <= NF; i++) e[i] = $i }
+        END { printf "%s %s %s %s\n", o, x["TCPPureAcks"], x["DelayedACKs"], x["TCPAutoCorking"] }' \
+        /proc/net/snmp /proc/net/netstat
+}
 load_idle_pct() { # load_idle_pct TICKS_BEFORE TICKS_AFTER: the load CPU's idle share, or "-"
     [ -n "$1" ] && [ -n "$2" ] || { echo -; return; }
     awk -v t0="$1" -v t1="$2" 'BEGIN { split(t0, a, " "); split(t1, z, " "); b = 0
@@ -460,8 +468,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         perfpid=$!
         sleep 0.5
     fi
-    local lt0 lt1 uio0 uio1
-    lt0=$(load_cpu_ticks); uio0=$(io_bytes $ups)
+    local lt0 lt1 uio0 uio1 tc0 tc1
+    lt0=$(load_cpu_ticks); uio0=$(io_bytes $ups); tc0=$(tcp_counts)
     read -r r0 w0 < <(sched_ns $pids); t0=$(now_ns)
     # wrk's own CPU (perf stat's task-clock, ms), when perf is there
     local wrkcpu="$T_DIR/wrkcpu-$metric-$subj" wrkrun=()
@@ -487,7 +495,7 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     load_profile_start "$T_DIR/perf-load-$metric-$subj.data"
     out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
-    lt1=$(load_cpu_ticks); uio1=$(io_bytes $ups)
+    lt1=$(load_cpu_ticks); uio1=$(io_bytes $ups); tc1=$(tcp_counts)
     load_profile_stop "$T_DIR/perf-load-$metric-$subj.data" "$metric through $subj"
     [ -n "$perfpid" ] && wait "$perfpid"
     [ -n "$uppid" ] && wait "$uppid"
@@ -534,6 +542,12 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         echo "    $metric $subj: $(cat "$T_DIR/upconns-$metric-$subj" 2>/dev/null) connections to the upstream halfway through;" \
             "the upstream read/wrote $(awk -v a="$uio0" -v b="$uio1" -v n="$reqs" 'BEGIN { split(a, x, " "); split(b, y, " ")
                 printf "%.0f / %.0f", (y[1] - x[1]) / n, (y[2] - x[2]) / n }') bytes per request"
+        # every TCP segment in the namespace (both legs, both directions; a few of the
+        # measuring's own), the pure ACKs received among them, delayed ACKs and auto-corked sends
+        echo "    $metric $subj: TCP per request: $(awk -v a="$tc0" -v b="$tc1" -v n="$reqs" 'BEGIN {
+            split(a, x, " "); split(b, y, " ")
+            printf "%.2f segments, %.2f pure ACKs received, %.2f delayed ACKs, %.2f auto-corked",
+                (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n, (y[4] - x[4]) / n }')"
         [ -s "$wrkcpu" ] && perf_counts "$wrkcpu" "$reqs" "$metric $subj wrk per request" %.2f 9
         [ -s "$upsys" ] && perf_counts "$upsys" "$reqs" "$metric $subj upstream per request" %.2f 9
     fi
