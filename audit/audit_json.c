@@ -202,6 +202,14 @@ static void aj_str_slow(audit__json_t *o, audit_str_t v)
                            : c == '\r' ? 'r'
                            : c == '\b' ? 'b'
                                        : 'f';
+        } else if (c == 0 || n == 0) {
+            /* not UTF-8, or NUL (valid JSON as \u0000, but refused by PostgreSQL's jsonb and
+             * jansson's default and cut at by C consumers: the event would be lost downstream):
+             * the text log's \xNN, as four characters */
+            memcpy(unit, "\\\\x", 3);
+            ulen = 3;
+            unit[ulen++] = hexd[c >> 4];
+            unit[ulen++] = hexd[c & 15];
         } else if (c < 0x20 || c == 0x7f || (c == 0xc2 && n == 2 && next[0] < 0xa0)) {
             /* controls (C1 too, U+0080..U+009F) never reach a terminal raw */
             unsigned cp = c == 0xc2 ? next[0] : c;
@@ -209,12 +217,6 @@ static void aj_str_slow(audit__json_t *o, audit_str_t v)
             ulen = 4;
             unit[ulen++] = hexd[cp >> 4];
             unit[ulen++] = hexd[cp & 15];
-        } else if (n == 0) {
-            /* not UTF-8: the text log's \xNN, as four characters */
-            memcpy(unit, "\\\\x", 3);
-            ulen = 3;
-            unit[ulen++] = hexd[c >> 4];
-            unit[ulen++] = hexd[c & 15];
         } else {
             unit[ulen++] = (char)c;
             for (size_t k = 0; k + 1 < n; k++)

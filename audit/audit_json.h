@@ -3,9 +3,10 @@
  * pipelines (`airlock run --log-format json`, `--events FILE`).
  *
  * Pure: writes into the caller's buffer; no I/O, no allocation. Strings are escaped per
- * RFC 8259; well-formed UTF-8 is kept (C0 and C1 controls and DEL as \u00XX), and a byte that
- * is not part of well-formed UTF-8 is written as the four characters \xNN (JSON "\\xNN"),
- * which is how the text log writes it too. The object never holds a secret value: it is made
+ * RFC 8259; well-formed UTF-8 is kept (C0 and C1 controls and DEL as \u00XX, but NUL), and a
+ * byte that is not part of well-formed UTF-8, or NUL, is written as the four characters \xNN
+ * (JSON "\\xNN"), which is how the text log writes it too (docs/events.md: a consumer may
+ * refuse \u0000 or cut a string at it). The object never holds a secret value: it is made
  * of the record's fields, and the record never holds one. */
 #ifndef AUDIT_JSON_H
 #define AUDIT_JSON_H

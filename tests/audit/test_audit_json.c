@@ -348,6 +348,41 @@ static void test_audit_json_escape_at_every_offset(void **state)
     }
 }
 
+/* A NUL byte is written as the text log writes it, \x00 (JSON "\\x00"), never \u0000: valid
+ * JSON, but PostgreSQL's jsonb and jansson's default refuse it and C consumers cut the string
+ * there, so the event would be lost or shortened downstream. From a raw view, from the log's
+ * escaped form, and in a line that is not an event; the text line reads back. */
+static void test_audit_json_nul_as_text_log_escape(void **state)
+{
+    (void)state;
+    static char buf[AUDIT_JSON_LINE_CAP];
+    char text[AUDIT_EVENT_LINE_CAP], back[AUDIT_EVENT_LINE_CAP];
+    audit_json_ctx_t raw = {.time_ms = T0}, esc = {.time_ms = T0, .escaped = 1};
+    audit_event_t r = {.kind = AUDIT_EV_WARNING, .status = -1, .tail = {"a\0b\0", 4}};
+    int n = audit_json_render(&r, &raw, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_null(strstr(buf, "\\u0000"));
+    assert_non_null(strstr(buf, "\"detail\":\"a\\\\x00b\\\\x00\""));
+    assert_true(json_ok(buf, (size_t)n));
+    int t = audit_event_render(&r, text, sizeof(text));
+    assert_int_equal(audit_jread_line(buf, (size_t)n, back, sizeof(back)), t);
+    assert_string_equal(back, text);
+
+    audit_event_t e = {.kind = AUDIT_EV_WARNING, .status = -1, .tail = S("a\\x00b")};
+    n = audit_json_render(&e, &esc, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_non_null(strstr(buf, "\"detail\":\"a\\\\x00b\""));
+    assert_true(json_ok(buf, (size_t)n));
+
+    const char line[] = "DNS A x\\x00y";
+    n = audit_json_render_other(line, sizeof(line) - 1, &raw, buf, sizeof(buf));
+    assert_true(n > 0);
+    assert_non_null(strstr(buf, "\"text\":\"DNS A x\\\\x00y\""));
+    assert_true(json_ok(buf, (size_t)n));
+    assert_int_equal(audit_jread_line(buf, (size_t)n, back, sizeof(back)), (int)sizeof(line) - 1);
+    assert_string_equal(back, line);
+}
+
 /* Over-long strings are cut at a whole character; the object stays valid and says so. */
 static void test_audit_json_truncated_is_valid(void **state)
 {
@@ -420,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_audit_json_escaped_views_decode),
         cmocka_unit_test(test_audit_json_sandbox_time_and_other),
         cmocka_unit_test(test_audit_json_escape_at_every_offset),
+        cmocka_unit_test(test_audit_json_nul_as_text_log_escape),
         cmocka_unit_test(test_audit_json_truncated_is_valid),
         cmocka_unit_test(test_audit_json_read_refuses),
     };
