@@ -3,9 +3,10 @@
 # as http_bench.sh sets them up (same namespace, upstream, configs and CPU placement), and
 # measured by counts that a loaded, shared box does not disturb much: system calls (by name)
 # and CPU time per new TLS connection; system calls, epoll wake-ups, bytes per read, socket
-# buffer sizes and CPU per GiB of a download over HTTP and HTTPS, with the other side's cost
-# (curl's and the upstream's CPU and system calls per GiB, the load CPU's busy time); RSS per idle HTTP/1.1
-# connection (one GET each, and after a burst) and per idle HTTP/2 connection.
+# buffer sizes, TCP segments and CPU per GiB of a download over HTTP and HTTPS, with the other
+# side's cost (curl's and the upstream's CPU and system calls per GiB, the load CPU's busy
+# time); RSS per idle HTTP/1.1 connection (one GET each, and after a burst) and per idle HTTP/2
+# connection.
 #
 #   tests/bench/conn_count.sh          (see tests/bench/README.md, issue 34)
 #
@@ -71,6 +72,8 @@ count_big() { # count_big METRIC SUBJECT URL
     ups=$(upstream_pids); read -r u0 _ < <(sched_ns $ups); c0=$(load_cpu_ticks)
     local pcs0 ucs0 ipi0 lipi0
     pcs0=$(ctx_switches $pids); ucs0=$(ctx_switches $ups)
+    local tc0 tc1
+    tc0=$(tcp_counts)
     case $PROXY_CPU$LOAD_CPU in *[!0-9]*) ;; *) ipi0=$(ipis "$PROXY_CPU"); lipi0=$(ipis "$LOAD_CPU") ;; esac
     perf stat -x, -e "$ev" -p "$(echo $ups | tr ' ' ',')" -o "$T_DIR/cnt-up-$metric-$subj" > /dev/null 2>&1 &
     local upperf=$!
@@ -99,6 +102,7 @@ count_big() { # count_big METRIC SUBJECT URL
     read -r u1 _ < <(sched_ns $ups); c1=$(load_cpu_ticks)
     local pcs1 ucs1 ipi1= lipi1=
     pcs1=$(ctx_switches $pids); ucs1=$(ctx_switches $ups)
+    tc1=$(tcp_counts)
     [ -n "${ipi0:-}" ] && { ipi1=$(ipis "$PROXY_CPU"); lipi1=$(ipis "$LOAD_CPU"); }
     kill -INT "$upperf" 2>/dev/null; wait "$upperf" 2>/dev/null
     load_profile_stop "$T_DIR/perf-load-$metric-$subj.data" "$metric through $subj"
@@ -158,6 +162,11 @@ count_big() { # count_big METRIC SUBJECT URL
             print line }'
     record "$metric.curl_cs_mib" "$subj" "$(awk -v m="$mib" -v c="${curl_cs:-0}" 'BEGIN {printf "%.1f", c / m}')"
     [ -n "$lipi1" ] && record "$metric.load_ipi_mib" "$subj" "$(awk -v m="$mib" -v a="$lipi0" -v b="$lipi1" 'BEGIN {printf "%.1f", (b - a) / m}')"
+    # TCP segments in the namespace per MiB (both legs, both ways: data and ACKs)
+    echo "    $metric $subj TCP per MiB: $(awk -v a="$tc0" -v b="$tc1" -v m="$mib" 'BEGIN {
+        split(a, x, " "); split(b, y, " ")
+        printf "%.1f segments, %.1f pure ACKs received, %.2f delayed ACKs", (y[1] - x[1]) / m,
+            (y[2] - x[2]) / m, (y[3] - x[3]) / m }')"
     perf_counts "$T_DIR/cnt-curl-cpu" "$mib" "$metric $subj curl per MiB" %.1f
     perf_counts "$T_DIR/cnt-$metric-$subj" "$mib" "$metric $subj per MiB" %.1f
     perf_counts "$T_DIR/cnt-up-$metric-$subj" "$mib" "$metric $subj upstream per MiB" %.1f
