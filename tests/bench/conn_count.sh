@@ -31,7 +31,8 @@ fi
 # conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
-# load_cpu_ticks, io_bytes, perf_counts and load_profile_start/stop: http_bench.sh's.
+# load_cpu_ticks, io_bytes, ipis, tcp_counts, perf_counts and load_profile_start/stop:
+# http_bench.sh's.
 # ctx_switches PID...: "voluntary nonvoluntary" context switches summed over every thread.
 ctx_switches() {
     local p
@@ -42,11 +43,6 @@ ctx_switches() {
 # proxy_skmem PID...: the skmem:(...) field of each TCP socket of those processes (ss -tm).
 proxy_skmem() {
     ss -tmnp 2>/dev/null | grep -A1 -E "pid=($(echo "$@" | tr ' ' '|'))," | grep -o 'skmem:([^)]*)'
-}
-# ipis CPU: rescheduling + function-call interrupts that CPU has taken (/proc/interrupts): on
-# this virtual machine each is an exit to the host, the cost of waking a task on another core.
-ipis() {
-    awk -v c="$1" '$1 == "RES:" || $1 == "CAL:" { n += $(c + 2) } END { printf "%.0f\n", n }' /proc/interrupts
 }
 # One download of the big file, counted: system calls by name per MiB, epoll_wait returns
 # per MiB, bytes per read-like call (rchar / calls), proxy CPU per GiB, and the socket

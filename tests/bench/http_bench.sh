@@ -367,6 +367,11 @@ io_bytes() { # "rchar wchar" summed over the processes (bytes through read/write
     for p in "$@"; do cat /proc/"$p"/io 2>/dev/null; done |
         awk '/^rchar/ { r += $2 } /^wchar/ { w += $2 } END { printf "%.0f %.0f\n", r, w }'
 }
+# ipis CPU: rescheduling + function-call interrupts that CPU has taken (/proc/interrupts): on
+# this virtual machine each is an exit to the host, the cost of waking a task on another core.
+ipis() {
+    awk -v c="$1" '$1 == "RES:" || $1 == "CAL:" { n += $(c + 2) } END { printf "%.0f\n", n }' /proc/interrupts
+}
 tcp_counts() { # this namespace's TCP counters: "OutSegs PureAcksIn DelayedACKs AutoCorking"
     awk '$1 == "Tcp:" && $2 ~ /^[0-9]/ { for (i = 2; i <= NF; i++) if (h[i] == "OutSegs") o = $i }
         $1 == "Tcp:" { for (i = 2; i <= NF; i++) h[i] = $i }
@@ -469,6 +474,8 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
         sleep 0.5
     fi
     local lt0 lt1 uio0 uio1 tc0 tc1
+    local ipi0= ipi1= lipi0= lipi1=
+    case $PROXY_CPU$LOAD_CPU in *[!0-9]*) ;; *) ipi0=$(ipis "$PROXY_CPU"); lipi0=$(ipis "$LOAD_CPU") ;; esac
     lt0=$(load_cpu_ticks); uio0=$(io_bytes $ups); tc0=$(tcp_counts)
     read -r r0 w0 < <(sched_ns $pids); t0=$(now_ns)
     # wrk's own CPU (perf stat's task-clock, ms), when perf is there
@@ -496,6 +503,7 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
     out=$("${wrkrun[@]}" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" "$url" 2>&1)
     t1=$(now_ns); read -r r1 w1 < <(sched_ns $pids)
     lt1=$(load_cpu_ticks); uio1=$(io_bytes $ups); tc1=$(tcp_counts)
+    [ -n "$ipi0" ] && { ipi1=$(ipis "$PROXY_CPU"); lipi1=$(ipis "$LOAD_CPU"); }
     load_profile_stop "$T_DIR/perf-load-$metric-$subj.data" "$metric through $subj"
     [ -n "$perfpid" ] && wait "$perfpid"
     [ -n "$uppid" ] && wait "$uppid"
@@ -548,6 +556,10 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
             split(a, x, " "); split(b, y, " ")
             printf "%.2f segments, %.2f pure ACKs received, %.2f delayed ACKs, %.2f auto-corked",
                 (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n, (y[4] - x[4]) / n }')"
+        # wake-up interrupts each CPU took per request (pinned runs)
+        [ -n "$ipi1" ] && echo "    $metric $subj: IPIs per request: proxy CPU $(awk -v a="$ipi0" \
+            -v b="$ipi1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) / n }'), load CPU $(awk \
+            -v a="$lipi0" -v b="$lipi1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) / n }')"
         [ -s "$wrkcpu" ] && perf_counts "$wrkcpu" "$reqs" "$metric $subj wrk per request" %.2f 9
         [ -s "$upsys" ] && perf_counts "$upsys" "$reqs" "$metric $subj upstream per request" %.2f 9
     fi
