@@ -66,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 1) {
         fuzz_decision(data + 1, size - 1);
     } else {
-        /* 1..128 bytes, or the whole buffer (ADDON_GHAPP_TOKEN_MAX + 2) */
+        /* 2..128 bytes, or the whole buffer (ADDON_GHAPP_TOKEN_MAX + 2) */
         size_t cap = data[0] >> 1 == 0 ? ADDON_GHAPP_TOKEN_MAX + 2 : (size_t)(data[0] >> 1) + 1;
         fuzz_token(data + 1, size - 1, cap);
     }
