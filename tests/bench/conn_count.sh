@@ -31,8 +31,8 @@ fi
 # conn_count.sh: counts that hold on a loaded box (system calls, epoll wake-ups, bytes per
 # read, socket buffers, CPU time, RSS), never rates.
 IO_CALLS='read recvfrom recvmsg readv write writev sendto sendmsg sendfile64 splice epoll_wait epoll_pwait epoll_ctl accept4 close brk mmap munmap madvise mprotect'
-# load_cpu_ticks, io_bytes, ipis, tcp_counts, perf_counts and load_profile_start/stop:
-# http_bench.sh's.
+# load_cpu_ticks, io_bytes, ipis, tcp_counts, tcp_per, perf_counts and
+# load_profile_start/stop: http_bench.sh's.
 # ctx_switches PID...: "voluntary nonvoluntary" context switches summed over every thread.
 ctx_switches() {
     local p
@@ -159,10 +159,7 @@ count_big() { # count_big METRIC SUBJECT URL
     record "$metric.curl_cs_mib" "$subj" "$(awk -v m="$mib" -v c="${curl_cs:-0}" 'BEGIN {printf "%.1f", c / m}')"
     [ -n "$lipi1" ] && record "$metric.load_ipi_mib" "$subj" "$(awk -v m="$mib" -v a="$lipi0" -v b="$lipi1" 'BEGIN {printf "%.1f", (b - a) / m}')"
     # TCP segments in the namespace per MiB (both legs, both ways: data and ACKs)
-    echo "    $metric $subj TCP per MiB: $(awk -v a="$tc0" -v b="$tc1" -v m="$mib" 'BEGIN {
-        split(a, x, " "); split(b, y, " ")
-        printf "%.1f segments, %.1f pure ACKs received, %.2f delayed ACKs", (y[1] - x[1]) / m,
-            (y[2] - x[2]) / m, (y[3] - x[3]) / m }')"
+    echo "    $metric $subj TCP per MiB: $(tcp_per "$tc0" "$tc1" "$mib" %.1f)"
     perf_counts "$T_DIR/cnt-curl-cpu" "$mib" "$metric $subj curl per MiB" %.1f
     perf_counts "$T_DIR/cnt-$metric-$subj" "$mib" "$metric $subj per MiB" %.1f
     perf_counts "$T_DIR/cnt-up-$metric-$subj" "$mib" "$metric $subj upstream per MiB" %.1f

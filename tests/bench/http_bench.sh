@@ -16,8 +16,9 @@
 # names for the minting latency), IDLE_CONNS=1000, PROFILE=1 (perf record on airlock during
 # one extra keep-alive run per protocol), NICE=-10 (renice all of it; see README), NO_MITM=1 (skip mitmdump),
 # NO_HAPROXY=1 (skip HAProxy), LOAD_DETAIL=1 (the context switches and system calls wrk and
-# the upstream make per request, and TCP segments per request; 2: the calls by name too), PROFILE_LOAD=1 (perf record of the
-# load CPU during each wrk run, pinned runs only), AIRLOCK=binary
+# the upstream make per request, TCP segments and each CPU's IPIs per request; 2: the calls by
+# name too), PROFILE_LOAD=1 (perf record of the load CPU during each wrk run, pinned runs
+# only), AIRLOCK=binary
 # (default build-bench/airlock), KEEP_TEST_DIR=1 (keep the scratch dir).
 #
 # Addresses inside the namespace: airlock 127.0.0.1 (:53 DNS, :80, :443), upstream nginx
@@ -380,6 +381,12 @@ tcp_counts() { # this namespace's TCP counters: "OutSegs PureAcksIn DelayedACKs 
         END { printf "%s %s %s %s\n", o, x["TCPPureAcks"], x["DelayedACKs"], x["TCPAutoCorking"] }' \
         /proc/net/snmp /proc/net/netstat
 }
+# tcp_per BEFORE AFTER N FORMAT: tcp_counts' change per unit (request, MiB) as one phrase
+tcp_per() {
+    awk -v a="$1" -v b="$2" -v n="$3" -v f="$4" 'BEGIN { split(a, x, " "); split(b, y, " ")
+        printf f " segments, " f " pure ACKs received, %.2f delayed ACKs, " f " auto-corked",
+            (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n, (y[4] - x[4]) / n }'
+}
 load_idle_pct() { # load_idle_pct TICKS_BEFORE TICKS_AFTER: the load CPU's idle share, or "-"
     [ -n "$1" ] && [ -n "$2" ] || { echo -; return; }
     awk -v t0="$1" -v t1="$2" 'BEGIN { split(t0, a, " "); split(t1, z, " "); b = 0
@@ -552,10 +559,7 @@ bench_wrk() { # bench_wrk METRIC SUBJECT URL [wrk args...]
                 printf "%.0f / %.0f", (y[1] - x[1]) / n, (y[2] - x[2]) / n }') bytes per request"
         # every TCP segment in the namespace (both legs, both directions; a few of the
         # measuring's own), the pure ACKs received among them, delayed ACKs and auto-corked sends
-        echo "    $metric $subj: TCP per request: $(awk -v a="$tc0" -v b="$tc1" -v n="$reqs" 'BEGIN {
-            split(a, x, " "); split(b, y, " ")
-            printf "%.2f segments, %.2f pure ACKs received, %.2f delayed ACKs, %.2f auto-corked",
-                (y[1] - x[1]) / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n, (y[4] - x[4]) / n }')"
+        echo "    $metric $subj: TCP per request: $(tcp_per "$tc0" "$tc1" "$reqs" %.2f)"
         # wake-up interrupts each CPU took per request (pinned runs)
         [ -n "$ipi1" ] && echo "    $metric $subj: IPIs per request: proxy CPU $(awk -v a="$ipi0" \
             -v b="$ipi1" -v n="$reqs" 'BEGIN { printf "%.3f", (b - a) / n }'), load CPU $(awk \
